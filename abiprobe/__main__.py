@@ -1,0 +1,5 @@
+import sys
+
+from abiprobe.cli import main
+
+sys.exit(main())

@@ -1,0 +1,54 @@
+"""Command-line entry: subcommands live in ``abiprobe.commands.<name>``, each with ``register``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from abiprobe import __version__
+from abiprobe.errors import AbiprobeError
+
+# Order is the order `abiprobe --help` lists them in.
+COMMANDS = ("solve", "inspect", "check", "probe", "index", "cache", "matrix", "report", "snapshot", "restore_plan")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="abiprobe",
+        description="Which torch / sgl-kernel / flashinfer wheels will load and run on a CUDA version and GPU.",
+    )
+    parser.add_argument("--version", action="version", version=f"abiprobe {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"abiprobe.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"abiprobe.commands.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except AbiprobeError as exc:
+        print(f"abiprobe: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("abiprobe: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

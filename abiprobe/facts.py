@@ -1,0 +1,178 @@
+"""Frozen facts learned from binaries and wheels: the contract between readers, cache and analysis.
+
+Every reader returns these; the cache stores them as JSON (``to_json``/``from_json``) keyed by the
+wheel's sha256; analysis consumes them. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal
+
+FACTS_SCHEMA_VERSION = 1
+
+GpuCodeKind = Literal["sass", "ptx", "ltoir"]
+GpuVariant = Literal["", "a", "f"]
+
+
+@dataclass(frozen=True)
+class SymbolExport:
+    """A defined dynamic symbol; ``default`` is True for ``name@@VER`` and for unversioned ones."""
+
+    name: str
+    version: str | None = None
+    default: bool = True
+    kind: str = "FUNC"  # FUNC, OBJECT, TLS, IFUNC, NOTYPE
+    binding: str = "GLOBAL"  # GLOBAL, WEAK, GNU_UNIQUE
+
+    def display(self) -> str:
+        if self.version is None:
+            return self.name
+        return f"{self.name}{'@@' if self.default else '@'}{self.version}"
+
+
+@dataclass(frozen=True)
+class SymbolImport:
+    """An undefined dynamic symbol; ``version``/``version_file`` come from .gnu.version_r."""
+
+    name: str
+    version: str | None = None
+    version_file: str | None = None
+    weak: bool = False
+
+    def display(self) -> str:
+        return self.name if self.version is None else f"{self.name}@{self.version}"
+
+
+@dataclass(frozen=True)
+class VersionNeed:
+    """One ``.gnu.version_r`` entry: a needed file and the version names required from it."""
+
+    file: str
+    versions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GpuCode:
+    """One entry of a fatbin container, or a standalone cubin."""
+
+    kind: GpuCodeKind
+    sm: int  # 90, 100, 120, 121 ...
+    variant: GpuVariant = ""
+    ptx_isa: str | None = None  # "9.0" for PTX entries; None otherwise
+    compressed: str | None = None  # None, "lz4", "zstd"
+    container: str = ""  # section the container sits in: .nv_fatbin, __nv_relfatbin, .rodata, <cubin>
+    size: int = 0  # payload size in bytes (compressed size where compressed)
+
+    def label(self) -> str:
+        prefix = "sm" if self.kind == "sass" else ("compute" if self.kind == "ptx" else "lto")
+        return f"{prefix}_{self.sm}{self.variant}"
+
+
+@dataclass(frozen=True)
+class ElfFacts:
+    """What the loader and the GPU driver will care about in one ELF object."""
+
+    path: str  # path inside the wheel / directory, or the file name given
+    elf_class: int  # 32 or 64
+    machine: str  # "x86_64", "aarch64", "cuda" ...
+    elf_type: str = "DYN"  # DYN, EXEC, REL
+    soname: str | None = None
+    needed: tuple[str, ...] = ()
+    rpath: tuple[str, ...] = ()
+    runpath: tuple[str, ...] = ()
+    exports: tuple[SymbolExport, ...] = ()
+    imports: tuple[SymbolImport, ...] = ()
+    version_needs: tuple[VersionNeed, ...] = ()
+    version_defs: tuple[str, ...] = ()
+    gpu_code: tuple[GpuCode, ...] = ()
+    sha256: str | None = None
+    size: int = 0
+
+    def cuda_majors(self) -> tuple[int, ...]:
+        """CUDA major versions implied by the CUDA sonames this object needs (libcudart.so.13 -> 13)."""
+        from abiprobe.sonames import cuda_major_of_soname
+
+        majors = {m for n in self.needed if (m := cuda_major_of_soname(n)) is not None}
+        return tuple(sorted(majors))
+
+
+@dataclass(frozen=True)
+class DistMetadata:
+    """The parts of a wheel's METADATA / WHEEL / RECORD that analysis needs."""
+
+    name: str
+    version: str
+    requires_dist: tuple[str, ...] = ()
+    requires_python: str | None = None
+    tags: tuple[str, ...] = ()  # from the WHEEL file
+    top_level: tuple[str, ...] = ()  # import packages / modules the wheel installs
+
+
+@dataclass(frozen=True)
+class WheelFacts:
+    """Everything learned from one wheel, keyed by its sha256 and never recomputed."""
+
+    filename: str
+    sha256: str
+    size: int
+    metadata: DistMetadata
+    files: tuple[str, ...] = ()  # every path the wheel installs (RECORD order)
+    elf: tuple[ElfFacts, ...] = ()
+    errors: tuple[str, ...] = ()  # per-member problems that did not stop the whole wheel
+    schema_version: int = FACTS_SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WheelFacts:
+        return _build(cls, data)
+
+
+def elf_facts_to_json(facts: ElfFacts) -> dict[str, Any]:
+    return asdict(facts)
+
+
+def elf_facts_from_json(data: dict[str, Any]) -> ElfFacts:
+    return _build(ElfFacts, data)
+
+
+_NESTED: dict[str, type] = {
+    "exports": SymbolExport,
+    "imports": SymbolImport,
+    "version_needs": VersionNeed,
+    "gpu_code": GpuCode,
+    "elf": ElfFacts,
+}
+
+
+def _build(cls: type[Any], data: dict[str, Any]) -> Any:
+    """Rebuild a frozen dataclass tree from ``asdict`` output, turning lists back into tuples."""
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        if f.name == "metadata" and isinstance(value, dict):
+            value = _build(DistMetadata, value)
+        elif f.name in _NESTED and isinstance(value, list):
+            value = tuple(_build(_NESTED[f.name], v) for v in value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+__all__ = [
+    "FACTS_SCHEMA_VERSION",
+    "DistMetadata",
+    "ElfFacts",
+    "GpuCode",
+    "SymbolExport",
+    "SymbolImport",
+    "VersionNeed",
+    "WheelFacts",
+    "elf_facts_from_json",
+    "elf_facts_to_json",
+]
