@@ -38,7 +38,7 @@ def build_wheel(
     fname_version = version
     parts = [dist, fname_version] + ([build_tag] if build_tag else []) + [tag]
     wheel_path = out_dir / ("-".join(parts) + ".whl")
-    distinfo = f"{dist}-{version.split('+')[0] if metadata_version is None else metadata_version}.dist-info"
+    distinfo = f"{dist}-{version if metadata_version is None else metadata_version}.dist-info"
     meta = [
         "Metadata-Version: 2.1",
         f"Name: {name}",
