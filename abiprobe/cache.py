@@ -1,0 +1,355 @@
+"""``wheel_index_cache/``: revalidatable index pages, content-addressed wheel facts, PEP 658 metadata.
+
+Plain files that can be committed to git, written atomically, checked on every read: a damaged or
+foreign entry is a miss (and a damaged one is deleted), never an exception and never trusted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from abiprobe import cache_entries as entries
+from abiprobe.cache_entries import CorruptEntryError, ForeignSchemaError, PageRecord
+from abiprobe.cache_io import (
+    atomic_write,
+    exclusive_lock,
+    is_sha256_hex,
+    pretty_json,
+    remove_quietly,
+    sha256_hex,
+    strip_credentials,
+)
+from abiprobe.cache_maint import (
+    CacheInfo,
+    CacheProblem,
+    KindStats,
+    PruneReport,
+    StalePage,
+    VerifyReport,
+    collect_info,
+    find_stale_pages,
+    prune_cache,
+    verify_cache,
+)
+from abiprobe.errors import CacheError
+from abiprobe.facts import WheelFacts
+
+T = TypeVar("T")
+
+CACHE_DIR_ENV = "ABIPROBE_CACHE_DIR"
+REPO_CACHE_DIR = "wheel_index_cache"
+
+
+@dataclass(frozen=True)
+class CachedPage:
+    """One index page as last fetched; ``fetched_at`` moves on each successful revalidation."""
+
+    url: str
+    body: bytes
+    content_type: str
+    etag: str | None
+    last_modified: str | None
+    fetched_at: float
+
+
+def is_stale(page: CachedPage, max_age_s: float, *, now: float | None = None) -> bool:
+    """Whether ``page`` was last fetched or revalidated more than ``max_age_s`` seconds ago."""
+    return (time.time() if now is None else now) - page.fetched_at > max_age_s
+
+
+def default_cache_root(cwd: Path | None = None, environ: Mapping[str, str] | None = None) -> Path:
+    """$ABIPROBE_CACHE_DIR, else an existing ``wheel_index_cache/`` of the repository (or cwd), else the
+    user cache directory ($XDG_CACHE_HOME/abiprobe or ~/.cache/abiprobe)."""
+    env = os.environ if environ is None else environ
+    explicit = env.get(CACHE_DIR_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    here = (cwd or Path.cwd()).absolute()
+    for base in (_repository_root(here), here):
+        if base is not None and (base / REPO_CACHE_DIR).is_dir():
+            return base / REPO_CACHE_DIR
+    xdg = env.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "abiprobe"
+
+
+def _repository_root(start: Path) -> Path | None:
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+class Cache:
+    """The cache rooted at ``root``; ``readonly`` makes every write a no-op (a committed, read-only dir)."""
+
+    def __init__(self, root: Path | None = None, *, readonly: bool = False) -> None:
+        self.root = Path(root).expanduser() if root is not None else default_cache_root()
+        self.readonly = readonly
+        self._prepared = False
+
+    def __repr__(self) -> str:
+        return f"Cache({str(self.root)!r}, readonly={self.readonly})"
+
+    # index pages
+
+    def load_page(self, url: str) -> CachedPage | None:
+        """The cached page for ``url`` (credentials ignored), or None on a miss or a damaged entry."""
+        key = strip_credentials(url)
+        meta_path = entries.page_path(self.root, key)
+        meta = b""
+        for _attempt in range(2):
+            meta = self._read(meta_path) or b""
+            if not meta:
+                return None
+            record = self._decode(meta_path, meta, lambda d: entries.decode_page(d, entries.url_hash(key)))
+            if record is None:
+                return None
+            body_sha = record.body_sha256
+            body_file = entries.body_path(self.root, key, body_sha)
+            data = self._read(body_file)
+            if data is None:
+                continue  # a writer may have swapped the page under us: read its new metadata once
+            body = self._decode(body_file, data, partial(entries.decode_body, expected_sha256=body_sha))
+            if body is None:
+                self._drop(meta_path, meta)
+                return None
+            return CachedPage(
+                url=record.url,
+                body=body,
+                content_type=record.content_type,
+                etag=record.etag,
+                last_modified=record.last_modified,
+                fetched_at=record.fetched_at,
+            )
+        self._drop(meta_path, meta)
+        return None
+
+    def store_page(self, page: CachedPage) -> None:
+        """Store ``page`` under its credential-free URL, replacing (and deleting) any older body."""
+        if self.readonly:
+            return
+        key = strip_credentials(page.url)
+        body_sha = sha256_hex(page.body)
+        record = PageRecord(
+            url=key,
+            content_type=page.content_type,
+            etag=page.etag,
+            last_modified=page.last_modified,
+            fetched_at=float(page.fetched_at),
+            body_sha256=body_sha,
+            body_size=len(page.body),
+        )
+        meta_path = entries.page_path(self.root, key)
+        with self.lock():
+            old = self._current_page_record(meta_path, key)
+            body_file = entries.body_path(self.root, key, body_sha)
+            if not body_file.exists():
+                self._write(body_file, entries.encode_body(page.body))
+            self._write(meta_path, entries.encode_page(record))
+            if old is not None and old.body_sha256 != body_sha:
+                remove_quietly(entries.body_path(self.root, key, old.body_sha256))
+
+    def touch_page(self, url: str, fetched_at: float) -> None:
+        """Record a successful revalidation (HTTP 304) of a cached page; no-op when it is not cached."""
+        if self.readonly:
+            return
+        key = strip_credentials(url)
+        meta_path = entries.page_path(self.root, key)
+        with self.lock():
+            old = self._current_page_record(meta_path, key)
+            if old is not None:
+                fresh = PageRecord(**{**old.__dict__, "fetched_at": float(fetched_at)})
+                self._write(meta_path, entries.encode_page(fresh))
+
+    def _current_page_record(self, meta_path: Path, key: str) -> PageRecord | None:
+        data = self._read(meta_path)
+        if data is None:
+            return None
+        return self._decode(meta_path, data, lambda d: entries.decode_page(d, entries.url_hash(key)))
+
+    def stale_pages(self, max_age_s: float, *, now: float | None = None) -> tuple[StalePage, ...]:
+        """Every cached page older than ``max_age_s`` seconds, oldest first (for ``--offline`` notes)."""
+        return find_stale_pages(self.root, max_age_s, time.time() if now is None else now)
+
+    # wheel facts
+
+    def load_facts(self, sha256: str) -> WheelFacts | None:
+        """Facts of the wheel with this sha256, or None on a miss or a damaged/foreign entry."""
+        sha = sha256.lower()
+        if not is_sha256_hex(sha):
+            return None
+        path = entries.facts_path(self.root, sha)
+        data = self._read(path)
+        if data is None:
+            return None
+        return self._decode(path, data, lambda d: entries.decode_facts(d, sha))
+
+    def store_facts(self, facts: WheelFacts) -> None:
+        """Store facts forever under the wheel's sha256; a current entry already there is kept as is."""
+        sha = facts.sha256.lower()
+        if not is_sha256_hex(sha) or sha != facts.sha256:
+            raise CacheError(f"wheel facts for {facts.filename} carry no valid lower-case sha256")
+        if self.readonly:
+            return
+        path = entries.facts_path(self.root, sha)
+        if entries.facts_entry_is_current(path, sha):
+            return
+        self._write(path, entries.encode_facts(facts))
+
+    # PEP 658 metadata
+
+    def load_metadata(self, key: str) -> bytes | None:
+        """Core metadata stored under a wheel sha256 or a URL, or None on a miss or a damaged entry."""
+        normal = self._metadata_key(key)
+        path = entries.metadata_path(self.root, normal)
+        data = self._read(path)
+        if data is None:
+            return None
+        name = entries.metadata_name(normal)
+        decoded = self._decode(path, data, lambda d: entries.decode_metadata(d, name))
+        return None if decoded is None else decoded[1]
+
+    def store_metadata(self, key: str, data: bytes) -> None:
+        if self.readonly:
+            return
+        normal = self._metadata_key(key)
+        self._write(entries.metadata_path(self.root, normal), entries.encode_metadata(normal, bytes(data)))
+
+    @staticmethod
+    def _metadata_key(key: str) -> str:
+        return key.lower() if is_sha256_hex(key.lower()) else strip_credentials(key)
+
+    # per-host notes
+
+    def host_note(self, host: str, key: str) -> object | None:
+        """A note the network layer left about ``host`` (e.g. that it ignores range requests)."""
+        return self._host_notes().get(_host_key(host), {}).get(key)
+
+    def set_host_note(self, host: str, key: str, value: object) -> None:
+        """Remember a JSON-serialisable ``value`` about ``host``; None forgets the note."""
+        if self.readonly:
+            return
+        try:
+            pretty_json(value)
+        except (TypeError, ValueError) as exc:
+            raise CacheError(f"host note {key!r} for {host} is not JSON-serialisable") from exc
+        with self.lock():
+            notes = self._host_notes()
+            host_notes = dict(notes.get(_host_key(host), {}))
+            if value is None:
+                host_notes.pop(key, None)
+            else:
+                host_notes[key] = value
+            if host_notes:
+                notes[_host_key(host)] = host_notes
+            else:
+                notes.pop(_host_key(host), None)
+            self._write(self.root / entries.HOSTS_FILE, entries.encode_hosts(notes))
+
+    def _host_notes(self) -> dict[str, dict[str, Any]]:
+        path = self.root / entries.HOSTS_FILE
+        data = self._read(path)
+        if data is None:
+            return {}
+        return self._decode(path, data, entries.decode_hosts) or {}
+
+    # concurrency and maintenance
+
+    def lock(self) -> contextlib.AbstractContextManager[None]:
+        """Exclusive across processes (flock on ``<root>/.lock``), reentrant within this process."""
+        if self.readonly:
+            return contextlib.nullcontext()
+        return exclusive_lock(self.root / entries.LOCK_FILE)
+
+    def info(self) -> CacheInfo:
+        return collect_info(self.root, readonly=self.readonly)
+
+    def verify(self, *, repair: bool = False) -> VerifyReport:
+        """Decode every entry; with ``repair`` delete damaged ones, orphan bodies and leftover temp files."""
+        if repair and self.readonly:
+            raise CacheError(f"cannot repair the read-only cache at {self.root}")
+        if not repair:
+            return verify_cache(self.root, repair=False, now=time.time())
+        with self.lock():
+            return verify_cache(self.root, repair=True, now=time.time())
+
+    def prune(
+        self, *, older_than_days: float | None = None, pages: bool = True, facts: bool = False
+    ) -> PruneReport:
+        """Delete pages (and with ``facts`` also facts and metadata) older than the given age, or all."""
+        if self.readonly:
+            raise CacheError(f"cannot prune the read-only cache at {self.root}")
+        with self.lock():
+            return prune_cache(
+                self.root, older_than_days=older_than_days, pages=pages, facts=facts, now=time.time()
+            )
+
+    # plumbing
+
+    def _read(self, path: Path) -> bytes | None:
+        try:
+            return path.read_bytes()
+        except OSError:
+            return None
+
+    def _decode(self, path: Path, data: bytes, decoder: Callable[[bytes], T]) -> T | None:
+        """``decoder(data)``, or None after dropping a damaged entry (a foreign one is left in place)."""
+        try:
+            return decoder(data)
+        except ForeignSchemaError:
+            return None
+        except CorruptEntryError:
+            self._drop(path, data)
+            return None
+
+    def _drop(self, path: Path, seen: bytes) -> None:
+        """Delete a damaged entry unless a writer replaced it since we read it."""
+        if self.readonly:
+            return
+        with self.lock():
+            if self._read(path) == seen:
+                remove_quietly(path)
+
+    def _write(self, path: Path, data: bytes) -> None:
+        if not self._prepared:
+            self._prepare()
+        try:
+            atomic_write(path, data)
+        except OSError as exc:
+            raise CacheError(f"cannot write to the cache at {self.root}: {exc.strerror or exc}") from exc
+
+    def _prepare(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            ignore = self.root / entries.GITIGNORE_FILE
+            if not ignore.exists():
+                atomic_write(ignore, entries.GITIGNORE_TEXT)
+        except OSError as exc:
+            raise CacheError(f"cannot create the cache at {self.root}: {exc.strerror or exc}") from exc
+        self._prepared = True
+
+
+def _host_key(host: str) -> str:
+    return host.rpartition("@")[2].strip().lower()
+
+
+__all__ = [
+    "Cache",
+    "CacheInfo",
+    "CacheProblem",
+    "CachedPage",
+    "KindStats",
+    "PruneReport",
+    "StalePage",
+    "VerifyReport",
+    "default_cache_root",
+    "is_stale",
+    "strip_credentials",
+]

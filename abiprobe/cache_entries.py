@@ -1,0 +1,265 @@
+"""The on-disk layout of ``wheel_index_cache/`` and the encoding of each kind of entry.
+
+Every entry proves its own integrity: small JSON entries carry a ``digest`` of their canonical form,
+framed entries (facts, metadata) a header line with the payload's sha256 and size, page bodies are
+named by their sha256. Decoders raise ``CorruptEntryError`` or ``ForeignSchemaError``, nothing else.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from abiprobe.cache_io import canonical_json, gzip_bytes, is_sha256_hex, plain, pretty_json, sha256_hex
+from abiprobe.errors import CacheError
+from abiprobe.facts import FACTS_SCHEMA_VERSION, WheelFacts
+
+CACHE_SCHEMA_VERSION = 1
+
+PAGES_DIR = "pages"
+FACTS_DIR = "facts"
+METADATA_DIR = "metadata"
+HOSTS_FILE = "hosts.json"
+LOCK_FILE = ".lock"
+GITIGNORE_FILE = ".gitignore"
+GITIGNORE_TEXT = b"# abiprobe cache: commit all but the lock and unfinished writes\n.lock\n.tmp-*.part\n"
+
+PAGE_SUFFIX = ".json"
+BODY_SUFFIX = ".body.gz"
+FACTS_SUFFIX = ".facts.gz"
+METADATA_SUFFIX = ".metadata"
+
+KINDS = ("pages", "bodies", "facts", "metadata", "hosts")
+FACTS_HEADER_LIMIT = 4096
+
+
+class CorruptEntryError(CacheError):
+    """An entry's bytes do not prove themselves: drop it and treat it as a miss."""
+
+
+class ForeignSchemaError(CacheError):
+    """An entry written by another cache schema version: a miss, but not damage."""
+
+
+@dataclass(frozen=True)
+class PageRecord:
+    """A page entry's metadata; the body lives in ``bodies/`` under ``body_sha256``."""
+
+    url: str
+    content_type: str
+    etag: str | None
+    last_modified: str | None
+    fetched_at: float
+    body_sha256: str
+    body_size: int
+
+
+def _fanout(root: Path, kind: str, name: str, suffix: str) -> Path:
+    return root / kind / name[:2] / f"{name}{suffix}"
+
+
+def url_hash(url: str) -> str:
+    return sha256_hex(url.encode("utf-8"))
+
+
+def page_path(root: Path, url: str) -> Path:
+    return _fanout(root, PAGES_DIR, url_hash(url), PAGE_SUFFIX)
+
+
+def body_path(root: Path, url: str, body_sha256: str) -> Path:
+    """Bodies sit beside their page, named by URL and content, so replacing one never touches another's."""
+    return _fanout(root, PAGES_DIR, f"{url_hash(url)}.{body_sha256}", BODY_SUFFIX)
+
+
+def facts_path(root: Path, sha256: str) -> Path:
+    return _fanout(root, FACTS_DIR, sha256, FACTS_SUFFIX)
+
+
+def metadata_name(key: str) -> str:
+    """A wheel sha256 names its metadata file directly; any other key (a URL) by its own sha256."""
+    return key if is_sha256_hex(key) else sha256_hex(key.encode("utf-8"))
+
+
+def metadata_path(root: Path, key: str) -> Path:
+    return _fanout(root, METADATA_DIR, metadata_name(key), METADATA_SUFFIX)
+
+
+def entry_name(path: Path, suffix: str) -> str:
+    return path.name[: -len(suffix)] if path.name.endswith(suffix) else path.name
+
+
+def _check_schema(header: dict[str, Any], kind: str) -> None:
+    if header.get("kind") != kind:
+        raise CorruptEntryError(f"expected a {kind} entry, found {header.get('kind')!r}")
+    if header.get("schema") != CACHE_SCHEMA_VERSION:
+        raise ForeignSchemaError(f"{kind} entry has cache schema {header.get('schema')!r}")
+
+
+def _seal(kind: str, body: dict[str, Any]) -> bytes:
+    record = {"schema": CACHE_SCHEMA_VERSION, "kind": kind, **body}
+    record["digest"] = sha256_hex(canonical_json(record))
+    return pretty_json(record)
+
+
+def _unseal(data: bytes, kind: str) -> dict[str, Any]:
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorruptEntryError(f"{kind} entry is not JSON") from exc
+    if not isinstance(record, dict):
+        raise CorruptEntryError(f"{kind} entry is not a JSON object")
+    digest = record.pop("digest", None)
+    if digest != sha256_hex(canonical_json(record)):
+        raise CorruptEntryError(f"{kind} entry fails its digest")
+    _check_schema(record, kind)
+    return record
+
+
+def _frame(kind: str, key: str, payload: bytes, **extra: Any) -> bytes:
+    header = {
+        **extra,
+        "schema": CACHE_SCHEMA_VERSION,
+        "kind": kind,
+        "key": key,
+        "sha256": sha256_hex(payload),
+        "size": len(payload),
+    }
+    return canonical_json(header) + b"\n" + payload
+
+
+def _unframe(data: bytes, kind: str) -> tuple[dict[str, Any], bytes]:
+    line, newline, payload = data.partition(b"\n")
+    if not newline:
+        raise CorruptEntryError(f"{kind} entry has no header line")
+    try:
+        header = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorruptEntryError(f"{kind} entry header is not JSON") from exc
+    if not isinstance(header, dict):
+        raise CorruptEntryError(f"{kind} entry header is not a JSON object")
+    _check_schema(header, kind)
+    if header.get("size") != len(payload) or header.get("sha256") != sha256_hex(payload):
+        raise CorruptEntryError(f"{kind} entry payload fails its checksum")
+    return header, payload
+
+
+def _gunzip(data: bytes, kind: str) -> bytes:
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise CorruptEntryError(f"{kind} entry is not intact gzip data") from exc
+
+
+def encode_page(record: PageRecord) -> bytes:
+    return _seal("page", plain(record))
+
+
+def decode_page(data: bytes, expected_url_hash: str) -> PageRecord:
+    record = _unseal(data, "page")
+    try:
+        page = PageRecord(
+            url=_typed(record["url"], str),
+            content_type=_typed(record["content_type"], str),
+            etag=_optional_str(record["etag"]),
+            last_modified=_optional_str(record["last_modified"]),
+            fetched_at=float(_typed(record["fetched_at"], (int, float))),
+            body_sha256=_typed(record["body_sha256"], str),
+            body_size=_typed(record["body_size"], int),
+        )
+    except KeyError as exc:
+        raise CorruptEntryError(f"page entry lacks {exc.args[0]!r}") from exc
+    if url_hash(page.url) != expected_url_hash:
+        raise CorruptEntryError("page entry is filed under another URL's name")
+    if not is_sha256_hex(page.body_sha256):
+        raise CorruptEntryError("page entry names no valid body")
+    return page
+
+
+def encode_body(body: bytes) -> bytes:
+    return gzip_bytes(body)
+
+
+def decode_body(data: bytes, expected_sha256: str) -> bytes:
+    body = _gunzip(data, "body")
+    if sha256_hex(body) != expected_sha256:
+        raise CorruptEntryError("page body does not match its sha256")
+    return body
+
+
+def encode_facts(facts: WheelFacts) -> bytes:
+    payload = canonical_json(plain(facts))
+    return gzip_bytes(_frame("facts", facts.sha256, payload, facts_schema=facts.schema_version))
+
+
+def facts_entry_is_current(path: Path, sha256: str) -> bool:
+    """Whether ``path`` already holds a current-schema entry for ``sha256``, from its header alone."""
+    try:
+        with gzip.open(path, "rb") as handle:
+            line = handle.readline(FACTS_HEADER_LIMIT)
+        header = json.loads(line.decode("utf-8"))
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(header, dict) and header.get("kind") == "facts" and (
+        header.get("schema") == CACHE_SCHEMA_VERSION
+        and header.get("key") == sha256
+        and header.get("facts_schema") == FACTS_SCHEMA_VERSION
+    )
+
+
+def decode_facts(data: bytes, expected_sha256: str) -> WheelFacts:
+    header, payload = _unframe(_gunzip(data, "facts"), "facts")
+    if header.get("key") != expected_sha256:
+        raise CorruptEntryError("facts entry is filed under another wheel's sha256")
+    if header.get("facts_schema") != FACTS_SCHEMA_VERSION:
+        raise ForeignSchemaError(f"facts entry has facts schema {header.get('facts_schema')!r}")
+    try:
+        raw = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorruptEntryError("facts payload is not JSON") from exc
+    if not isinstance(raw, dict):
+        raise CorruptEntryError("facts payload is not a JSON object")
+    if raw.get("schema_version") != FACTS_SCHEMA_VERSION:
+        raise ForeignSchemaError(f"facts have schema_version {raw.get('schema_version')!r}")
+    if raw.get("sha256") != expected_sha256:
+        raise CorruptEntryError("facts describe another wheel")
+    try:
+        return WheelFacts.from_json(raw)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise CorruptEntryError(f"facts payload does not fit WheelFacts: {exc}") from exc
+
+
+def encode_metadata(key: str, data: bytes) -> bytes:
+    return _frame("metadata", key, data)
+
+
+def decode_metadata(data: bytes, expected_name: str) -> tuple[str, bytes]:
+    header, payload = _unframe(data, "metadata")
+    key = header.get("key")
+    if not isinstance(key, str) or metadata_name(key) != expected_name:
+        raise CorruptEntryError("metadata entry is filed under another key's name")
+    return key, payload
+
+
+def encode_hosts(notes: dict[str, dict[str, Any]]) -> bytes:
+    return _seal("hosts", {"hosts": notes})
+
+
+def decode_hosts(data: bytes) -> dict[str, dict[str, Any]]:
+    hosts = _unseal(data, "hosts").get("hosts")
+    if not isinstance(hosts, dict) or not all(isinstance(v, dict) for v in hosts.values()):
+        raise CorruptEntryError("hosts entry is not a mapping of host to notes")
+    return hosts
+
+
+def _typed(value: Any, kind: type | tuple[type, ...]) -> Any:
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise CorruptEntryError(f"unexpected value {value!r} in entry")
+    return value
+
+
+def _optional_str(value: Any) -> str | None:
+    return None if value is None else _typed(value, str)

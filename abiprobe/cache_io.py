@@ -1,0 +1,214 @@
+"""Low-level pieces of the cache: credential stripping, deterministic encodings, atomic files, the lock.
+
+Nothing here knows what an entry means; ``abiprobe.cache_entries`` gives bytes their meaning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import gzip
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+TEMP_PREFIX = ".tmp-"
+TEMP_SUFFIX = ".part"
+GZIP_LEVEL = 6
+
+_SECRET_QUERY_NAME = re.compile(
+    r"(?i)(.*token.*|.*secret.*|.*passw.*|.*auth.*|.*credential.*|api[-_]?key|access[-_]?key.*|key|"
+    r"sig|signature|x-amz-.*|x-goog-.*)"
+)
+
+
+def strip_credentials(url: str) -> str:
+    """``url`` without userinfo and without query parameters that look like secrets (token=, sig=, ...).
+
+    Scheme and host are lower-cased so that one page has one key however it was spelled.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.rpartition("@")[2] if "@" in url.partition("/")[0] else url
+    netloc = parts.netloc.rpartition("@")[2]
+    if parts.hostname:
+        host = parts.hostname
+        if ":" in host:
+            host = f"[{host}]"
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        netloc = host if port is None else f"{host}:{port}"
+    query = "&".join(
+        item
+        for item in parts.query.split("&")
+        if item and not _SECRET_QUERY_NAME.fullmatch(unquote(item.partition("=")[0]))
+    )
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path, query, parts.fragment))
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def is_sha256_hex(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def plain(value: Any) -> Any:
+    """``dataclasses.asdict`` without its deep copies (several times faster on 100k-symbol facts)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in _fields_of(type(value))}
+    if isinstance(value, (tuple, list)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
+_FIELDS_CACHE: dict[type, tuple[dataclasses.Field[Any], ...]] = {}
+
+
+def _fields_of(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    found = _FIELDS_CACHE.get(cls)
+    if found is None:
+        found = _FIELDS_CACHE[cls] = dataclasses.fields(cls)
+    return found
+
+
+def canonical_json(value: Any) -> bytes:
+    """The one byte spelling of a JSON value that digests are taken over."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def pretty_json(value: Any) -> bytes:
+    """Sorted, indented JSON with a final newline: small, stable git diffs."""
+    return (json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """Gzip with mtime 0 and no file name, so equal input gives equal files on every machine."""
+    return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def is_temp_name(name: str) -> bool:
+    return name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX)
+
+
+def temp_file_is_abandoned(path: Path, now: float, max_age_s: float = 3600.0) -> bool:
+    """A temp file whose writer on this host has died, or one older than any write could take."""
+    try:
+        age = now - path.stat().st_mtime
+    except OSError:
+        return False
+    if age > max_age_s:
+        return True
+    pid_text = path.name[len(TEMP_PREFIX) :].partition("-")[0]
+    if not pid_text.isdigit():
+        return True
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f"{TEMP_PREFIX}{os.getpid()}-"
+    fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def remove_quietly(path: Path) -> int:
+    """Delete ``path`` if it is there; the number of bytes freed."""
+    try:
+        size = path.stat().st_size
+        path.unlink()
+    except OSError:
+        return 0
+    return size
+
+
+@dataclass
+class _LockState:
+    pid: int
+    guard: threading.RLock = field(default_factory=threading.RLock)
+    depth: int = 0
+    fd: int | None = None
+
+
+_LOCKS: dict[str, _LockState] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _state_for(lock_path: Path) -> _LockState:
+    key = str(lock_path.absolute())
+    with _LOCKS_GUARD:
+        state = _LOCKS.get(key)
+        if state is None or state.pid != os.getpid():
+            state = _LOCKS[key] = _LockState(pid=os.getpid())
+        return state
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``lock_path``, shared by every thread and ``Cache`` of this process.
+
+    Reentrant: nested holders in one thread pass straight through; other threads wait on an RLock
+    before the flock, because two descriptors of one process would otherwise deadlock each other.
+    """
+    state = _state_for(lock_path)
+    with state.guard:
+        if state.depth == 0:
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(fd)
+                raise
+            state.fd = fd
+        state.depth += 1
+        try:
+            yield
+        finally:
+            state.depth -= 1
+            if state.depth == 0 and state.fd is not None:
+                fd, state.fd = state.fd, None
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
