@@ -1,0 +1,258 @@
+"""The one HTTP client abiprobe uses: timeouts, bounded retries with backoff, credentials, byte counting.
+
+Credentials come from the URL's userinfo or from ~/.netrc (``$NETRC``) and only ever travel in an
+Authorization header; callers display and key URLs through ``display_url``.
+"""
+
+from __future__ import annotations
+
+import base64
+import netrc
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+
+from abiprobe import __version__
+from abiprobe.cache_io import strip_credentials
+from abiprobe.errors import IndexError_
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+RETRYABLE_STATUS = frozenset({500, 502, 503, 504, 429})
+
+
+class RetryableError(Exception):
+    """Raised inside a retried operation for a failure worth another attempt (5xx, short body …)."""
+
+
+def display_url(url: str) -> str:
+    """``url`` without userinfo or secret-looking query parameters: safe to print, log and key on."""
+    return strip_credentials(url)
+
+
+def host_key(url: str) -> str:
+    """``host[:port]`` of a URL, credentials removed: the key of per-host notes."""
+    return urlsplit(display_url(url)).netloc.lower()
+
+
+class _CredentialsAuth(httpx.Auth):
+    """Basic auth from the URL's userinfo (remembered for later URLs of that host), else from netrc."""
+
+    def __init__(self, netrc_path: Path | None) -> None:
+        self._netrc_path = netrc_path
+        self._seen: dict[str, tuple[str, str]] = {}
+        self._netrc: netrc.netrc | None = None
+        self._loaded = False
+        self._lock = threading.Lock()
+
+    def _lookup(self, host: str) -> tuple[str, str] | None:
+        with self._lock:
+            if not self._loaded:
+                self._loaded = True
+                if self._netrc_path is not None and self._netrc_path.is_file():
+                    try:
+                        self._netrc = netrc.netrc(str(self._netrc_path))
+                    except (netrc.NetrcParseError, OSError):
+                        self._netrc = None
+        if self._netrc is None:
+            return None
+        entry = self._netrc.authenticators(host)
+        if entry is None:
+            return None
+        login, _account, password = entry
+        return (login or "", password or "")
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        if "authorization" not in request.headers:
+            user, password = request.url.username, request.url.password
+            origin = f"{request.url.host}:{request.url.port}"
+            if user or password:
+                self._seen[origin] = (user, password)
+            creds = self._seen.get(origin) or self._lookup(request.url.host)
+            if creds is not None:
+                token = base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
+                request.headers["Authorization"] = f"Basic {token}"
+        yield request
+
+
+def _default_netrc() -> Path | None:
+    env = os.environ.get("NETRC")
+    if env:
+        return Path(env)
+    home = os.environ.get("HOME")
+    return Path(home) / ".netrc" if home else None
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A fully read response: status, headers, body, and the final URL after redirects."""
+
+    status: int
+    headers: Mapping[str, str]
+    content: bytes
+    url: str
+
+
+class _ByteProgress:
+    """One rich progress bar counting bytes; shared by concurrent downloads."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self._lock = threading.Lock()
+        self._users = 0
+
+    @contextmanager
+    def task(self, description: str, total: int | None) -> Iterator[Callable[[int], None]]:
+        with self._lock:
+            if self._users == 0:
+                self._progress.start()
+            self._users += 1
+        task_id = self._progress.add_task(description, total=total)
+        try:
+            yield lambda n: self._progress.advance(task_id, n)
+        finally:
+            self._progress.remove_task(task_id)
+            with self._lock:
+                self._users -= 1
+                if self._users == 0:
+                    self._progress.stop()
+
+
+class Http:
+    """Thread-safe wrapper over one ``httpx.Client``; counts every body byte received."""
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        max_workers: int = 8,
+        progress: bool = False,
+        netrc_path: Path | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.retries = max(1, retries)
+        self.backoff = backoff
+        self.max_workers = max(1, max_workers)
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._progress = _ByteProgress() if progress and sys.stderr.isatty() else None
+        self.client = httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            follow_redirects=True,
+            auth=_CredentialsAuth(netrc_path if netrc_path is not None else _default_netrc()),
+            headers={"User-Agent": f"abiprobe/{__version__}"},
+            limits=httpx.Limits(
+                max_connections=self.max_workers * 2, max_keepalive_connections=self.max_workers
+            ),
+            transport=transport,
+        )
+
+    @property
+    def bytes_received(self) -> int:
+        return self._bytes
+
+    def count(self, n: int) -> None:
+        with self._lock:
+            self._bytes += n
+
+    def progress(self, description: str, total: int | None) -> AbstractContextManager[Callable[[int], None]]:
+        """A callback to advance a byte progress bar; a no-op when progress is off."""
+        if self._progress is None:
+            return nullcontext(lambda _n: None)
+        return self._progress.task(description, total)
+
+    def with_retries(self, what: str, operation: Callable[[], T]) -> T:
+        """Run ``operation``; on transport errors or RetryableError retry with exponential backoff."""
+        last = ""
+        for attempt in range(self.retries):
+            if attempt:
+                time.sleep(self.backoff * (2 ** (attempt - 1)))
+            try:
+                return operation()
+            except RetryableError as exc:
+                last = str(exc)
+            except httpx.TimeoutException:
+                last = "timed out"
+            except httpx.TransportError as exc:
+                last = _transport_reason(exc)
+        raise IndexError_(f"{display_url(what)}: {last} (after {self.retries} attempts)")
+
+    def get(self, url: str, headers: Mapping[str, str] | None = None) -> Fetched:
+        """GET ``url`` and read the whole body; 5xx and broken connections are retried."""
+
+        def once() -> Fetched:
+            with self.client.stream("GET", url, headers=dict(headers or {})) as response:
+                if response.status_code in RETRYABLE_STATUS:
+                    response.read()
+                    self.count(response.num_bytes_downloaded)
+                    raise RetryableError(f"HTTP {response.status_code}")
+                try:
+                    body = response.read()
+                finally:
+                    self.count(response.num_bytes_downloaded)
+                return Fetched(response.status_code, dict(response.headers), body, str(response.url))
+
+        return self.with_retries(url, once)
+
+    @contextmanager
+    def stream(self, url: str, headers: Mapping[str, str] | None = None) -> Iterator[httpx.Response]:
+        """Open a streamed GET; the caller reads it (``iter_chunks``) and retries through ``with_retries``."""
+        with self.client.stream("GET", url, headers=dict(headers or {})) as response:
+            if response.status_code in RETRYABLE_STATUS:
+                response.read()
+                self.count(response.num_bytes_downloaded)
+                raise RetryableError(f"HTTP {response.status_code}")
+            yield response
+
+    def iter_chunks(self, response: httpx.Response, chunk_size: int = 1 << 20) -> Iterator[bytes]:
+        """Body chunks of a streamed response, counted as they arrive."""
+        for chunk in response.iter_raw(chunk_size):
+            self.count(len(chunk))
+            yield chunk
+
+    def map(self, fn: Callable[[U], T], items: Iterable[U]) -> list[T]:
+        """``fn`` over ``items`` with at most ``max_workers`` in flight; results in input order."""
+        items = list(items)
+        if len(items) <= 1:
+            return [fn(i) for i in items]
+        with ThreadPoolExecutor(max_workers=min(self.max_workers, len(items))) as pool:
+            return list(pool.map(fn, items))
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> Http:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _transport_reason(exc: httpx.TransportError) -> str:
+    if isinstance(exc, httpx.ConnectError):
+        return f"cannot connect ({exc})" if str(exc) else "cannot connect"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return f"connection broke off ({exc})" if str(exc) else "connection broke off"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

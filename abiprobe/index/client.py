@@ -1,0 +1,153 @@
+"""Simple-API client: project pages revalidated through the cache, PEP 658 metadata, several indexes."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+
+from packaging.utils import canonicalize_name
+
+from abiprobe.cache import Cache, CachedPage, is_stale
+from abiprobe.errors import HashMismatchError, IndexError_
+from abiprobe.http import Http, display_url
+from abiprobe.index.config import IndexSource, Strategy
+from abiprobe.index.models import IndexFile, ProjectPage
+from abiprobe.index.multi import FetchStatus, PageFetch, ProjectListing, combine, has_project, sources_for
+from abiprobe.index.pep503 import parse_html_page
+from abiprobe.index.pep691 import ACCEPT, is_json_content_type, parse_json_page
+
+DEFAULT_STALE_AFTER = 24 * 3600.0
+
+
+def project_url(source: IndexSource, project: str) -> str:
+    """``<index>/<normalized-name>/`` for a simple index; the page itself for find-links."""
+    if source.kind == "find-links":
+        return source.url
+    return f"{source.url.rstrip('/')}/{canonicalize_name(project)}/"
+
+
+def parse_page(
+    body: bytes, content_type: str | None, page_url: str, index_url: str, project: str | None
+) -> ProjectPage:
+    """JSON or HTML by content type; never sees credentials (``page_url`` is a display URL)."""
+    if is_json_content_type(content_type):
+        return parse_json_page(body, page_url, index_url=index_url, project=project)
+    return parse_html_page(body, page_url, index_url=index_url, project=project)
+
+
+class IndexClient:
+    """Reads project pages from ordered indexes; ``offline`` answers from the cache only."""
+
+    def __init__(
+        self,
+        index_urls: Sequence[str | IndexSource],
+        cache: Cache | None,
+        http: Http,
+        offline: bool = False,
+        *,
+        strategy: Strategy = "first-index",
+        pins: Mapping[str, str] | None = None,
+        stale_after: float = DEFAULT_STALE_AFTER,
+    ) -> None:
+        self.sources = tuple(s if isinstance(s, IndexSource) else IndexSource(url=s) for s in index_urls)
+        self.cache, self.http, self.offline = cache, http, offline
+        self.strategy = strategy
+        self.pins = {str(canonicalize_name(k)): v for k, v in (pins or {}).items()}
+        self.stale_after = stale_after
+
+    def fetch_page(self, source: IndexSource, project: str) -> PageFetch:
+        """One index's page for ``project``; failures are reported in the result, not raised."""
+        url = project_url(source, project)
+        shown = display_url(url)
+        index_url = display_url(source.url)
+        name = None if source.kind == "find-links" else project
+        cached = self.cache.load_page(url) if self.cache is not None else None
+
+        def from_cache(page: CachedPage, error: str | None) -> PageFetch:
+            parsed = parse_page(page.body, page.content_type, shown, index_url, name)
+            stale = is_stale(page, self.stale_after)
+            status: FetchStatus = "ok" if error is None else "failed"
+            return PageFetch(source, shown, status, parsed, error, True, False, stale, page.fetched_at)
+
+        if self.offline:
+            if cached is None:
+                return PageFetch(source, shown, "failed", error="not in the cache (offline)")
+            return from_cache(cached, None)
+        headers = {"Accept": ACCEPT}
+        if cached is not None and cached.etag:
+            headers["If-None-Match"] = cached.etag
+        if cached is not None and cached.last_modified:
+            headers["If-Modified-Since"] = cached.last_modified
+        try:
+            response = self.http.get(url, headers)
+        except IndexError_ as exc:
+            reason = str(exc).removeprefix(f"{shown}: ")
+            if cached is not None:
+                return from_cache(cached, reason)
+            return PageFetch(source, shown, "failed", error=reason)
+        now = time.time()
+        if response.status == 304 and cached is not None:
+            if self.cache is not None:
+                self.cache.touch_page(url, now)
+            page = parse_page(cached.body, cached.content_type, shown, index_url, name)
+            return PageFetch(source, shown, "ok", page, from_cache=True, revalidated=True, fetched_at=now)
+        if response.status in (404, 410):
+            return PageFetch(source, shown, "not-found", error=f"HTTP {response.status}")
+        if response.status != 200:
+            return PageFetch(source, shown, "failed", error=f"HTTP {response.status}")
+        content_type = response.headers.get("content-type", "")
+        try:
+            page = parse_page(response.content, content_type, display_url(response.url), index_url, name)
+        except IndexError_ as exc:
+            return PageFetch(source, shown, "failed", error=str(exc))
+        if self.cache is not None:
+            self.cache.store_page(
+                CachedPage(
+                    url=shown,
+                    body=response.content,
+                    content_type=content_type,
+                    etag=response.headers.get("etag"),
+                    last_modified=response.headers.get("last-modified"),
+                    fetched_at=now,
+                )
+            )
+        return PageFetch(source, shown, "ok", page, fetched_at=now)
+
+    def list_project(self, project: str, *, strategy: Strategy | None = None) -> ProjectListing:
+        """Candidates of ``project`` across the configured indexes under the strategy and pins."""
+        chosen = strategy or self.strategy
+        sources = sources_for(project, self.sources, self.pins)
+        if chosen == "best-match":
+            fetches = self.http.map(lambda s: self.fetch_page(s, project), sources)
+        else:
+            fetches = []
+            for source in sources:
+                fetches.append(self.fetch_page(source, project))
+                if has_project(fetches[-1], project):
+                    break
+        return combine(project, chosen, fetches)
+
+    def fetch_metadata(self, file: IndexFile) -> bytes:
+        """The wheel's PEP 658 core metadata, hash-checked, cached under the wheel's sha256."""
+        key = file.sha256 or file.metadata_url
+        if self.cache is not None:
+            hit = self.cache.load_metadata(key)
+            if hit is not None:
+                return hit
+        shown = display_url(file.metadata_url)
+        if self.offline:
+            raise IndexError_(f"{shown}: not in the cache (offline)")
+        if not file.has_metadata:
+            raise IndexError_(f"{file.filename}: the index offers no PEP 658 metadata file")
+        response = self.http.get(file.metadata_url)
+        if response.status != 200:
+            raise IndexError_(f"{shown}: HTTP {response.status}")
+        expected = file.metadata_hashes.get("sha256")
+        if expected is not None:
+            actual = hashlib.sha256(response.content).hexdigest()
+            if actual != expected:
+                raise HashMismatchError(f"{shown}: sha256 {actual} does not match the index's {expected}")
+        if self.cache is not None:
+            self.cache.store_metadata(key, response.content)
+        return response.content

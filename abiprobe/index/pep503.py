@@ -1,0 +1,107 @@
+"""PEP 503 HTML simple pages and flat find-links pages -> ProjectPage (pure: bytes in, dataclass out)."""
+
+from __future__ import annotations
+
+import posixpath
+from html.parser import HTMLParser
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+
+from abiprobe.index.models import IndexFile, ProjectPage, mark_duplicates, parse_hash_fragment
+
+_DIST_SUFFIXES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz", ".egg")
+
+
+class _AnchorCollector(HTMLParser):
+    """Collects ``<a>`` attributes and text, and the first ``<base href>``."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.base: str | None = None
+        self.anchors: list[tuple[dict[str, str | None], str]] = []
+        self._current: dict[str, str | None] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "base" and self.base is None:
+            href = dict(attrs).get("href")
+            if href:
+                self.base = href
+        elif tag == "a":
+            self._finish()
+            self._current = dict(attrs)
+            self._text = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a":
+            self._finish()
+
+    def handle_data(self, data: str) -> None:
+        if self._current is not None:
+            self._text.append(data)
+
+    def close(self) -> None:
+        super().close()
+        self._finish()
+
+    def _finish(self) -> None:
+        if self._current is not None:
+            self.anchors.append((self._current, "".join(self._text).strip()))
+        self._current = None
+
+
+def _metadata_attr(value: str | None) -> bool | dict[str, str]:
+    """``data-core-metadata`` value -> False, True, or the hash it names."""
+    if value is None or value.strip().lower() == "false":
+        return False
+    hashes = parse_hash_fragment(value)
+    return hashes or True
+
+
+def _filename(href: str, text: str) -> str:
+    path = urlsplit(href).path
+    base = unquote(posixpath.basename(path))
+    if text and unquote(text).endswith(_DIST_SUFFIXES):
+        return unquote(text)
+    return base or unquote(text)
+
+
+def parse_html_page(
+    body: bytes, page_url: str, *, index_url: str = "", project: str | None = None
+) -> ProjectPage:
+    """Parse a PEP 503 project page or a find-links page; every anchor that names a file becomes one."""
+    parser = _AnchorCollector()
+    text = body.decode("utf-8", errors="replace")
+    parser.feed(text)
+    parser.close()
+    base = urljoin(page_url, parser.base) if parser.base else page_url
+    files: list[IndexFile] = []
+    notes: list[str] = []
+    for attrs, anchor_text in parser.anchors:
+        href = attrs.get("href")
+        if not href:
+            continue
+        absolute = urljoin(base, href.strip())
+        url, fragment = urldefrag(absolute)
+        filename = _filename(url, anchor_text)
+        if not filename.endswith(_DIST_SUFFIXES):
+            continue
+        core = _metadata_attr(attrs.get("data-core-metadata"))
+        if core is False:
+            core = _metadata_attr(attrs.get("data-dist-info-metadata"))
+        yanked_attr = attrs.get("data-yanked")
+        yanked: bool | str = False if "data-yanked" not in attrs else (yanked_attr or True)
+        files.append(
+            IndexFile(
+                filename=filename,
+                url=url,
+                hashes=parse_hash_fragment(fragment),
+                requires_python=(attrs.get("data-requires-python") or None),
+                yanked=yanked,
+                core_metadata=core,
+                index_url=index_url,
+            )
+        )
+    marked = mark_duplicates(files)
+    dupes = sorted({f.filename for f in marked if f.duplicate})
+    notes += [f"{name} is listed more than once with different hashes" for name in dupes]
+    return ProjectPage(url=page_url, files=marked, notes=tuple(notes), project=project)
