@@ -25,6 +25,7 @@ from abiprobe.zipdir import CentralDirectory, ZipMember, locate_central_director
 if TYPE_CHECKING:
     from abiprobe.cache import Cache
     from abiprobe.facts import WheelFacts
+    from abiprobe.index.models import IndexFile
 
 TAIL_SIZE = 64 * 1024
 COALESCE_GAP = 64 * 1024
@@ -156,7 +157,7 @@ class RemoteZip:
         if self._directory is not None or self._local is not None:
             return
         if self._host_ignores_ranges():
-            self.http.with_retries(self.url, lambda: self._download_full(None))
+            self.open_full()
             return
         tail = self.http.with_retries(self.url, self._fetch_tail)
         if tail is None:
@@ -170,6 +171,11 @@ class RemoteZip:
             body, start = self._fetch_range(location.start, start) + body, location.start
         offset = location.start - start
         self._directory = parse_central_directory(body[offset : offset + location.size], location)
+
+    def open_full(self) -> None:
+        """Download the whole file (hash-checked) instead of reading ranges."""
+        if self._local is None:
+            self.http.with_retries(self.url, lambda: self._download_full(None))
 
     def _fetch_tail(self) -> tuple[bytes, int] | None:
         """Suffix-range GET; a 200 answer is consumed as the full download (and returns None)."""
@@ -349,3 +355,21 @@ def _opener(fetched: Mapping[str, IO[bytes]]) -> Callable[[str], AbstractContext
         yield fh  # type: ignore[misc]
 
     return open_member
+
+
+def remote_wheel_facts(http: Http, file: IndexFile, cache: Cache | None = None) -> WheelFacts:
+    """Facts of an index file: from the cache by sha256, else read remotely and stored.
+
+    Without an index sha256 the whole file is downloaded so that the facts get a true key.
+    """
+    if cache is not None and file.sha256:
+        hit = cache.load_facts(file.sha256)
+        if hit is not None:
+            return hit
+    with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
+        if not file.sha256:
+            remote.open_full()
+        facts = remote.facts(file.filename)
+    if cache is not None and facts.sha256:
+        cache.store_facts(facts)
+    return facts

@@ -1,0 +1,107 @@
+"""`abiprobe index ls PROJECT`: the candidates of a project as abiprobe sees them, index by index."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from abiprobe.cache import Cache
+from abiprobe.errors import UsageError
+from abiprobe.http import Http
+from abiprobe.index.client import DEFAULT_STALE_AFTER, IndexClient
+from abiprobe.index.config import STRATEGIES, load_index_config
+from abiprobe.index.multi import ProjectListing
+
+INDEX_LS_SCHEMA_VERSION = 1
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("index", help="read package indexes", description="Read package indexes.")
+    actions = p.add_subparsers(dest="index_action", metavar="ACTION")
+    ls = actions.add_parser(
+        "ls",
+        help="list a project's wheels as abiprobe sees them",
+        description="Indexes come from --index, then $ABIPROBE_INDEX_URL / $ABIPROBE_EXTRA_INDEX_URL, then "
+        "abiprobe.toml or [tool.abiprobe] in pyproject.toml, then the installer's (pip's, uv's) default.",
+    )
+    ls.add_argument("project")
+    ls.add_argument("--index", action="append", default=[], metavar="URL", help="index URL (repeatable)")
+    ls.add_argument("--extra-index", action="append", default=[], metavar="URL", help="extra index URL")
+    ls.add_argument("--find-links", action="append", default=[], metavar="URL", help="flat page of links")
+    ls.add_argument("--strategy", choices=STRATEGIES, help="first-index (default) or best-match")
+    ls.add_argument("--pin", action="append", default=[], metavar="PROJECT=INDEX", help="pin a project")
+    ls.add_argument("--offline", action="store_true", help="answer from the cache only")
+    ls.add_argument("--stale-after", type=float, default=DEFAULT_STALE_AFTER / 3600, metavar="HOURS")
+    ls.add_argument("--cache-dir", type=Path, help="cache directory")
+    ls.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(func=run_ls)
+    p.set_defaults(func=lambda _args: _usage(p))
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _pins(values: list[str]) -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for value in values:
+        project, sep, index = value.partition("=")
+        if not sep or not project.strip() or not index.strip():
+            raise UsageError(f"--pin takes PROJECT=INDEX, got {value!r}")
+        pins[project.strip()] = index.strip()
+    return pins
+
+
+def run_ls(args: argparse.Namespace) -> int:
+    config = load_index_config(
+        cli_indexes=args.index,
+        cli_extra_indexes=args.extra_index,
+        cli_find_links=args.find_links,
+        cli_strategy=args.strategy,
+        cli_pins=_pins(args.pin),
+    )
+    cache = None if args.no_cache else Cache(args.cache_dir)
+    with Http(progress=not args.json) as http:
+        client = IndexClient(
+            config.sources, cache, http, args.offline,
+            strategy=config.strategy, pins=config.pins, stale_after=args.stale_after * 3600,
+        )  # fmt: skip
+        listing = client.list_project(args.project)
+    if args.json:
+        json.dump({"schema_version": INDEX_LS_SCHEMA_VERSION, **listing.to_json()}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        render_listing(listing, Console())
+    return 0 if listing.candidates or not listing.failed else 3
+
+
+def render_listing(listing: ProjectListing, console: Console) -> None:
+    table = Table(title=f"{listing.project} ({listing.strategy})")
+    for column in ("version", "local", "tags", "yanked", "metadata", "sha256", "index"):
+        table.add_column(column)
+    ordered = sorted(listing.candidates, key=lambda c: (c.version, c.file.filename), reverse=True)
+    for c in ordered:
+        yanked = "" if not c.file.is_yanked else (c.file.yanked_reason or "yes")
+        table.add_row(
+            str(c.version.public) + (f" (build {c.build_tag[0]}{c.build_tag[1]})" if c.build_tag else ""),
+            c.local_label or "",
+            c.tags_summary(),
+            yanked,
+            "yes" if c.file.has_metadata else "",
+            (c.file.sha256 or "-")[:12] + (" dup" if c.file.duplicate else ""),
+            c.file.index_url,
+        )
+    console.print(table)
+    for o in listing.outcomes:
+        state = o.status if not o.error else f"{o.status}: {o.error}"
+        extra = (" (cache" + (", stale" if o.stale else "") + ")") if o.from_cache else ""
+        console.print(f"  {o.index}: {state}{extra}, {o.candidates} wheels{' [used]' if o.used else ''}")
+    for note in listing.notes:
+        console.print(f"  note: {note}")
