@@ -1,0 +1,571 @@
+"""wheel_index_cache: round trips, corruption as a miss, maintenance through the CLI, locking, crashes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from abiprobe.cache import Cache, CachedPage, default_cache_root, is_stale, strip_credentials
+from abiprobe.cache_io import canonical_json, pretty_json, sha256_hex
+from abiprobe.cli import main
+from abiprobe.errors import CacheError
+from abiprobe.facts import (
+    DistMetadata,
+    ElfFacts,
+    GpuCode,
+    SymbolExport,
+    SymbolImport,
+    VersionNeed,
+    WheelFacts,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+PAGE_URL = "https://download.pytorch.org/whl/cu130/torch/"
+WHEEL_SHA = "3f" * 32
+
+
+def make_facts(sha256: str = WHEEL_SHA, symbols: int = 3) -> WheelFacts:
+    """Facts shaped like a real kernel wheel's, built by hand: the cache, not a reader, is under test."""
+    exports = tuple(
+        SymbolExport(f"_ZN3sgl6kernel{i}Ev", None, True, "FUNC", "GLOBAL") for i in range(symbols)
+    )
+    elf = ElfFacts(
+        path="sgl_kernel/common_ops.abi3.so",
+        elf_class=64,
+        machine="x86_64",
+        soname="common_ops.abi3.so",
+        needed=("libc10.so", "libcudart.so.13", "libc.so.6"),
+        runpath=("$ORIGIN/../torch/lib",),
+        exports=exports,
+        imports=(
+            SymbolImport("_ZN3c105ErrorC1ENS_14SourceLocationESs"),
+            SymbolImport("memcpy", "GLIBC_2.14", "libc.so.6"),
+            SymbolImport("__gmon_start__", weak=True),
+        ),
+        version_needs=(VersionNeed("libc.so.6", ("GLIBC_2.14", "GLIBC_2.2.5")),),
+        gpu_code=(
+            GpuCode("sass", 90, "a", None, "zstd", ".nv_fatbin", 4096),
+            GpuCode("ptx", 120, "", "9.0", None, ".nv_fatbin", 2048),
+        ),
+        sha256="9e" * 32,
+        size=123456,
+    )
+    return WheelFacts(
+        filename="sgl_kernel-0.3.21-cp310-abi3-manylinux2014_x86_64.whl",
+        sha256=sha256,
+        size=987654,
+        metadata=DistMetadata(
+            name="sgl-kernel",
+            version="0.3.21",
+            requires_dist=("torch==2.9.1",),
+            requires_python=">=3.10",
+            tags=("cp310-abi3-manylinux2014_x86_64",),
+            top_level=("sgl_kernel",),
+        ),
+        files=("sgl_kernel/__init__.py", "sgl_kernel/common_ops.abi3.so"),
+        elf=(elf,),
+        errors=("sgl_kernel/broken.so: truncated dynamic section",),
+    )
+
+
+def make_page(
+    url: str = PAGE_URL, body: bytes = b"<html><a href='torch-2.9.1.whl'>t</a></html>"
+) -> CachedPage:
+    return CachedPage(url, body, "text/html", '"etag-1"', "Tue, 04 Nov 2025 10:00:00 GMT", 1_700_000_000.0)
+
+
+def files_under(root: Path, pattern: str) -> list[Path]:
+    return sorted(p for p in root.rglob(pattern) if p.is_file())
+
+
+def cli(*argv: str) -> int:
+    return main(["cache", *argv])
+
+
+# round trips
+
+
+def test_page_round_trip_keeps_body_and_validators(tmp_path: Path) -> None:
+    # GIVEN a cache holding a page fetched with an ETag and Last-Modified
+    cache = Cache(tmp_path)
+    cache.store_page(make_page())
+    # WHEN a fresh Cache on the same directory loads it
+    loaded = Cache(tmp_path).load_page(PAGE_URL)
+    # THEN every field comes back exactly
+    assert loaded == make_page()
+
+
+def test_touch_page_moves_fetched_at_and_keeps_body(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    cache.store_page(make_page())
+    cache.touch_page(PAGE_URL, 1_800_000_000.0)
+    assert cache.load_page(PAGE_URL) == CachedPage(
+        PAGE_URL, make_page().body, "text/html", '"etag-1"', "Tue, 04 Nov 2025 10:00:00 GMT", 1_800_000_000.0
+    )
+
+
+def test_touch_of_an_uncached_page_writes_nothing(tmp_path: Path) -> None:
+    Cache(tmp_path).touch_page(PAGE_URL, 1.0)
+    assert files_under(tmp_path, "*.json") == []
+
+
+def test_storing_a_new_body_deletes_the_old_one(tmp_path: Path) -> None:
+    # GIVEN a cached page
+    cache = Cache(tmp_path)
+    cache.store_page(make_page(body=b"old"))
+    # WHEN the page changed on the server and is stored again
+    cache.store_page(make_page(body=b"new"))
+    # THEN the new body is served and only one body file remains
+    loaded = cache.load_page(PAGE_URL)
+    assert loaded is not None and loaded.body == b"new"
+    assert len(files_under(tmp_path, "*.body.gz")) == 1
+
+
+def test_facts_round_trip_with_nested_content(tmp_path: Path) -> None:
+    Cache(tmp_path).store_facts(make_facts())
+    assert Cache(tmp_path).load_facts(WHEEL_SHA) == make_facts()
+
+
+def test_facts_entry_is_deterministic_across_stores(tmp_path: Path) -> None:
+    # GIVEN the same facts stored into two caches
+    Cache(tmp_path / "a").store_facts(make_facts())
+    Cache(tmp_path / "b").store_facts(make_facts())
+    # THEN the files are byte-identical (git sees no change when two machines fill a cache)
+    (a,) = files_under(tmp_path / "a", "*.facts.gz")
+    (b,) = files_under(tmp_path / "b", "*.facts.gz")
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_metadata_round_trip_by_sha_and_by_url(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    cache.store_metadata(WHEEL_SHA, b"Metadata-Version: 2.1\nName: torch\n")
+    cache.store_metadata("https://example.test/torch-2.9.1.whl.metadata", b"Name: other\n")
+    assert cache.load_metadata(WHEEL_SHA.upper()) == b"Metadata-Version: 2.1\nName: torch\n"
+    assert cache.load_metadata("https://example.test/torch-2.9.1.whl.metadata") == b"Name: other\n"
+
+
+def test_host_notes_round_trip_and_forget(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    cache.set_host_note("flashinfer.ai", "ignores_ranges", True)
+    cache.set_host_note("flashinfer.ai", "max_connections", 4)
+    cache.set_host_note("flashinfer.ai", "max_connections", None)
+    assert Cache(tmp_path).host_note("FLASHINFER.AI", "ignores_ranges") is True
+    assert Cache(tmp_path).host_note("flashinfer.ai", "max_connections") is None
+
+
+def test_host_note_that_is_not_json_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(CacheError, match="not JSON-serialisable"):
+        Cache(tmp_path).set_host_note("flashinfer.ai", "when", object())
+
+
+def test_facts_without_a_valid_sha_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(CacheError, match="no valid lower-case sha256"):
+        Cache(tmp_path).store_facts(make_facts(sha256="not-a-hash"))
+
+
+def test_miss_is_none_for_every_kind(tmp_path: Path) -> None:
+    cache = Cache(tmp_path / "never-created")
+    assert (cache.load_page(PAGE_URL), cache.load_facts(WHEEL_SHA), cache.load_metadata(WHEEL_SHA)) == (
+        None,
+        None,
+        None,
+    )
+    assert cache.host_note("flashinfer.ai", "x") is None
+
+
+def test_staleness_is_measured_from_the_last_fetch(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    cache.store_page(make_page())
+    cache.store_page(
+        CachedPage("https://flashinfer.ai/whl/cu130/", b"x", "text/html", None, None, 1_700_100_000.0)
+    )
+    stale = cache.stale_pages(3600, now=1_700_003_600.5)
+    assert [(p.url, p.age_s) for p in stale] == [(PAGE_URL, 3600.5)]
+    assert is_stale(make_page(), 3600, now=1_700_003_600.5) is True
+    assert is_stale(make_page(), 3600, now=1_700_003_600.0) is False
+
+
+# credentials
+
+
+def test_credentials_never_reach_the_disk(tmp_path: Path) -> None:
+    # GIVEN a page, metadata and a host note reached through URLs that carry credentials
+    cache = Cache(tmp_path)
+    cache.store_page(make_page(url="https://user:secret@host.example/simple/x/?token=secret"))
+    cache.store_metadata("https://user:secret@host.example/x-1.whl.metadata", b"Name: x\n")
+    cache.set_host_note("user:secret@host.example", "ignores_ranges", True)
+    # THEN no file under the cache root holds the secret (gzip members included)
+    leaks = [
+        p for p in files_under(tmp_path, "*") if b"secret" in p.read_bytes() or b"secret" in _gunzipped(p)
+    ]
+    assert leaks == []
+    # AND the entries are found under the credential-free URL
+    page = cache.load_page("https://host.example/simple/x/")
+    assert page is not None and page.url == "https://host.example/simple/x/"
+    assert cache.load_metadata("https://host.example/x-1.whl.metadata") == b"Name: x\n"
+    assert cache.host_note("host.example", "ignores_ranges") is True
+
+
+def _gunzipped(path: Path) -> bytes:
+    if path.suffix != ".gz":
+        return b""
+    return gzip.decompress(path.read_bytes())
+
+
+def test_strip_credentials_keeps_harmless_parts() -> None:
+    assert strip_credentials(
+        "HTTPS://me:pw@Download.PyTorch.org:8443/whl/?a=1&api_key=k&X-Amz-Signature=s#f"
+    ) == ("https://download.pytorch.org:8443/whl/?a=1#f")
+
+
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=3, max_size=20))
+def test_strip_credentials_drops_any_userinfo_and_token(secret: str) -> None:
+    stripped = strip_credentials(f"https://{secret}x:{secret}y@flashinfer.ai/whl/?token={secret}z")
+    assert stripped == "https://flashinfer.ai/whl/"
+
+
+# corruption
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x20
+    path.write_bytes(bytes(data))
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _garbage(path: Path) -> None:
+    path.write_bytes(b'{"schema": 1, "kind": ')
+
+
+DAMAGE: dict[str, Callable[[Path], None]] = {"flip": _flip, "truncate": _truncate, "garbage": _garbage}
+
+
+def _stored(tmp_path: Path, kind: str) -> tuple[Cache, Path, Callable[[], object]]:
+    cache = Cache(tmp_path)
+    if kind == "page":
+        cache.store_page(make_page())
+        return cache, files_under(tmp_path, "*.json")[-1], lambda: cache.load_page(PAGE_URL)
+    if kind == "body":
+        cache.store_page(make_page())
+        return cache, files_under(tmp_path, "*.body.gz")[0], lambda: cache.load_page(PAGE_URL)
+    if kind == "facts":
+        cache.store_facts(make_facts())
+        return cache, files_under(tmp_path, "*.facts.gz")[0], lambda: cache.load_facts(WHEEL_SHA)
+    cache.store_metadata(WHEEL_SHA, b"Metadata-Version: 2.1\nName: torch\n" * 20)
+    return cache, files_under(tmp_path, "*.metadata")[0], lambda: cache.load_metadata(WHEEL_SHA)
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+@pytest.mark.parametrize("kind", ["page", "body", "facts", "metadata"])
+def test_damaged_entry_is_a_miss_and_is_removed(tmp_path: Path, kind: str, damage: str) -> None:
+    # GIVEN a stored entry whose file is then damaged
+    _cache, path, load = _stored(tmp_path, kind)
+    DAMAGE[damage](path)
+    # WHEN it is loaded
+    # THEN the load is a miss and the damaged file is gone
+    assert load() is None
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("kind", ["facts", "metadata"])
+def test_entry_filed_under_another_key_is_a_miss(tmp_path: Path, kind: str) -> None:
+    # GIVEN an intact entry copied to the name of another wheel's sha256
+    cache, path, _load = _stored(tmp_path, kind)
+    other = "0a" * 32
+    target = path.parent.parent / other[:2] / path.name.replace(WHEEL_SHA, other)
+    target.parent.mkdir(parents=True)
+    target.write_bytes(path.read_bytes())
+    # THEN loading the other key is a miss and the misfiled copy is removed
+    loaded = cache.load_facts(other) if kind == "facts" else cache.load_metadata(other)
+    assert loaded is None
+    assert not target.exists()
+
+
+def test_page_filed_under_another_url_is_a_miss(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    cache.store_page(make_page())
+    other = "https://download.pytorch.org/whl/cu130/torchvision/"
+    (meta,) = files_under(tmp_path, "*.json")
+    other_hash = sha256_hex(other.encode())
+    wrong = meta.parent.parent / other_hash[:2] / f"{other_hash}.json"
+    wrong.parent.mkdir(parents=True, exist_ok=True)
+    wrong.write_bytes(meta.read_bytes())
+    assert cache.load_page(other) is None
+    assert not wrong.exists()
+
+
+def test_damaged_host_notes_read_as_empty(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    cache.set_host_note("flashinfer.ai", "ignores_ranges", True)
+    _flip(tmp_path / "hosts.json")
+    assert cache.host_note("flashinfer.ai", "ignores_ranges") is None
+    assert not (tmp_path / "hosts.json").exists()
+
+
+def test_entry_of_another_schema_is_a_miss_left_in_place(tmp_path: Path) -> None:
+    # GIVEN a page entry rewritten as a future schema would write it, with a valid digest
+    cache = Cache(tmp_path)
+    cache.store_page(make_page())
+    (meta,) = files_under(tmp_path, "*.json")
+    record = json.loads(meta.read_bytes())
+    del record["digest"]
+    record["schema"] = 99
+    record["digest"] = sha256_hex(canonical_json(record))
+    meta.write_bytes(pretty_json(record))
+    # THEN it is a miss, but not deleted: it is not damage
+    assert cache.load_page(PAGE_URL) is None
+    assert meta.exists()
+
+
+def test_readonly_cache_never_writes(tmp_path: Path) -> None:
+    # GIVEN a populated cache with one damaged facts entry, opened read-only
+    Cache(tmp_path).store_page(make_page())
+    Cache(tmp_path).store_facts(make_facts())
+    (facts_file,) = files_under(tmp_path, "*.facts.gz")
+    _flip(facts_file)
+    before = {p: p.read_bytes() for p in files_under(tmp_path, "*")}
+    cache = Cache(tmp_path, readonly=True)
+    # WHEN it is used for every kind of read and write
+    assert cache.load_facts(WHEEL_SHA) is None
+    cache.store_page(make_page(body=b"changed"))
+    cache.touch_page(PAGE_URL, 1.0)
+    cache.store_facts(make_facts(sha256="0b" * 32))
+    cache.store_metadata(WHEEL_SHA, b"x")
+    cache.set_host_note("flashinfer.ai", "x", 1)
+    with cache.lock():
+        pass
+    # THEN not one file changed, appeared or disappeared
+    assert {p: p.read_bytes() for p in files_under(tmp_path, "*")} == before
+    with pytest.raises(CacheError, match="read-only"):
+        cache.prune()
+
+
+# maintenance through the CLI
+
+
+def test_cli_info_counts_entries_per_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cache = Cache(tmp_path)
+    cache.store_page(make_page())
+    cache.store_facts(make_facts())
+    cache.store_facts(make_facts(sha256="0c" * 32))
+    assert cli("info", "--json", "--cache-dir", str(tmp_path)) == 0
+    doc = json.loads(capsys.readouterr().out)
+    counts = {kind: stats["count"] for kind, stats in doc["kinds"].items()}
+    assert counts == {"pages": 1, "bodies": 1, "facts": 2, "metadata": 0, "hosts": 0}
+    assert doc["oldest_page"]["url"] == PAGE_URL
+
+
+def test_cli_info_renders_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Cache(tmp_path).store_facts(make_facts())
+    assert cli("info", "--cache-dir", str(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert "facts" in out and "total" in out
+
+
+def test_cli_verify_fails_on_damage_and_keeps_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a cache with one intact page and one damaged facts entry
+    cache = Cache(tmp_path)
+    cache.store_page(make_page())
+    cache.store_facts(make_facts())
+    (facts_file,) = files_under(tmp_path, "*.facts.gz")
+    _truncate(facts_file)
+    # WHEN verified without repair
+    code = cli("verify", "--json", "--cache-dir", str(tmp_path))
+    # THEN it exits 1, names the entry, and leaves it in place
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert [(p["kind"], p["path"], p["removed"]) for p in doc["problems"]] == [
+        ("corrupt", str(facts_file.relative_to(tmp_path)), False)
+    ]
+    assert facts_file.exists()
+
+
+def test_cli_verify_repair_removes_damage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cache = Cache(tmp_path)
+    cache.store_page(make_page())
+    (body,) = files_under(tmp_path, "*.body.gz")
+    _flip(body)
+    assert cli("verify", "--repair", "--cache-dir", str(tmp_path)) == 0
+    assert files_under(tmp_path / "pages", "*") == []
+    capsys.readouterr()
+    assert cli("verify", "--cache-dir", str(tmp_path)) == 0
+    assert "all entries intact" in capsys.readouterr().out
+
+
+def test_cli_verify_of_intact_cache_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cache = Cache(tmp_path)
+    cache.store_page(make_page())
+    cache.store_facts(make_facts())
+    cache.store_metadata(WHEEL_SHA, b"Name: x\n")
+    cache.set_host_note("flashinfer.ai", "ignores_ranges", True)
+    assert cli("verify", "--json", "--cache-dir", str(tmp_path)) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["checked"] == {"pages": 1, "bodies": 1, "facts": 1, "metadata": 1, "hosts": 1}
+    assert doc["problems"] == []
+
+
+def test_cli_prune_older_than_keeps_recent_pages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN one page fetched ten days ago and one fetched now, plus facts
+    cache = Cache(tmp_path)
+    cache.store_page(CachedPage(PAGE_URL, b"old", "text/html", None, None, time.time() - 10 * 86400))
+    fresh_url = "https://flashinfer.ai/whl/cu130/flashinfer-jit-cache/"
+    cache.store_page(CachedPage(fresh_url, b"new", "text/html", None, None, time.time()))
+    cache.store_facts(make_facts())
+    # WHEN pages older than a week are pruned
+    assert cli("prune", "--older-than", "7", "--json", "--cache-dir", str(tmp_path)) == 0
+    # THEN only the old page and its body went; facts stay without --facts
+    assert json.loads(capsys.readouterr().out)["removed"] == {"pages": 1, "bodies": 1}
+    assert cache.load_page(PAGE_URL) is None
+    assert cache.load_page(fresh_url) is not None
+    assert cache.load_facts(WHEEL_SHA) == make_facts()
+
+
+def test_cli_prune_facts_removes_facts_and_metadata(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = Cache(tmp_path)
+    cache.store_facts(make_facts())
+    cache.store_metadata(WHEEL_SHA, b"Name: x\n")
+    assert cli("prune", "--facts", "--cache-dir", str(tmp_path)) == 0
+    assert "freed" in capsys.readouterr().out
+    assert (cache.load_facts(WHEEL_SHA), cache.load_metadata(WHEEL_SHA)) == (None, None)
+
+
+def test_cli_prune_rejects_negative_age(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli("prune", "--older-than", "-1", "--cache-dir", str(tmp_path)) == 2
+    assert "--older-than" in capsys.readouterr().err
+
+
+# location
+
+
+def test_cache_dir_env_wins(tmp_path: Path) -> None:
+    env = {"ABIPROBE_CACHE_DIR": str(tmp_path / "explicit"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    assert default_cache_root(tmp_path, env) == tmp_path / "explicit"
+
+
+def test_repository_cache_dir_is_found_from_a_subdirectory(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "wheel_index_cache").mkdir()
+    (tmp_path / "src" / "deep").mkdir(parents=True)
+    assert default_cache_root(tmp_path / "src" / "deep", {}) == tmp_path / "wheel_index_cache"
+
+
+def test_user_cache_dir_is_the_fallback(tmp_path: Path) -> None:
+    assert (
+        default_cache_root(tmp_path, {"XDG_CACHE_HOME": str(tmp_path / "xdg")})
+        == tmp_path / "xdg" / "abiprobe"
+    )
+
+
+# concurrency and crashes
+
+
+def test_lock_is_reentrant_across_cache_objects_of_one_process(tmp_path: Path) -> None:
+    first, second = Cache(tmp_path), Cache(tmp_path)
+    with first.lock(), second.lock(), first.lock():
+        second.set_host_note("flashinfer.ai", "n", 1)
+    assert first.host_note("flashinfer.ai", "n") == 1
+
+
+def _writer(root: str, worker: int, rounds: int) -> None:
+    cache = Cache(Path(root))
+    for i in range(rounds):
+        with cache.lock():
+            count = cache.host_note("shared.test", "counter")
+            cache.set_host_note("shared.test", "counter", (count if isinstance(count, int) else 0) + 1)
+        cache.store_page(
+            make_page(url=f"https://shared.test/simple/p{i % 3}/", body=f"{worker}:{i}".encode())
+        )
+        cache.store_facts(make_facts(sha256=f"{i % 4:064x}"))
+
+
+def test_concurrent_writers_leave_a_consistent_cache(tmp_path: Path) -> None:
+    # GIVEN four processes that each store pages, facts and a locked read-modify-write counter
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_writer, args=(str(tmp_path), w, 25)) for w in range(4)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(60)
+    assert [p.exitcode for p in workers] == [0, 0, 0, 0]
+    # THEN no increment was lost, every entry verifies, and every page is one writer's whole body
+    cache = Cache(tmp_path)
+    assert cache.host_note("shared.test", "counter") == 100
+    report = cache.verify()
+    assert (report.problems, report.checked["pages"], report.checked["bodies"], report.checked["facts"]) == (
+        (),
+        3,
+        3,
+        4,
+    )
+    for i in range(3):
+        page = cache.load_page(f"https://shared.test/simple/p{i}/")
+        assert page is not None and page.body.split(b":")[1] in {str(n).encode() for n in range(25)}
+
+
+CRASH_WRITER = textwrap.dedent(
+    """
+    import itertools, sys
+    from pathlib import Path
+    from abiprobe.cache import Cache
+    cache = Cache(Path(sys.argv[1]))
+    payload = bytes(range(256)) * (96 * 1024)
+    for i in itertools.count():
+        cache.store_metadata(f"{i % 6:064x}", payload + str(i).encode())
+        print(i, flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("delay_s", [0.15, 0.4, 0.75])
+def test_killed_writer_leaves_no_half_entry(tmp_path: Path, delay_s: float) -> None:
+    # GIVEN a process writing 24 MiB metadata entries in a loop
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", CRASH_WRITER, str(tmp_path)], stdout=subprocess.PIPE, env=env
+    )
+    assert child.stdout is not None
+    child.stdout.readline()
+    # WHEN it is killed at an arbitrary moment, most likely in the middle of a write
+    time.sleep(delay_s)
+    child.send_signal(signal.SIGKILL)
+    child.wait(30)
+    # THEN every entry that is visible is whole, and leftovers are only temp files that repair removes
+    cache = Cache(tmp_path)
+    payload = bytes(range(256)) * (96 * 1024)
+    for i in range(6):
+        data = cache.load_metadata(f"{i:064x}")
+        assert data is None or (data.startswith(payload) and data[len(payload) :].isdigit())
+    report = cache.verify(repair=True)
+    assert {p.kind for p in report.problems} <= {"temp"}
+    assert list(tmp_path.rglob(".tmp-*")) == []
+    assert Cache(tmp_path).load_metadata(f"{0:064x}") is not None
+
+
+def test_big_facts_entry_is_compact(tmp_path: Path) -> None:
+    # GIVEN facts of a big library: 80k exported C++ symbols
+    facts = make_facts(symbols=80_000)
+    cache = Cache(tmp_path)
+    cache.store_facts(facts)
+    # THEN the entry is a few hundred KiB on disk and reads back whole
+    (entry,) = files_under(tmp_path, "*.facts.gz")
+    assert entry.stat().st_size < 1_000_000
+    assert cache.load_facts(WHEEL_SHA) == facts
