@@ -1,0 +1,145 @@
+"""`abiprobe inspect TARGET`: loader facts and GPU code of a .so, .cubin, .whl, directory or installed dist."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from abiprobe.cuda import GpuArch, arch_verdict, parse_arch
+from abiprobe.errors import UsageError
+from abiprobe.facts import ElfFacts, WheelFacts
+
+INSPECT_SCHEMA_VERSION = 1
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "inspect",
+        help="show the loader facts and GPU code of a library, wheel, directory or installed distribution",
+        description="TARGET is a .so/.cubin file, a .whl file, a directory, an installed distribution name, "
+        "a wheel URL, or PROJECT==VERSION from the configured indexes.",
+    )
+    p.add_argument("target", metavar="TARGET")
+    p.add_argument("--arch", help="GPU architecture to judge the GPU code against (sm120, sm_90a, 12.0 ...)")
+    p.add_argument("--python", help="interpreter whose environment holds the installed distribution")
+    p.add_argument("--json", action="store_true", help="print all facts as JSON")
+    p.add_argument("--symbols", action="store_true", help="also list every import and export (human output)")
+    p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory (remote targets)")
+    p.add_argument("--index-url", action="append", default=None, help="index to look PROJECT==VERSION up in")
+    p.add_argument("--offline", action="store_true", help="answer remote targets from the cache alone")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    arch = parse_arch(args.arch) if args.arch else None
+    sources = resolve_target(args)
+    doc = inspect_document(args.target, sources, arch)
+    if args.json:
+        json.dump(doc, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        from abiprobe.render.inspect import render_inspect
+
+        render_inspect(doc, show_symbols=args.symbols)
+    errors = sum(len(s["errors"]) for s in doc["sources"])
+    return 1 if errors else 0
+
+
+def resolve_target(args: argparse.Namespace) -> list[tuple[str, WheelFacts | ElfFacts]]:
+    """Turn TARGET into facts: (kind, facts) pairs."""
+    target: str = args.target
+    path = Path(target)
+    if target.startswith(("http://", "https://")) or ("==" in target and not path.exists()):
+        from abiprobe.remote_inspect import inspect_remote
+
+        return [("remote", inspect_remote(target, args))]
+    if path.is_file():
+        if path.suffix == ".whl":
+            from abiprobe.wheel import wheel_facts_from_path
+
+            return [("wheel", wheel_facts_from_path(path))]
+        from abiprobe.objects import inspect_file
+
+        return [("file", inspect_file(path, str(path)))]
+    if path.is_dir():
+        from abiprobe.installed import facts_from_directory
+
+        return [("directory", facts_from_directory(path))]
+    if path.exists():
+        raise UsageError(f"{target}: neither a file nor a directory")
+    if "/" in target or target.endswith((".so", ".whl", ".cubin")):
+        raise UsageError(f"{target}: no such file or directory")
+    from packaging.utils import canonicalize_name
+
+    from abiprobe.installed import installed_distributions
+
+    found = installed_distributions(args.python, {canonicalize_name(target)})
+    if not found:
+        where = args.python or sys.executable
+        raise UsageError(f"{target}: not a file, and no distribution of that name is installed for {where}")
+    return [("installed", found[0].facts)]
+
+
+def object_document(obj: ElfFacts, arch: GpuArch | None) -> dict[str, Any]:
+    d = asdict(obj)
+    d["cuda_majors"] = list(obj.cuda_majors())
+    d["gpu_summary"] = gpu_summary(obj)
+    if arch is not None and obj.gpu_code:
+        v = arch_verdict(obj.gpu_code, arch)
+        d["arch_verdict"] = {
+            "arch": str(arch),
+            "status": v.status,
+            "explanation": v.explanation,
+            "deciding": [g.label() for g in v.deciding],
+        }
+    else:
+        d["arch_verdict"] = None
+    return d
+
+
+def gpu_summary(obj: ElfFacts) -> dict[str, int]:
+    """Count of GPU code entries per label (sm_90, sm_120a, compute_120 ...)."""
+    return dict(sorted(Counter(g.label() for g in obj.gpu_code).items()))
+
+
+def inspect_document(
+    subject: str, sources: list[tuple[str, WheelFacts | ElfFacts]], arch: GpuArch | None
+) -> dict[str, Any]:
+    """The `--json` document: a schema version and, per source, its metadata and objects."""
+    out: list[dict[str, Any]] = []
+    for kind, facts in sources:
+        if isinstance(facts, ElfFacts):
+            out.append(
+                {
+                    "kind": kind,
+                    "filename": facts.path,
+                    "sha256": facts.sha256,
+                    "size": facts.size,
+                    "metadata": None,
+                    "errors": [],
+                    "objects": [object_document(facts, arch)],
+                }
+            )
+        else:
+            out.append(
+                {
+                    "kind": kind,
+                    "filename": facts.filename,
+                    "sha256": facts.sha256 or None,
+                    "size": facts.size,
+                    "metadata": asdict(facts.metadata),
+                    "errors": list(facts.errors),
+                    "objects": [object_document(o, arch) for o in facts.elf],
+                }
+            )
+    return {
+        "schema_version": INSPECT_SCHEMA_VERSION,
+        "subject": subject,
+        "arch": str(arch) if arch is not None else None,
+        "sources": out,
+    }

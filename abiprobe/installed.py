@@ -1,0 +1,119 @@
+"""Installed distributions and unpacked directories -> WheelFacts (the `--installed` / `--python` edge)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from abiprobe.errors import UsageError, WheelFormatError
+from abiprobe.facts import DistMetadata, WheelFacts
+from abiprobe.wheel import facts_from_tree, parse_metadata, top_level_of
+
+# Runs inside the inspected interpreter: lists its distributions with their files and metadata text.
+_LIST_SCRIPT = r"""
+import json, sys
+from importlib import metadata
+out = []
+for d in metadata.distributions():
+    try:
+        loc = str(d.locate_file(""))
+        files = [str(f) for f in (d.files or [])]
+        meta = d.read_text("METADATA") or d.read_text("PKG-INFO") or ""
+        wheel = d.read_text("WHEEL")
+        tl = d.read_text("top_level.txt")
+        direct = d.read_text("direct_url.json")
+        installer = d.read_text("INSTALLER")
+    except Exception as exc:
+        print(json.dumps({"error": str(exc)}), file=sys.stderr)
+        continue
+    out.append({"location": loc, "files": files, "metadata": meta, "wheel": wheel, "top_level": tl,
+                "direct_url": direct, "installer": installer})
+json.dump({"python": sys.version.split()[0], "executable": sys.executable, "dists": out}, sys.stdout)
+"""
+
+
+@dataclass(frozen=True)
+class InstalledDist:
+    """One distribution of an environment: its facts and where it lives."""
+
+    facts: WheelFacts
+    location: Path
+    direct_url: str | None
+    installer: str | None
+
+
+def list_installed(python: str | None = None) -> list[dict[str, object]]:
+    """Ask ``python`` (default: this interpreter) for its distributions; raw records."""
+    exe = python or sys.executable
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    try:
+        proc = subprocess.run(
+            [exe, "-I", "-c", _LIST_SCRIPT], capture_output=True, text=True, timeout=120, env=env
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"cannot run the interpreter {exe}: {exc}") from None
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UsageError(f"{exe} could not list its distributions: {last}")
+    data = json.loads(proc.stdout)
+    dists: list[dict[str, object]] = data["dists"]
+    return dists
+
+
+def installed_distributions(python: str | None = None, names: set[str] | None = None) -> list[InstalledDist]:
+    """Facts for every distribution installed for ``python`` (or only the ``names`` given, normalized)."""
+    from packaging.utils import canonicalize_name
+
+    result: list[InstalledDist] = []
+    seen: set[str] = set()
+    for rec in list_installed(python):
+        try:
+            tl_text = str(rec["top_level"] or "")
+            files = [str(f) for f in rec["files"]]  # type: ignore[attr-defined]
+            tops = {t.strip() for t in tl_text.splitlines() if t.strip()} or top_level_of(files)
+            meta = parse_metadata(
+                str(rec["metadata"]).encode(),
+                str(rec["wheel"]).encode() if rec["wheel"] else None,
+                tops,
+            )
+        except WheelFormatError:
+            continue
+        key = canonicalize_name(meta.name)
+        if key in seen or (names is not None and key not in names):
+            continue
+        seen.add(key)
+        location = Path(str(rec["location"]))
+        facts = facts_from_tree(location, files, f"{meta.name}-{meta.version} (installed)", meta)
+        result.append(
+            InstalledDist(
+                facts=facts,
+                location=location,
+                direct_url=str(rec["direct_url"]) if rec["direct_url"] else None,
+                installer=str(rec["installer"]).strip() if rec["installer"] else None,
+            )
+        )
+    return result
+
+
+def facts_from_directory(path: Path) -> WheelFacts:
+    """An unpacked wheel (has a .dist-info) or any directory of binaries, as one WheelFacts."""
+    files = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+    infos = sorted({f.split("/", 1)[0] for f in files if f.split("/", 1)[0].endswith(".dist-info")})
+    if len(infos) == 1:
+        info = path / infos[0]
+        meta_file = info / "METADATA"
+        if not meta_file.exists():
+            raise WheelFormatError(f"{info}: METADATA is missing")
+        wheel_file = info / "WHEEL"
+        tl = info / "top_level.txt"
+        tops = set(tl.read_text().split()) if tl.exists() else top_level_of(files)
+        meta = parse_metadata(
+            meta_file.read_bytes(), wheel_file.read_bytes() if wheel_file.exists() else None, tops
+        )
+    else:
+        meta = DistMetadata(name=path.resolve().name, version="0", top_level=tuple(sorted(top_level_of(files))))
+    return facts_from_tree(path, files, f"{path.name}/", meta)

@@ -1,0 +1,91 @@
+"""Rich rendering of an inspect document: one table per library or extension."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from abiprobe.demangle import demangle_many
+
+_STATUS_STYLE = {"native": "green", "jit": "yellow", "none": "red"}
+
+
+def _version_needs(obj: dict[str, Any]) -> str:
+    parts = []
+    for need in obj["version_needs"]:
+        versions = need["versions"]
+        newest = ", ".join(_newest_per_family(versions))
+        parts.append(f"{need['file']}: {newest}")
+    return "\n".join(parts) or "-"
+
+
+def _newest_per_family(versions: list[str]) -> list[str]:
+    """GLIBC_2.2.5, GLIBC_2.34, GLIBCXX_3.4.30 -> the highest of each family."""
+    best: dict[str, tuple[tuple[int, ...], str]] = {}
+    for v in versions:
+        family, _, num = v.rpartition("_")
+        try:
+            key = tuple(int(x) for x in num.split("."))
+        except ValueError:
+            family, key = v, ()
+        if family not in best or key > best[family][0]:
+            best[family] = (key, v)
+    return sorted(v for _, v in best.values())
+
+
+def render_inspect(doc: dict[str, Any], *, show_symbols: bool = False, console: Console | None = None) -> None:
+    con = console or Console()
+    for source in doc["sources"]:
+        meta = source["metadata"]
+        title = f"{meta['name']} {meta['version']}" if meta else source["filename"]
+        con.print(f"[bold]{title}[/bold]  ({source['kind']}: {source['filename']})")
+        if meta and meta["requires_dist"]:
+            con.print("  requires: " + "; ".join(meta["requires_dist"]))
+        if not source["objects"]:
+            con.print("  no ELF objects")
+        for obj in source["objects"]:
+            con.print(_object_table(obj))
+            if show_symbols:
+                _print_symbols(con, obj)
+        for err in source["errors"]:
+            con.print(f"[red]error:[/red] {err}")
+
+
+def _object_table(obj: dict[str, Any]) -> Table:
+    t = Table(title=obj["path"], title_justify="left", show_header=False, box=None, padding=(0, 1))
+    t.add_column(style="bold cyan", no_wrap=True)
+    t.add_column()
+    t.add_row("type", f"ELF{obj['elf_class']} {obj['machine']} {obj['elf_type']}")
+    if obj["soname"]:
+        t.add_row("soname", obj["soname"])
+    t.add_row("needed", ", ".join(obj["needed"]) or "-")
+    if obj["rpath"]:
+        t.add_row("rpath", ":".join(obj["rpath"]))
+    if obj["runpath"]:
+        t.add_row("runpath", ":".join(obj["runpath"]))
+    weak = sum(1 for i in obj["imports"] if i["weak"])
+    t.add_row("imports", f"{len(obj['imports'])} ({weak} weak)")
+    t.add_row("exports", str(len(obj["exports"])))
+    t.add_row("version needs", _version_needs(obj))
+    if obj["cuda_majors"]:
+        t.add_row("CUDA major", ", ".join(str(m) for m in obj["cuda_majors"]) + " (from sonames)")
+    if obj["gpu_summary"]:
+        t.add_row("GPU code", ", ".join(f"{k} x{n}" if n > 1 else k for k, n in obj["gpu_summary"].items()))
+    verdict = obj.get("arch_verdict")
+    if verdict:
+        style = _STATUS_STYLE.get(verdict["status"], "white")
+        t.add_row(f"on {verdict['arch']}", f"[{style}]{verdict['status']}[/{style}]: {verdict['explanation']}")
+    return t
+
+
+def _print_symbols(con: Console, obj: dict[str, Any]) -> None:
+    names = [i["name"] for i in obj["imports"]] + [e["name"] for e in obj["exports"]]
+    readable = demangle_many(names)
+    for i in obj["imports"]:
+        ver = f"@{i['version']}" if i["version"] else ""
+        con.print(f"  U {'w ' if i['weak'] else ''}{readable.get(i['name'], i['name'])}{ver}", markup=False)
+    for e in obj["exports"]:
+        ver = (("@@" if e["default"] else "@") + e["version"]) if e["version"] else ""
+        con.print(f"  D {readable.get(e['name'], e['name'])}{ver}", markup=False)

@@ -1,0 +1,232 @@
+"""Wheels and unpacked trees -> WheelFacts: which members matter, their metadata, their ELF facts."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from email.parser import HeaderParser
+from pathlib import Path
+from typing import BinaryIO
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from abiprobe.errors import BinaryFormatError, HashMismatchError, WheelFormatError
+from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts
+from abiprobe.objects import inspect_stream, looks_like_binary_member
+
+_SPOOL_LIMIT = 64 << 20
+_DIST_INFO_FILES = ("METADATA", "WHEEL", "RECORD", "top_level.txt")
+
+MemberOpener = Callable[[str], AbstractContextManager[BinaryIO]]
+
+
+def dist_info_dir(names: Iterable[str]) -> str:
+    """The single top-level ``*.dist-info`` directory of a wheel's member list."""
+    dirs = {n.split("/", 1)[0] for n in names if n.split("/", 1)[0].endswith(".dist-info") and "/" in n}
+    if len(dirs) != 1:
+        found = ", ".join(sorted(dirs)) or "none"
+        raise WheelFormatError(f"expected exactly one .dist-info directory, found {found}")
+    return dirs.pop()
+
+
+def select_members(names: Sequence[str]) -> list[str]:
+    """Members worth reading: shared objects, extensions and cubins, plus the dist-info files."""
+    info = dist_info_dir(names)
+    wanted = {f"{info}/{f}" for f in _DIST_INFO_FILES}
+    return [n for n in names if n in wanted or looks_like_binary_member(n)]
+
+
+def installed_path(member: str) -> str:
+    """Where a wheel member lands relative to site-packages (``*.data/purelib|platlib/`` unwrapped)."""
+    head, _, rest = member.partition("/")
+    if head.endswith(".data") and rest:
+        scheme, _, inner = rest.partition("/")
+        if scheme in ("purelib", "platlib"):
+            return inner
+        return f"{head}/{rest}"
+    return member
+
+
+def parse_metadata(metadata: bytes, wheel_file: bytes | None, top_level: Iterable[str]) -> DistMetadata:
+    """Parse METADATA (RFC 822 style) and WHEEL into DistMetadata."""
+    msg = HeaderParser().parsestr(metadata.decode("utf-8", errors="replace"))
+    name, version = msg.get("Name"), msg.get("Version")
+    if not name or not version:
+        raise WheelFormatError("METADATA lacks Name or Version")
+    tags: tuple[str, ...] = ()
+    if wheel_file is not None:
+        wmsg = HeaderParser().parsestr(wheel_file.decode("utf-8", errors="replace"))
+        tags = tuple(wmsg.get_all("Tag") or ())
+    return DistMetadata(
+        name=name.strip(),
+        version=version.strip(),
+        requires_dist=tuple(r.strip() for r in msg.get_all("Requires-Dist") or ()),
+        requires_python=(msg.get("Requires-Python") or None),
+        tags=tags,
+        top_level=tuple(sorted(set(top_level))),
+    )
+
+
+def top_level_of(paths: Iterable[str]) -> set[str]:
+    """Import packages and modules a file list installs (first path component, module suffix stripped)."""
+    tops: set[str] = set()
+    for p in paths:
+        first = p.split("/", 1)[0]
+        if first.endswith((".dist-info", ".data")) or first in ("..", ""):
+            continue
+        if "/" in p:
+            tops.add(first)
+        elif first.endswith(".py"):
+            tops.add(first[:-3])
+        elif ".so" in first and not first.startswith("lib"):
+            tops.add(first.split(".", 1)[0])
+    return tops
+
+
+def facts_from_members(
+    filename: str,
+    sha256: str,
+    size: int,
+    names: Sequence[str],
+    open_member: MemberOpener,
+) -> WheelFacts:
+    """Build WheelFacts from a wheel's member list and a way to open (seekable) members by name."""
+    info = dist_info_dir(names)
+
+    def read_small(member: str) -> bytes | None:
+        if member not in names:
+            return None
+        with open_member(member) as fh:
+            return fh.read()
+
+    metadata = read_small(f"{info}/METADATA")
+    if metadata is None:
+        raise WheelFormatError(f"{filename}: {info}/METADATA is missing")
+    files = tuple(installed_path(n) for n in names if not n.endswith("/"))
+    tl_raw = read_small(f"{info}/top_level.txt")
+    tops = (
+        {t.strip().split("/")[0] for t in tl_raw.decode(errors="replace").splitlines() if t.strip()}
+        if tl_raw
+        else top_level_of(files)
+    )
+    meta = parse_metadata(metadata, read_small(f"{info}/WHEEL"), tops)
+    elf: list[ElfFacts] = []
+    errors: list[str] = []
+    for member in names:
+        if not looks_like_binary_member(member):
+            continue
+        target = installed_path(member)
+        try:
+            with open_member(member) as fh:
+                head = fh.read(4)
+                if head != b"\x7fELF":
+                    continue
+                elf.append(inspect_stream(fh, target))
+        except BinaryFormatError as exc:
+            errors.append(str(exc))
+    return WheelFacts(
+        filename=filename,
+        sha256=sha256,
+        size=size,
+        metadata=meta,
+        files=files,
+        elf=tuple(elf),
+        errors=tuple(errors),
+    )
+
+
+def sha256_of_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class _ZipMembers:
+    """Opens members of a local zip as seekable files: stored ones in place, others via a spool file."""
+
+    def __init__(self, zf: zipfile.ZipFile) -> None:
+        self.zf = zf
+
+    def __call__(self, name: str) -> AbstractContextManager[BinaryIO]:
+        return _spooled(self.zf, name)
+
+
+class _spooled(AbstractContextManager[BinaryIO]):
+    def __init__(self, zf: zipfile.ZipFile, name: str) -> None:
+        self.zf, self.name = zf, name
+        self.tmp: tempfile.SpooledTemporaryFile[bytes] | None = None
+
+    def __enter__(self) -> BinaryIO:
+        self.tmp = tempfile.SpooledTemporaryFile(max_size=_SPOOL_LIMIT)
+        try:
+            with self.zf.open(self.name) as src:
+                shutil.copyfileobj(src, self.tmp, 1 << 20)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            self.tmp.close()
+            raise WheelFormatError(f"{self.name}: broken zip member: {exc}") from None
+        self.tmp.seek(0)
+        return self.tmp  # type: ignore[return-value]
+
+    def __exit__(self, *exc: object) -> None:
+        if self.tmp is not None:
+            self.tmp.close()
+
+
+def wheel_facts_from_path(path: Path, expected_sha256: str | None = None) -> WheelFacts:
+    """Inspect a local wheel file (hash-checked when ``expected_sha256`` is given)."""
+    try:
+        parse_wheel_filename(path.name)
+    except InvalidWheelFilename as exc:
+        raise WheelFormatError(f"{path.name}: not a valid wheel filename ({exc})") from None
+    try:
+        digest = sha256_of_file(path)
+        size = path.stat().st_size
+    except OSError as exc:
+        raise WheelFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if expected_sha256 is not None and digest != expected_sha256.lower():
+        raise HashMismatchError(f"{path.name}: sha256 {digest} does not match the expected {expected_sha256}")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+            return facts_from_members(path.name, digest, size, names, _ZipMembers(zf))
+    except zipfile.BadZipFile as exc:
+        raise WheelFormatError(f"{path.name}: not a valid zip file ({exc})") from None
+    except (zlib.error, EOFError) as exc:
+        raise WheelFormatError(f"{path.name}: broken zip file ({exc})") from None
+
+
+def facts_from_tree(root: Path, files: Sequence[str], filename: str, metadata: DistMetadata) -> WheelFacts:
+    """Facts for files laid out under ``root`` (an unpacked wheel or an installed distribution)."""
+    elf: list[ElfFacts] = []
+    errors: list[str] = []
+    for rel in files:
+        if not looks_like_binary_member(rel):
+            continue
+        p = root / rel
+        try:
+            with p.open("rb") as fh:
+                if fh.read(4) != b"\x7fELF":
+                    continue
+                elf.append(inspect_stream(fh, rel))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            errors.append(f"{rel}: cannot read: {exc.strerror or exc}")
+        except BinaryFormatError as exc:
+            errors.append(str(exc))
+    return WheelFacts(
+        filename=filename,
+        sha256="",
+        size=0,
+        metadata=metadata,
+        files=tuple(files),
+        elf=tuple(elf),
+        errors=tuple(errors),
+    )
