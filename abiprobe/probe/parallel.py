@@ -1,0 +1,220 @@
+"""probe_sets: plan layers, install them, import every set, in parallel within a CPU and disk budget."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from abiprobe.errors import AbiprobeError, UsageError
+from abiprobe.facts import WheelFacts
+from abiprobe.probe.classify import Failure
+from abiprobe.probe.execute import PreparedSet, RunContext, build_result, run_fresh, run_server
+from abiprobe.probe.interpreters import find_interpreter
+from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet
+from abiprobe.probe.plan import Layer, overlay_wheels, plan_layers
+from abiprobe.probe.procs import ProcessRegistry
+from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver, needs_driver, stub_key
+from abiprobe.probe.venv import (
+    InstallError,
+    create_venv,
+    find_installer,
+    install_wheels,
+    site_packages,
+    unpack_wheel,
+)
+from abiprobe.wheel import installed_path, top_level_of, wheel_facts_from_path
+
+FactsLoader = Callable[[Path], WheelFacts]
+_RUNNER = Path(__file__).with_name("runner.py")
+
+
+def wheel_tops(wheel: Path) -> tuple[str, ...]:
+    """Top-level import names a wheel installs, read from its zip listing."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            names = [installed_path(n) for n in zf.namelist()]
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise InstallError(f"{wheel.name}: not a readable wheel ({exc})") from exc
+    return tuple(sorted(top_level_of(names)))
+
+
+def dist_name(wheel: Path) -> str:
+    try:
+        return str(parse_wheel_filename(wheel.name)[0])
+    except InvalidWheelFilename as exc:
+        raise UsageError(f"{wheel.name}: not a wheel filename") from exc
+
+
+def validate(sets: Sequence[ProbeSet]) -> None:
+    labels: set[str] = set()
+    for s in sets:
+        if not s.wheels:
+            raise UsageError(f"probe set {s.label!r} has no wheels")
+        if s.label in labels:
+            raise UsageError(f"two probe sets share the label {s.label!r}")
+        labels.add(s.label)
+        names = [dist_name(w) for w in s.wheels]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise UsageError(f"probe set {s.label!r} holds several wheels of {', '.join(dupes)}")
+        for w in s.wheels:
+            if not w.is_file():
+                raise UsageError(f"{w} does not exist")
+
+
+def default_jobs(sets: Sequence[ProbeSet], temp_parent: Path) -> int:
+    """As many as there are CPUs, fewer when the free disk would not hold that many installed sets."""
+    cpus = os.cpu_count() or 1
+    biggest = max((sum(w.stat().st_size for w in s.wheels) for s in sets), default=1)
+    free = shutil.disk_usage(temp_parent).free
+    by_disk = max(1, int(free // max(1, 4 * biggest)))
+    return max(1, min(cpus, by_disk, len(sets)))
+
+
+class _Prober:
+    """One probe_sets call: shared state for the layer workers."""
+
+    def __init__(self, sets: Sequence[ProbeSet], options: ProbeOptions, facts: FactsLoader) -> None:
+        self.sets = sets
+        self.options = options
+        self.facts_loader = facts
+        self.procs = ProcessRegistry()
+        self._lock = threading.Lock()
+        self._facts: dict[Path, WheelFacts] = {}
+        self._stubs: dict[str, Path] = {}
+        self._driver_here: bool | None = None
+
+    def facts(self, wheel: Path) -> WheelFacts:
+        with self._lock:
+            cached = self._facts.get(wheel)
+        if cached is None:
+            cached = self.facts_loader(wheel)
+            with self._lock:
+                self._facts[wheel] = cached
+        return cached
+
+    def stub_for(self, wheels: Sequence[Path], root: Path) -> Path | None:
+        """The stub directory for these wheels, or None when no stub is wanted."""
+        mode = self.options.stub_driver
+        if mode == "never":
+            return None
+        if mode == "auto":
+            with self._lock:
+                if self._driver_here is None:
+                    self._driver_here = host_has_driver()
+            if self._driver_here:
+                return None
+        facts = [self.facts(w) for w in wheels]
+        if mode == "auto" and not needs_driver(facts):
+            return None
+        symbols = driver_symbols(facts)
+        key = stub_key(symbols, self.options.driver_version)
+        with self._lock:
+            if key not in self._stubs:
+                self._stubs[key] = build_stub(root / "stubs" / key, symbols, self.options.driver_version)
+            return self._stubs[key]
+
+    def run_layer(
+        self, n: int, layer: Layer, ctx: RunContext, inner_jobs: int
+    ) -> list[tuple[int, ProbeResult]]:
+        ldir = ctx.temp_root / f"layer{n}"
+        tmp = ldir / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        try:
+            py = create_venv(self.procs, ctx.interpreter, ldir / "venv", tmp)
+            install_wheels(self.procs, find_installer(self.options.installer), py, layer.wheels, tmp)
+            site = site_packages(ldir / "venv")
+            fork = self.options.fork == "always" or (self.options.fork == "auto" and len(layer.members) > 1)
+            fork = fork and bool(layer.preload)
+            prepared = []
+            for m in layer.members:
+                probe = self.sets[m]
+                extra = overlay_wheels(probe, layer)
+                overlay = ldir / f"set{m}" / "site" if extra else None
+                for w in extra:
+                    assert overlay is not None
+                    unpack_wheel(w, overlay)
+                stub = self.stub_for(probe.wheels, ctx.temp_root)
+                dists = tuple(dist_name(w) for w in probe.wheels)
+                prepared.append(PreparedSet(m, probe, py, site, overlay, ldir / f"set{m}", dists, stub))
+        except InstallError as exc:
+            failure = Failure("install_failed", str(exc), {})
+            return [(m, self._failed(ctx, m, failure, ldir)) for m in layer.members]
+        setup = round(time.monotonic() - started, 3)
+        try:
+            if fork:
+                results = run_server(ctx, layer.preload, prepared)
+            elif inner_jobs > 1 and len(prepared) > 1:
+                with ThreadPoolExecutor(inner_jobs) as pool:
+                    results = list(pool.map(lambda p: run_fresh(ctx, p), prepared))
+            else:
+                results = [run_fresh(ctx, p) for p in prepared]
+        finally:
+            if not self.options.keep:
+                shutil.rmtree(ldir, ignore_errors=True)
+        for r in results:
+            r.detail.setdefault("layer_setup_seconds", setup)
+        return [(p.index, r) for p, r in zip(prepared, results, strict=True)]
+
+    def _failed(self, ctx: RunContext, m: int, failure: Failure, ldir: Path) -> ProbeResult:
+        probe = self.sets[m]
+        p = PreparedSet(m, probe, Path(), ldir, None, ldir, (), None)
+        return build_result(ctx, p, failure, None, "fresh", 0.0)
+
+
+def probe_sets(
+    sets: Sequence[ProbeSet], options: ProbeOptions | None = None, facts: FactsLoader | None = None
+) -> list[ProbeResult]:
+    """Install and import each set in a throwaway venv; results come back in the order of ``sets``.
+
+    ``facts`` loads a wheel's facts (default: inspect the file) when a driver stub must be built.
+    """
+    options = options or ProbeOptions()
+    if not sets:
+        return []
+    validate(sets)
+    interp = find_interpreter(options.python, [w.name for s in sets for w in s.wheels])
+    installer = find_installer(options.installer)
+    tops = {w: wheel_tops(w) for s in sets for w in s.wheels}
+    layers = plan_layers(sets, tops)
+    parent = options.temp_dir or Path(tempfile.gettempdir())
+    jobs = options.jobs or default_jobs(sets, parent)
+    root = Path(tempfile.mkdtemp(prefix="abiprobe-probe-", dir=parent))
+    prober = _Prober(sets, options, facts or wheel_facts_from_path)
+    try:
+        runner = root / "runner.py"
+        shutil.copyfile(_RUNNER, runner)
+        ctx = RunContext(prober.procs, runner, options, interp.path, interp.label, installer.kind, root)
+        outer = max(1, min(jobs, len(layers)))
+        inner = max(1, jobs // outer)
+        results: list[ProbeResult | None] = [None] * len(sets)
+        pool = ThreadPoolExecutor(outer)
+        try:
+            futures: list[Future[list[tuple[int, ProbeResult]]]] = [
+                pool.submit(prober.run_layer, n, layer, ctx, inner) for n, layer in enumerate(layers)
+            ]
+            for fut in as_completed(futures):
+                for index, result in fut.result():
+                    results[index] = result
+        except BaseException:
+            prober.procs.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+    finally:
+        if not options.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    missing = [s.label for s, r in zip(sets, results, strict=True) if r is None]
+    if missing:
+        raise AbiprobeError(f"no probe result for {', '.join(missing)}")
+    return [r for r in results if r is not None]

@@ -1,0 +1,112 @@
+"""Subprocesses in their own process groups, all killable at once on Ctrl-C or timeout."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from abiprobe.errors import AbiprobeError
+
+
+class ProbeCancelled(AbiprobeError):
+    """The probe run was interrupted; no new process may start."""
+
+    exit_code = 130
+
+
+@dataclass(frozen=True)
+class Finished:
+    returncode: int | None  # None when killed for the timeout
+    timed_out: bool
+    stdout: str
+    stderr: str
+
+
+class ProcessRegistry:
+    """Tracks live children so an interrupt can kill every process group before the temp root goes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: set[subprocess.Popen[bytes]] = set()
+        self.cancelled = threading.Event()
+
+    def run(
+        self,
+        argv: Sequence[str],
+        env: dict[str, str],
+        timeout: float,
+        cwd: Path | None = None,
+        log_dir: Path | None = None,
+    ) -> Finished:
+        """Run ``argv`` in a new session; on timeout kill its whole group. Output goes to files if given."""
+        if self.cancelled.is_set():
+            raise ProbeCancelled("probe interrupted")
+        out_path = err_path = None
+        if log_dir is not None:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
+        with contextlib.ExitStack() as stack:
+            out: int | IO[bytes] = subprocess.PIPE
+            err: int | IO[bytes] = subprocess.PIPE
+            if out_path is not None and err_path is not None:
+                out = stack.enter_context(open(out_path, "wb"))
+                err = stack.enter_context(open(err_path, "wb"))
+            try:
+                proc = subprocess.Popen(
+                    list(argv),
+                    env=env,
+                    cwd=cwd,
+                    stdout=out,
+                    stderr=err,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise AbiprobeError(f"cannot run {argv[0]}: {exc}") from exc
+            with self._lock:
+                self._live.add(proc)
+            stdout_b: bytes | None = None
+            stderr_b: bytes | None = None
+            try:
+                stdout_b, stderr_b = proc.communicate(timeout=timeout)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                proc.communicate()
+                timed_out = True
+            finally:
+                with self._lock:
+                    self._live.discard(proc)
+                _kill_group(proc)
+        if self.cancelled.is_set():
+            raise ProbeCancelled("probe interrupted")
+        stdout = _read(out_path) if out_path else (stdout_b or b"").decode("utf-8", "replace")
+        stderr = _read(err_path) if err_path else (stderr_b or b"").decode("utf-8", "replace")
+        return Finished(None if timed_out else proc.returncode, timed_out, stdout, stderr)
+
+    def cancel(self) -> None:
+        """Refuse new processes and kill the groups of the live ones."""
+        self.cancelled.set()
+        with self._lock:
+            live = list(self._live)
+        for proc in live:
+            _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _read(path: Path | None, limit: int = 20000) -> str:
+    if path is None or not path.exists():
+        return ""
+    data = path.read_bytes()
+    return data[-limit:].decode("utf-8", "replace")
