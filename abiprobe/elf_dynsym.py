@@ -1,0 +1,372 @@
+"""Dynamic symbol table, symbol count from the hash tables, and the GNU symbol-version tables.
+
+The symbol table is decoded in bulk (``struct.iter_unpack`` over one read, versym as one array) because
+the libraries this tool cares about carry tens of thousands of dynamic symbols.
+"""
+
+from __future__ import annotations
+
+import operator
+import struct
+import sys
+from array import array
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import compress, repeat
+
+from abiprobe.elf_layout import AddressMap, ByteSource, ElfHeader, SectionHeader
+from abiprobe.facts import SymbolExport, SymbolImport, VersionNeed
+
+MAX_SYMBOLS = 1 << 24
+MAX_TABLE_BYTES = 256 << 20
+MAX_VERSION_ENTRIES = 1 << 16
+_CHAIN_CHUNK = 1 << 16
+_SHT_DYNSYM = 11
+_VER_FLG_BASE = 1
+_ODD_TO_ONE = bytes(i & 1 for i in range(256))
+_KINDS = {0: "NOTYPE", 1: "OBJECT", 2: "FUNC", 5: "OBJECT", 6: "TLS", 10: "IFUNC"}
+_BINDINGS = {1: "GLOBAL", 2: "WEAK", 10: "GNU_UNIQUE"}
+_KIND_OF_INFO = tuple(_KINDS.get(i & 0xF) for i in range(256))
+_BINDING_OF_INFO = tuple(_BINDINGS.get(i >> 4) for i in range(256))
+_EXPORT_INFO = bytes(int(i >> 4 in _BINDINGS and i & 0xF in _KINDS) for i in range(256))
+_NON_LOCAL = bytes(int(i >> 4 != 0) for i in range(256))
+_VISIBLE = bytes(int(i & 3 not in (1, 2)) for i in range(256))  # the loader never binds hidden/internal
+
+
+@dataclass(frozen=True)
+class VersionTables:
+    """Decoded .gnu.version_d / .gnu.version_r: index -> name (and file) plus the ordered listings."""
+
+    defs: dict[int, str]
+    def_names: tuple[str, ...]
+    needs: dict[int, tuple[str, str]]
+    need_list: tuple[VersionNeed, ...]
+
+    @cached_property
+    def export_names(self) -> dict[int, str]:
+        """Raw versym value (hidden bit included) of a defined symbol -> its version name."""
+        names = {idx: name for idx, (name, _file) in self.needs.items() if idx > 1}
+        names.update((idx, name) for idx, name in self.defs.items() if idx > 1)
+        names.update([(idx | 0x8000, name) for idx, name in names.items()])
+        return names
+
+    @cached_property
+    def export_hidden(self) -> dict[int, bool]:
+        """Raw versym values whose symbol is a hidden ``name@VER`` (``default`` False)."""
+        return {raw: False for raw in self.export_names if raw & 0x8000}
+
+
+class StringTable:
+    """The dynamic string table as one blob; names are cut out and decoded on demand, once each."""
+
+    def __init__(self, src: ByteSource, blob: bytes) -> None:
+        self._src = src
+        self.blob = blob
+        self._cache: dict[int, str] = {}
+
+    @cached_property
+    def text(self) -> str | None:
+        """The whole table decoded once when it is ASCII (string offsets then equal byte offsets)."""
+        return self.blob.decode("ascii") if self.blob.isascii() else None
+
+    def names(self, offsets: Sequence[int], what: str) -> list[str]:
+        """Names at many offsets, cut out with C-level maps (no per-name Python code)."""
+        if not offsets:
+            return []
+        if max(offsets) >= len(self.blob):
+            raise self._src.fail(f"bad ELF: {what} name offset {max(offsets)} lies past the string table")
+        text = self.text
+        if text is not None:
+            ends = list(map(text.find, repeat("\0"), offsets))
+            self._check_terminated(ends, what)
+            return list(map(text.__getitem__, map(slice, offsets, ends)))
+        ends = list(map(self.blob.find, repeat(b"\0"), offsets))
+        self._check_terminated(ends, what)
+        raw = map(self.blob.__getitem__, map(slice, offsets, ends))
+        return list(map(bytes.decode, raw, repeat("utf-8"), repeat("backslashreplace")))
+
+    def _check_terminated(self, ends: list[int], what: str) -> None:
+        if -1 in ends:
+            raise self._src.fail(f"bad ELF: {what} name is not terminated inside the dynamic string table")
+
+    def get(self, offset: int, what: str) -> str:
+        name = self._cache.get(offset)
+        if name is not None:
+            return name
+        blob = self.blob
+        if offset >= len(blob):
+            raise self._src.fail(f"bad ELF: {what} name offset {offset} lies past the dynamic string table")
+        end = blob.find(b"\0", offset)
+        if end < 0:
+            raise self._src.fail(f"bad ELF: {what} name is not terminated inside the dynamic string table")
+        name = blob[offset:end].decode("utf-8", "backslashreplace")
+        self._cache[offset] = name
+        return name
+
+
+def _u32_array(data: bytes, endian: str) -> array[int]:
+    arr = array("I", data)
+    if (endian == "<") != (sys.byteorder == "little"):
+        arr.byteswap()
+    return arr
+
+
+def count_from_hash(amap: AddressMap, hdr: ElfHeader, vaddr: int) -> int:
+    """Number of dynamic symbols from DT_HASH: its nchain field."""
+    _nbucket, nchain = struct.unpack(hdr.endian + "II", amap.read(vaddr, 8, "ELF hash table header"))
+    return int(nchain)
+
+
+def count_from_gnu_hash(amap: AddressMap, hdr: ElfHeader, vaddr: int) -> int:
+    """Number of dynamic symbols from DT_GNU_HASH: one past the end of the chain of the highest bucket."""
+    head = amap.read(vaddr, 16, "GNU hash table header")
+    nbuckets, symoffset, bloom_size, _shift = struct.unpack(hdr.endian + "IIII", head)
+    word = 8 if hdr.elf_class == 64 else 4
+    buckets_at = vaddr + 16 + bloom_size * word
+    buckets = _u32_array(amap.read(buckets_at, 4 * nbuckets, "GNU hash buckets"), hdr.endian)
+    last = max(buckets, default=0)
+    if last == 0:
+        return int(symoffset)
+    if last < symoffset:
+        raise amap.fail("bad ELF: GNU hash bucket points below its symbol offset")
+    chain_at = buckets_at + 4 * nbuckets + 4 * (last - symoffset)
+    room = min(amap.room(chain_at), 4 * MAX_SYMBOLS) // 4 * 4
+    low_byte = 0 if hdr.endian == "<" else 3
+    pos = 0
+    while pos < room:
+        chunk = amap.read(chain_at + pos, min(_CHAIN_CHUNK, room - pos), "GNU hash chain")
+        hit = chunk[low_byte::4].translate(_ODD_TO_ONE).find(1)
+        if hit >= 0:
+            return int(last) + pos // 4 + hit + 1
+        pos += len(chunk)
+    raise amap.fail("bad ELF: GNU hash chain never terminates")
+
+
+def count_from_sections(sections: tuple[SectionHeader, ...], symtab: int) -> int | None:
+    """Fallback when there is no hash table: the size of the SHT_DYNSYM section at that address."""
+    for sec in sections:
+        if sec.type == _SHT_DYNSYM and sec.addr == symtab and sec.entsize:
+            return sec.size // sec.entsize
+    return None
+
+
+def read_versions(
+    amap: AddressMap,
+    hdr: ElfHeader,
+    strings: StringTable,
+    verdef: int | None,
+    verdefnum: int | None,
+    verneed: int | None,
+    verneednum: int | None,
+) -> VersionTables:
+    """Walk the version definition and version need chains, refusing cycles and runaway counts."""
+    defs: dict[int, str] = {}
+    def_names: list[str] = []
+    for ndx, flags, name in _walk_verdef(amap, hdr, strings, verdef, verdefnum):
+        if flags & _VER_FLG_BASE:
+            continue
+        defs[ndx] = name
+        def_names.append(name)
+    needs: dict[int, tuple[str, str]] = {}
+    need_list: list[VersionNeed] = []
+    for file, versions in _walk_verneed(amap, hdr, strings, verneed, verneednum):
+        names = []
+        for other, name in versions:
+            needs[other] = (name, file)
+            names.append(name)
+        need_list.append(VersionNeed(file=file, versions=tuple(names)))
+    return VersionTables(defs, tuple(def_names), needs, tuple(need_list))
+
+
+def _chain_limit(amap: AddressMap, num: int | None, what: str) -> int:
+    if num is not None and num > MAX_VERSION_ENTRIES:
+        raise amap.fail(f"bad ELF: {num} {what} entries")
+    return MAX_VERSION_ENTRIES if num is None else num
+
+
+def _walk_verdef(
+    amap: AddressMap, hdr: ElfHeader, strings: StringTable, start: int | None, num: int | None
+) -> list[tuple[int, int, str]]:
+    if start is None:
+        return []
+    out: list[tuple[int, int, str]] = []
+    seen: set[int] = set()
+    at = start
+    for _ in range(_chain_limit(amap, num, "version definition")):
+        if at in seen:
+            raise amap.fail("bad ELF: version definition chain loops")
+        seen.add(at)
+        raw = amap.read(at, 20, "version definition")
+        _ver, flags, ndx, cnt, _hash, aux, nxt = struct.unpack(hdr.endian + "HHHHIII", raw)
+        name = ""
+        if cnt:
+            (name_off,) = struct.unpack(hdr.endian + "I", amap.read(at + aux, 4, "version definition name"))
+            name = strings.get(name_off, "version definition")
+        out.append((ndx & 0x7FFF, flags, name))
+        if nxt == 0:
+            break
+        at += nxt
+    else:
+        if num is None:
+            raise amap.fail("bad ELF: version definition chain never ends")
+    return out
+
+
+def _walk_verneed(
+    amap: AddressMap, hdr: ElfHeader, strings: StringTable, start: int | None, num: int | None
+) -> list[tuple[str, list[tuple[int, str]]]]:
+    if start is None:
+        return []
+    out: list[tuple[str, list[tuple[int, str]]]] = []
+    seen: set[int] = set()
+    total = 0
+    at = start
+    for _ in range(_chain_limit(amap, num, "version need")):
+        if at in seen:
+            raise amap.fail("bad ELF: version need chain loops")
+        seen.add(at)
+        raw = amap.read(at, 16, "version need")
+        _ver, cnt, file_off, aux, nxt = struct.unpack(hdr.endian + "HHIII", raw)
+        file = strings.get(file_off, "version need file")
+        versions: list[tuple[int, str]] = []
+        aux_at = at + aux
+        for _i in range(cnt):
+            if aux_at in seen:
+                raise amap.fail("bad ELF: version need auxiliary chain loops")
+            seen.add(aux_at)
+            total += 1
+            if total > MAX_VERSION_ENTRIES:
+                raise amap.fail("bad ELF: too many version need entries")
+            raw_aux = amap.read(aux_at, 16, "version need auxiliary entry")
+            _hash, _flags, other, name_off, aux_next = struct.unpack(hdr.endian + "IHHII", raw_aux)
+            versions.append((other & 0x7FFF, strings.get(name_off, "version need")))
+            if aux_next == 0:
+                break
+            aux_at += aux_next
+        out.append((file, versions))
+        if nxt == 0:
+            break
+        at += nxt
+    else:
+        if num is None:
+            raise amap.fail("bad ELF: version need chain never ends")
+    return out
+
+
+def read_symbols(
+    amap: AddressMap,
+    hdr: ElfHeader,
+    strings: StringTable,
+    symtab: int,
+    count: int,
+    syment: int,
+    versym: int | None,
+    versions: VersionTables,
+) -> tuple[tuple[SymbolExport, ...], tuple[SymbolImport, ...]]:
+    """Decode ``count`` dynamic symbols and split them into exports and imports with their versions."""
+    base = 16 if hdr.elf_class == 32 else 24
+    if syment < base:
+        raise amap.fail(f"bad ELF: dynamic symbol entry size {syment} is too small")
+    if count > MAX_SYMBOLS or count * syment > MAX_TABLE_BYTES:
+        raise amap.fail(f"bad ELF: implausible dynamic symbol count {count}")
+    data = amap.read(symtab, count * syment, "dynamic symbol table")
+    if versym is not None:
+        vers = _u16_array(amap.read(versym, 2 * count, "symbol version table"), hdr.endian)
+    else:
+        vers = array("H", bytes(2 * count))
+    columns = _columns(data, hdr, syment)
+    return _exports(strings, columns, vers, versions), _imports(strings, columns, vers, versions)
+
+
+@dataclass(frozen=True)
+class SymbolColumns:
+    """st_name, st_info, st_other and st_shndx of every symbol, one sequence per field."""
+
+    name: Sequence[int]
+    info: bytes
+    other: bytes
+    shndx: Sequence[int]
+
+    def __len__(self) -> int:
+        return len(self.info)
+
+
+def _u16_array(data: bytes, endian: str) -> array[int]:
+    arr = array("H", data)
+    if (endian == "<") != (sys.byteorder == "little"):
+        arr.byteswap()
+    return arr
+
+
+def _columns(data: bytes, hdr: ElfHeader, syment: int) -> SymbolColumns:
+    """Slice the four fields out of the table in bulk; odd entry sizes take the slower unpack path."""
+    base = 24 if hdr.elf_class == 64 else 16
+    if syment == base:
+        words = _u32_array(data, hdr.endian)
+        halves = _u16_array(data, hdr.endian)
+        if hdr.elf_class == 64:
+            return SymbolColumns(words[0::6], data[4::24], data[5::24], halves[3::12])
+        return SymbolColumns(words[0::4], data[12::16], data[13::16], halves[7::8])
+    fmt = hdr.endian + ("I8xBBH" if hdr.elf_class == 32 else "IBBH16x") + "x" * (syment - base)
+    rows = list(struct.iter_unpack(fmt, data))
+    return SymbolColumns(
+        [r[0] for r in rows], bytes(r[1] for r in rows), bytes(r[2] for r in rows), [r[3] for r in rows]
+    )
+
+
+def _mask_and(count: int, *masks: bytes) -> bytes:
+    """Byte-wise AND of 0/1 masks, done on big integers so it runs at C speed."""
+    acc = -1
+    for mask in masks:
+        acc &= int.from_bytes(mask, "little")
+    return acc.to_bytes(count, "little")
+
+
+def _exports(
+    strings: StringTable, cols: SymbolColumns, vers: array[int], versions: VersionTables
+) -> tuple[SymbolExport, ...]:
+    """Defined, loader-visible symbols; each column is mapped at C speed, never per-symbol Python."""
+    defined = bytes(map(bool, cols.shndx))
+    sel = _mask_and(len(cols), cols.info.translate(_EXPORT_INFO), cols.other.translate(_VISIBLE), defined)
+    names = strings.names(list(compress(cols.name, sel)), "symbol")
+    ver_sel = list(compress(vers, sel))
+    infos = bytes(compress(cols.info, sel))
+    fields: tuple[tuple[str, Iterable[object]], ...] = (
+        ("name", names),
+        ("version", map(versions.export_names.get, ver_sel)),
+        ("default", map(versions.export_hidden.get, ver_sel, repeat(True))),
+        ("kind", map(_KIND_OF_INFO.__getitem__, infos)),
+        ("binding", map(_BINDING_OF_INFO.__getitem__, infos)),
+    )
+    objs = list(map(SymbolExport.__new__, repeat(SymbolExport, len(names))))
+    set_field = object.__setattr__
+    for field, values in fields:
+        deque(map(set_field, objs, repeat(field), values), maxlen=0)
+    return tuple(objs)
+
+
+def _imports(
+    strings: StringTable, cols: SymbolColumns, vers: array[int], versions: VersionTables
+) -> tuple[SymbolImport, ...]:
+    """Undefined non-local symbols, with the version and file .gnu.version_r requires them from."""
+    undefined = bytes(map(operator.not_, cols.shndx))
+    sel = bytearray(_mask_and(len(cols), cols.info.translate(_NON_LOCAL), undefined))
+    if sel:
+        sel[0] = 0
+    indexes = list(compress(range(len(cols)), sel))
+    names = strings.names([cols.name[i] for i in indexes], "symbol")
+    out: list[SymbolImport] = []
+    needs = versions.needs
+    for i, name in zip(indexes, names, strict=True):
+        need = needs.get(vers[i] & 0x7FFF)
+        out.append(
+            SymbolImport(
+                name=name,
+                version=need[0] if need else None,
+                version_file=need[1] if need else None,
+                weak=cols.info[i] >> 4 == 2,
+            )
+        )
+    return tuple(out)
