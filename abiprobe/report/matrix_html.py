@@ -1,0 +1,140 @@
+"""The matrix document as one self-contained HTML page: a coloured grid, filters, details per cell.
+
+The grid is rendered here (readable without scripts); a small inline script adds status/check/text
+filters and shows a cell's pair and set verdicts when it is clicked. No external resources.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+from abiprobe.report.matrix_json import axis_ids, index_state, title_of
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.3em}table.grid{border-collapse:collapse;margin:1em 0}
+.grid th,.grid td{border:1px solid #ccc;padding:4px 8px;text-align:center;white-space:nowrap}
+.grid th.rowh{text-align:left}td.cell{cursor:pointer}
+.ok{background:#c8efc8}.warn{background:#fbe7a6}.fail{background:#f6b3b3}.unknown{background:#ddd}
+td.chosen{outline:3px solid #1a56db;outline-offset:-3px}.hidden{display:none}
+#details{border:1px solid #999;padding:.6em;margin-top:1em;min-height:2em;white-space:pre-wrap}
+.filters label{margin-right:1em}small{color:#555}
+"""
+
+_JS = """
+(function(){
+  var doc = JSON.parse(document.getElementById('matrix-data').textContent);
+  var byKey = {};
+  doc.cells.forEach(function(c){ byKey[c.row + '\\u0000' + (c.col || '')] = c; });
+  function apply(){
+    var want = {};
+    document.querySelectorAll('input.status').forEach(function(b){ want[b.value] = b.checked; });
+    var check = document.getElementById('check').value;
+    var text = document.getElementById('text').value.toLowerCase();
+    document.querySelectorAll('td.cell').forEach(function(td){
+      var c = byKey[td.dataset.row + '\\u0000' + td.dataset.col];
+      var st = check ? (c.checks[check] || 'ok') : c.status;
+      var hay = (c.row + ' ' + (c.col || '') + ' ' + c.explanation).toLowerCase();
+      td.classList.toggle('hidden', !want[st] || (text && hay.indexOf(text) < 0));
+    });
+  }
+  function show(td){
+    var c = byKey[td.dataset.row + '\\u0000' + td.dataset.col];
+    var lines = [c.members.join(' + ') + ': ' + c.status, c.explanation, ''];
+    c.pairs.concat(['(set)']).forEach(function(pid){
+      var vs = pid === '(set)' ? c.set_verdicts : doc.pairs[pid].verdicts;
+      vs.filter(function(v){ return v.status !== 'ok'; }).forEach(function(v){
+        var who = v.subject ? v.subject + ': ' : '';
+        lines.push('[' + v.status + '] ' + v.check + ' ' + who + v.explanation);
+      });
+    });
+    c.choices.forEach(function(ch){
+      lines.push(ch.role + ': ' + ch.options.map(function(o){ return o.id + ' ' + o.status; }).join(', '));
+    });
+    document.getElementById('details').textContent = lines.join('\\n');
+  }
+  document.querySelectorAll('input.status, #check, #text').forEach(function(el){
+    el.addEventListener('input', apply); el.addEventListener('change', apply);
+  });
+  document.querySelectorAll('td.cell').forEach(function(td){
+    td.addEventListener('click', function(){ show(td); });
+  });
+  apply();
+  document.body.dataset.ready = 'yes';
+})();
+"""
+
+
+def _embed(doc: dict[str, Any]) -> str:
+    """JSON safe inside a script element: no ``</`` or ``<!--`` can end it early."""
+    text = json.dumps(doc, ensure_ascii=True, sort_keys=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_html(doc: dict[str, Any]) -> str:
+    axes = doc["axes"]
+    title = title_of(doc)
+    chosen = doc["chosen"]
+    chosen_members = set(chosen.values()) if chosen else set()
+    rows, cols = axis_ids(doc)
+    cells = {(c["row"], c["col"]): c for c in doc["cells"]}
+    checks = sorted({k for c in doc["cells"] for k in c["checks"]})
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
+        "<p>" + (
+            "Chosen set: " + ", ".join(f"<code>{escape(v)}</code>" for v in chosen.values())
+            if chosen else "No passing set. " + escape("; ".join(doc["conflicts"]))
+        ) + "</p>",
+        _indexes(doc),
+        "<div class='filters'>",
+        *[
+            f"<label><input type='checkbox' class='status' value='{s}' checked> <span class='{s}'>{s}</span>"
+            "</label>"
+            for s in ("ok", "warn", "fail", "unknown")
+        ],
+        "<label>check <select id='check'><option value=''>any</option>",
+        *[f"<option value='{escape(c)}'>{escape(c)}</option>" for c in checks],
+        "</select></label><label>text <input id='text' type='search'></label></div>",
+        "<table class='grid'><thead><tr>",
+        f"<th>{escape(axes['rows'])} \\ {escape(axes['cols'] or '')}</th>",
+        *[f"<th>{escape(c or '')}</th>" for c in cols],
+        "</tr></thead><tbody>",
+    ]
+    for r in rows:
+        parts.append(f"<tr><th class='rowh'>{escape(r)}</th>")
+        for col in cols:
+            cell = cells.get((r, col))
+            if cell is None:
+                parts.append("<td></td>")
+                continue
+            picks = [ch["chosen"] for ch in cell["choices"] if ch["chosen"]]
+            is_chosen = bool(chosen_members) and set(cell["members"]) <= chosen_members
+            cls = f"cell {cell['status']}" + (" chosen" if is_chosen else "")
+            parts.append(
+                f"<td class='{cls}' data-row='{escape(r)}' data-col='{escape(col or '')}' "
+                f"title='{escape(cell['explanation'])}'>{escape(cell['status'])}"
+                + "".join(f"<br><small>{escape(p)}</small>" for p in picks)
+                + "</td>"
+            )
+        parts.append("</tr>")
+    s = doc["stats"]
+    parts += [
+        "</tbody></table><div id='details'>Click a cell for its verdicts.</div>",
+        f"<p><small>{s['cells']} cells from {s['analyses']} pair analyses (a naive loop: "
+        f"{s['naive_analyses']}); {escape(doc['generated_by'])}</small></p>",
+        f"<script type='application/json' id='matrix-data'>{_embed(doc)}</script>",
+        f"<script>{_JS}</script></body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _indexes(doc: dict[str, Any]) -> str:
+    items = []
+    for i in doc["indexes"]:
+        items.append(f"<li><code>{escape(i['url'])}</code>: {escape(index_state(i))}</li>")
+    warn = "" if doc["complete"] else "<p class='warn'>Incomplete: some indexes did not answer.</p>"
+    return f"{warn}<ul class='indexes'>{''.join(items)}</ul>"

@@ -1,0 +1,161 @@
+"""The matrix as versioned JSON (``matrix.schema.json``): the one source Markdown and HTML render from."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from abiprobe import __version__
+from abiprobe.errors import UsageError
+from abiprobe.solve.candidates import StackCandidate
+from abiprobe.solve.matrix import Group, Matrix
+from abiprobe.solve.result import SolveResult
+from abiprobe.target import Target
+from abiprobe.verdict import Verdict
+
+MATRIX_SCHEMA_VERSION = 1
+MATRIX_KIND = "abiprobe-matrix"
+
+
+def target_json(target: Target) -> dict[str, Any]:
+    return {
+        "key": target.key(),
+        "cuda": f"{target.cuda[0]}.{target.cuda[1]}",
+        "arch": str(target.arch) if target.arch is not None else None,
+        "python": target.python_tag,
+        "platform": target.platform,
+        "driver": ".".join(map(str, target.driver)) if target.driver else None,
+    }
+
+
+def _wheel(w: StackCandidate) -> dict[str, Any]:
+    f = w.candidate.file
+    return {
+        "name": str(w.name),
+        "version": str(w.version),
+        "filename": f.filename,
+        "url": f.url,
+        "sha256": f.sha256 or (w.facts.sha256 if w.facts else None),
+        "size": f.size if f.size is not None else (w.facts.size if w.facts else None),
+        "index": f.index_url,
+        "cuda": w.variant.to_json(),
+    }
+
+
+def _group(g: Group) -> dict[str, Any]:
+    return {"id": g.id, "wheels": [_wheel(w) for w in g.wheels], "missing_companions": list(g.missing)}
+
+
+def _verdict(v: Verdict) -> dict[str, Any]:
+    data = v.to_json()
+    if v.status == "ok":
+        data["evidence"] = {}
+    return data
+
+
+def matrix_document(result: SolveResult) -> dict[str, Any]:
+    """Everything a reader needs, ordered for stable diffs; no timestamps, so re-solves compare equal."""
+    m: Matrix = result.matrix
+    roles = m.stack.roles
+    return {
+        "kind": MATRIX_KIND,
+        "schema_version": MATRIX_SCHEMA_VERSION,
+        "generated_by": f"abiprobe {__version__}",
+        "target": target_json(m.target),
+        "stack": m.stack.to_json(),
+        "indexes": [i.to_json() for i in result.indexes],
+        "complete": result.complete,
+        "problems": list(result.problems),
+        "axes": {"rows": roles[0], "cols": roles[1] if len(roles) > 1 else None, "per_cell": list(roles[2:])},
+        "groups": {role: [_group(g) for g in m.groups.get(role, ())] for role in roles},
+        "excluded": [e.to_json() for e in result.excluded],
+        "pairs": {
+            pid: {
+                "base": p.base,
+                "member": p.member,
+                "status": p.status,
+                "checks": p.checks(),
+                "verdicts": [_verdict(v) for v in p.verdicts],
+            }
+            for pid, p in sorted(m.pairs.items())
+        },
+        "cells": [
+            {
+                "row": c.row,
+                "col": c.col,
+                "members": list(c.members),
+                "status": c.status,
+                "checks": dict(c.checks),
+                "pairs": list(c.pairs),
+                "set_verdicts": [_verdict(v) for v in c.set_verdicts],
+                "choices": [
+                    {
+                        "role": ch.role,
+                        "chosen": ch.chosen,
+                        "options": [{"id": i, "status": s} for i, s in ch.options],
+                    }
+                    for ch in c.choices
+                ],
+                "explanation": c.explanation,
+            }
+            for c in m.cells
+        ],
+        "chosen": dict(result.resolution.chosen) if result.resolution.chosen is not None else None,
+        "conflicts": list(result.resolution.conflicts),
+        "near_misses": [n.to_json() for n in result.near_misses],
+        "stats": {
+            "cells": len(m.cells),
+            "pairs": len(m.pairs),
+            "analyses": m.stats.analyses,
+            "naive_analyses": m.stats.naive_analyses,
+        },
+    }
+
+
+def dumps(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=1, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def matrix_schema() -> dict[str, Any]:
+    text = resources.files("abiprobe").joinpath("schemas/matrix.schema.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def load_document(path: Path) -> dict[str, Any]:
+    """Read a matrix JSON file written by ``solve``; refuses other kinds and newer schema versions."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("kind") != MATRIX_KIND:
+        raise UsageError(f"{path} is not an abiprobe matrix")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > MATRIX_SCHEMA_VERSION:
+        raise UsageError(f"{path}: matrix schema version {version!r} is newer than this abiprobe reads")
+    return data
+
+
+def title_of(doc: dict[str, Any]) -> str:
+    t = doc["target"]
+    arch = t["arch"] or "no GPU arch"
+    return f"abiprobe matrix: CUDA {t['cuda']} · {arch} · {t['python']} · {t['platform']}"
+
+
+def axis_ids(doc: dict[str, Any]) -> tuple[list[str], list[str | None]]:
+    """Row ids and column ids (``[None]`` for a one-role stack) of a matrix document."""
+    axes = doc["axes"]
+    rows = [g["id"] for g in doc["groups"].get(axes["rows"], [])]
+    if not axes["cols"]:
+        return rows, [None]
+    return rows, [g["id"] for g in doc["groups"].get(axes["cols"], [])]
+
+
+def index_state(entry: dict[str, Any]) -> str:
+    if entry["answered"]:
+        return "answered" + (" (from the cache)" if entry["from_cache"] else "")
+    return f"no answer: {entry['error'] or 'unknown error'}"

@@ -1,0 +1,88 @@
+"""The matrix document as Markdown that pastes well into a ticket: summary, grid, problems, exclusions."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from abiprobe.report.matrix_json import axis_ids, index_state, title_of
+
+SYMBOL = {"ok": "✅ ok", "warn": "⚠️ warn", "fail": "❌ fail", "unknown": "❔ unknown"}
+
+
+def _esc(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(doc: dict[str, Any]) -> str:
+    """A ticket-sized rendering of a matrix document (see ``matrix_document``)."""
+    axes = doc["axes"]
+    out = [f"## {title_of(doc)}", ""]
+    chosen = doc["chosen"]
+    if chosen:
+        out.append("**Chosen set:** " + ", ".join(f"`{v}`" for v in chosen.values()))
+    else:
+        out.append("**No passing set.**")
+        out += [f"- {_esc(c)}" for c in doc["conflicts"]]
+    if not doc["complete"]:
+        out.append("")
+        out.append("> ⚠️ Incomplete: some indexes did not answer, so newer candidates may be missing.")
+    out += ["", "| index | answered |", "|---|---|"]
+    for i in doc["indexes"]:
+        out.append(f"| {_esc(i['url'])} | {_esc(index_state(i))} |")
+    out += ["", *_grid(doc, axes), ""]
+    problems = [c for c in doc["cells"] if c["status"] != "ok"]
+    if problems:
+        out.append("### Problems")
+        for c in problems:
+            where = " × ".join(x for x in (c["row"], c["col"]) if x)
+            out.append(f"- **{_esc(where)}** ({c['status']}): {_esc(c['explanation'])}")
+        out.append("")
+    if doc["near_misses"]:
+        out.append("### Near misses")
+        out += [f"- `{n['id']}`: {_esc(n['reason'])}" for n in doc["near_misses"]]
+        out.append("")
+    out += _excluded(doc["excluded"])
+    s = doc["stats"]
+    out.append(
+        f"<sub>{s['cells']} cells from {s['analyses']} pair analyses "
+        f"(a naive loop: {s['naive_analyses']}); {doc['generated_by']}</sub>"
+    )
+    return "\n".join(out) + "\n"
+
+
+def _grid(doc: dict[str, Any], axes: dict[str, Any]) -> list[str]:
+    rows, cols = axis_ids(doc)
+    cells = {(c["row"], c["col"]): c for c in doc["cells"]}
+    head = [f"{axes['rows']} \\ {axes['cols'] or ''}", *[c or "" for c in cols]]
+    lines = ["| " + " | ".join(_esc(h) for h in head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        row = [f"`{r}`"]
+        for col in cols:
+            cell = cells.get((r, col))
+            if cell is None:
+                row.append("")
+                continue
+            extra = "".join(f" +{ch['chosen']}" for ch in cell["choices"] if ch["chosen"])
+            row.append(SYMBOL[cell["status"]] + _esc(extra))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def _excluded(excluded: list[dict[str, str]]) -> list[str]:
+    if not excluded:
+        return []
+    tags = Counter(e["role"] for e in excluded if e["check"] == "tags")
+    other = [e for e in excluded if e["check"] != "tags"]
+    out = ["### Not candidates"]
+    seen: set[tuple[str, str]] = set()
+    for e in other:
+        key = (e["name"], e["version"])
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(f"- `{e['name']} {e['version']}`: {_esc(e['reason'])}")
+    for role, n in sorted(tags.items()):
+        out.append(f"- {n} {role} wheel(s) for other Python versions or platforms")
+    out.append("")
+    return out

@@ -1,0 +1,319 @@
+"""Which listed wheels are candidates for a target: tags, Python, yanked, pre-releases, CUDA variant.
+
+Pure: index ``Candidate`` objects (and, once fetched, their ``WheelFacts``) in, kept candidates and
+the reasons for every exclusion out. The CUDA variant comes from the local label, the metadata and the
+sonames the wheel's libraries need, so an unlabelled CUDA 12 wheel is still recognised.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from abiprobe.facts import WheelFacts
+from abiprobe.index.models import Candidate
+from abiprobe.sonames import cuda_major_of_soname
+from abiprobe.target import Target
+
+_LABEL = re.compile(r"(?:^|[._-])cu(\d{2,3})(?=$|[._-])")
+_NVIDIA_SUFFIX = re.compile(r"^nvidia-.+-cu(\d{2})$")
+_CUDA_META_PROJECTS = ("cuda-toolkit", "cuda-runtime", "cuda-bindings", "cuda-python")
+_UNSUFFIXED_RUNTIME = re.compile(
+    r"^nvidia-(cuda-runtime|cuda-nvrtc|cublas|cufft|cusparse|nvjitlink|cuda-cupti)$"
+)
+
+
+@dataclass(frozen=True)
+class CudaVariant:
+    """The CUDA majors a wheel was built for; ``majors`` empty means CUDA-agnostic or not known."""
+
+    majors: tuple[int, ...] = ()
+    cpu: bool = False
+    evidence: tuple[str, ...] = ()
+
+    def fits(self, cuda_major: int) -> bool:
+        return not self.cpu and all(m == cuda_major for m in self.majors)
+
+    def describe(self) -> str:
+        if self.cpu:
+            what = "a CPU-only build"
+        elif self.majors:
+            what = "built for CUDA " + " and ".join(str(m) for m in self.majors)
+        else:
+            what = "not CUDA-specific"
+        return f"{what} ({'; '.join(self.evidence)})" if self.evidence else what
+
+    def to_json(self) -> dict[str, Any]:
+        return {"majors": list(self.majors), "cpu": self.cpu, "evidence": list(self.evidence)}
+
+
+def marker_environment(target: Target) -> dict[str, str]:
+    """PEP 508 marker values of the *target* (not this host), for evaluating Requires-Dist."""
+    full = f"{target.python[0]}.{target.python[1]}"
+    impl = "cpython" if target.implementation == "cp" else "pypy"
+    return {
+        "python_version": full,
+        "python_full_version": f"{full}.0",
+        "implementation_name": impl,
+        "platform_python_implementation": "CPython" if impl == "cpython" else "PyPy",
+        "implementation_version": f"{full}.0",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "os_name": "posix",
+        "platform_machine": target.machine,
+        "platform_release": "",
+        "platform_version": "",
+        "extra": "",
+    }
+
+
+def applicable_requirements(requires_dist: Iterable[str], target: Target) -> tuple[Requirement, ...]:
+    """Requires-Dist entries that apply on the target without extras; unparsable ones are skipped."""
+    env = marker_environment(target)
+    out: list[Requirement] = []
+    for text in requires_dist:
+        try:
+            req = Requirement(text)
+            if req.marker is not None and not req.marker.evaluate(env):
+                continue
+        except (InvalidRequirement, InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+            continue
+        out.append(req)
+    return tuple(out)
+
+
+def variant_from_label(version: Version) -> CudaVariant:
+    """``+cu130`` -> CUDA 13, ``+cu128`` -> 12, ``+cpu`` -> CPU-only; anything else says nothing."""
+    local = version.local
+    if not local:
+        return CudaVariant()
+    if local == "cpu" or local.startswith("cpu."):
+        return CudaVariant(cpu=True, evidence=(f"local label +{local}",))
+    m = _LABEL.search(local)
+    if not m:
+        return CudaVariant()
+    digits = m.group(1)
+    return CudaVariant(majors=(int(digits[:-1]),), evidence=(f"local label +{local}",))
+
+
+def variant_from_requirements(requirements: Iterable[Requirement]) -> CudaVariant:
+    """CUDA majors implied by ``cuda-toolkit==13.0.2``, ``nvidia-*-cu12`` and pinned unsuffixed runtimes."""
+    majors: set[int] = set()
+    evidence: list[str] = []
+    for req in requirements:
+        name = canonicalize_name(req.name)
+        major: int | None = None
+        m = _NVIDIA_SUFFIX.match(name)
+        if m:
+            major = int(m.group(1))
+        elif name in _CUDA_META_PROJECTS or _UNSUFFIXED_RUNTIME.match(name):
+            major = _pinned_major(req.specifier)
+        if major is not None:
+            majors.add(major)
+            evidence.append(f"requires {req.name}{req.specifier}")
+    return CudaVariant(majors=tuple(sorted(majors)), evidence=tuple(evidence[:3]))
+
+
+def _pinned_major(spec: SpecifierSet) -> int | None:
+    for s in spec:
+        if s.operator in ("==", "===", "~=", ">=") and re.match(r"^\d+", s.version):
+            return int(re.match(r"^\d+", s.version).group(0))  # type: ignore[union-attr]
+    return None
+
+
+def variant_from_facts(facts: WheelFacts) -> CudaVariant:
+    """CUDA majors of the CUDA sonames the wheel's libraries need (libcudart.so.12 -> 12)."""
+    majors: dict[int, str] = {}
+    for elf in facts.elf:
+        for soname in elf.needed:
+            major = cuda_major_of_soname(soname)
+            if major is not None:
+                majors.setdefault(major, soname)
+    return CudaVariant(
+        majors=tuple(sorted(majors)),
+        evidence=tuple(f"needs {majors[m]}" for m in sorted(majors)),
+    )
+
+
+def infer_variant(candidate: Candidate, facts: WheelFacts | None, target: Target) -> CudaVariant:
+    """Combine label, metadata and sonames; every source that says something is kept as evidence."""
+    parts = [variant_from_label(candidate.version)]
+    if facts is not None:
+        parts.append(variant_from_requirements(applicable_requirements(facts.metadata.requires_dist, target)))
+        parts.append(variant_from_facts(facts))
+    majors = sorted({m for p in parts for m in p.majors})
+    return CudaVariant(
+        majors=tuple(majors),
+        cpu=any(p.cpu for p in parts),
+        evidence=tuple(e for p in parts for e in p.evidence),
+    )
+
+
+@dataclass(frozen=True)
+class StackCandidate:
+    """A wheel kept for a stack role, with its tag rank and, once known, its facts and CUDA variant."""
+
+    role: str
+    candidate: Candidate
+    tag_rank: int
+    facts: WheelFacts | None = field(default=None, compare=False, hash=False)
+    variant: CudaVariant = field(default_factory=CudaVariant, compare=False, hash=False)
+
+    @property
+    def name(self) -> NormalizedName:
+        return self.candidate.name
+
+    @property
+    def version(self) -> Version:
+        return self.candidate.version
+
+    @property
+    def filename(self) -> str:
+        return self.candidate.file.filename
+
+    @property
+    def key(self) -> str:
+        """sha256 of the wheel (from the index, else the facts), else its filename."""
+        sha = self.candidate.file.sha256 or (self.facts.sha256 if self.facts else None)
+        return sha or self.filename
+
+    def label(self) -> str:
+        return f"{self.name} {self.version}"
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """A listed wheel that is not a candidate, and why (``check`` is a verdict check name)."""
+
+    role: str
+    name: str
+    version: str
+    filename: str
+    check: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "role": self.role,
+            "name": self.name,
+            "version": self.version,
+            "filename": self.filename,
+            "check": self.check,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class FilterOptions:
+    """Candidate filtering switches: pre-releases, yanked files, and how many versions per package."""
+
+    pre: bool = False
+    yanked: bool = False
+    window: int | None = 3
+
+
+def prefilter(
+    role: str,
+    candidates: Iterable[Candidate],
+    specifier: SpecifierSet,
+    target: Target,
+    options: FilterOptions,
+) -> tuple[list[StackCandidate], list[Exclusion]]:
+    """Cheap checks (no facts): tags, Requires-Python, yanked, pre-release, specifier, CUDA label.
+
+    Keeps the best-tagged wheel of each version, newest version first.
+    """
+    rank = {tag: i for i, tag in enumerate(target.supported_tags())}
+    best: dict[Version, StackCandidate] = {}
+    excluded: list[Exclusion] = []
+
+    def drop(c: Candidate, check: str, reason: str) -> None:
+        excluded.append(Exclusion(role, str(c.name), str(c.version), c.file.filename, check, reason))
+
+    for c in candidates:
+        tag_rank = min((rank[t] for t in c.tags if t in rank), default=None)
+        if tag_rank is None:
+            where = f"{target.python_tag} {target.platform}"
+            drop(c, "tags", f"tags {c.tags_summary()} do not install on {where}")
+            continue
+        why = _cheap_reason(c, specifier, target, options)
+        if why is not None:
+            drop(c, *why)
+            continue
+        kept = best.get(c.version)
+        if kept is None or tag_rank < kept.tag_rank:
+            best[c.version] = StackCandidate(role=role, candidate=c, tag_rank=tag_rank)
+    ordered = sorted(best.values(), key=lambda s: s.version, reverse=True)
+    return ordered, excluded
+
+
+def _cheap_reason(
+    c: Candidate, specifier: SpecifierSet, target: Target, options: FilterOptions
+) -> tuple[str, str] | None:
+    if c.file.is_yanked and not options.yanked:
+        reason = c.file.yanked_reason
+        return "metadata", "yanked" + (f": {reason}" if reason else "")
+    if c.version.is_prerelease and not options.pre and not specifier.prereleases:
+        return "metadata", "pre-release (use --pre)"
+    if specifier and not specifier.contains(c.version, prereleases=True):
+        return "requires", f"outside the stack's bound {specifier}"
+    if c.file.requires_python and not _python_ok(c.file.requires_python, target):
+        return "requires", f"Requires-Python {c.file.requires_python} excludes Python {target.python_tag}"
+    label = variant_from_label(c.version)
+    if not label.fits(target.cuda[0]):
+        return "metadata", f"not a CUDA {target.cuda[0]} candidate: {label.describe()}"
+    return None
+
+
+def _python_ok(requires_python: str, target: Target) -> bool:
+    try:
+        spec = SpecifierSet(requires_python)
+        return spec.contains(Version(f"{target.python[0]}.{target.python[1]}.0"), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return True
+
+
+def select_window(
+    role: str,
+    ordered: Sequence[StackCandidate],
+    facts_for: Callable[[StackCandidate], WheelFacts | None],
+    target: Target,
+    options: FilterOptions,
+) -> tuple[list[StackCandidate], list[Exclusion]]:
+    """Walk newest first, fetching facts, until ``window`` candidates fit the target's CUDA major."""
+    kept: list[StackCandidate] = []
+    excluded: list[Exclusion] = []
+    for sc in ordered:
+        if options.window is not None and len(kept) >= options.window:
+            break
+        facts = facts_for(sc)
+        variant = infer_variant(sc.candidate, facts, target)
+        if not variant.fits(target.cuda[0]):
+            reason = f"not a CUDA {target.cuda[0]} candidate: {variant.describe()}"
+            excluded.append(Exclusion(role, str(sc.name), str(sc.version), sc.filename, "sonames", reason))
+            continue
+        kept.append(StackCandidate(sc.role, sc.candidate, sc.tag_rank, facts=facts, variant=variant))
+    return kept, excluded
+
+
+def public_version(version: Version) -> Version:
+    return Version(version.public)
+
+
+def matching_companions(
+    core_version: Version, companions: Mapping[str, Sequence[StackCandidate]]
+) -> dict[str, StackCandidate | None]:
+    """For each companion project, its newest candidate whose public version equals the core's."""
+    wanted = public_version(core_version)
+    out: dict[str, StackCandidate | None] = {}
+    for name, cands in companions.items():
+        out[name] = next((c for c in cands if public_version(c.version) == wanted), None)
+    return out

@@ -1,0 +1,277 @@
+"""One solve, edge to edge: list candidates, fetch facts, build the matrix, resolve, explain near misses.
+
+I/O comes in through an ``IndexClient`` and a ``facts_for(IndexFile)`` function, so tests drive it with
+a local index server and the bench counts bytes; everything after collection is pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from abiprobe.errors import AbiprobeError
+from abiprobe.facts import WheelFacts
+from abiprobe.index.client import IndexClient
+from abiprobe.index.models import Candidate, IndexFile
+from abiprobe.index.multi import IndexOutcome
+from abiprobe.profiles import Profile
+from abiprobe.solve.candidates import (
+    Exclusion,
+    FilterOptions,
+    StackCandidate,
+    applicable_requirements,
+    marker_environment,
+    matching_companions,
+    prefilter,
+    public_version,
+    select_window,
+)
+from abiprobe.solve.evaluate import StaticEvaluator
+from abiprobe.solve.matrix import Group, Matrix, MatrixBuilder, build_groups
+from abiprobe.solve.provider import build_picks, resolve
+from abiprobe.solve.result import IndexStatus, NearMiss, SolveResult
+from abiprobe.solve.stack import Stack
+from abiprobe.target import Target
+
+FactsFor = Callable[[IndexFile], WheelFacts]
+_RUNTIME_PREFIXES = ("nvidia-", "cuda-toolkit")
+
+
+@dataclass
+class Collector:
+    """Lists projects and fetches facts, remembering index outcomes and problems along the way."""
+
+    client: IndexClient
+    facts_for: FactsFor
+    target: Target
+    outcomes: list[IndexOutcome] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    _facts: dict[str, WheelFacts | None] = field(default_factory=dict)
+    _listings: dict[str, tuple[Candidate, ...]] = field(default_factory=dict)
+
+    def candidates(self, project: str) -> tuple[Candidate, ...]:
+        name = str(canonicalize_name(project))
+        if name not in self._listings:
+            listing = self.client.list_project(name)
+            self.outcomes.extend(listing.outcomes)
+            self._listings[name] = listing.candidates
+        return self._listings[name]
+
+    def facts(self, sc: StackCandidate) -> WheelFacts | None:
+        key = sc.candidate.file.url
+        if key not in self._facts:
+            try:
+                self._facts[key] = self.facts_for(sc.candidate.file)
+            except AbiprobeError as exc:
+                self.problems.append(f"{sc.filename}: {exc}")
+                self._facts[key] = None
+        return self._facts[key]
+
+
+@dataclass(frozen=True)
+class Collected:
+    groups: Mapping[str, tuple[Group, ...]]
+    excluded: tuple[Exclusion, ...]
+
+
+def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Collected:
+    """Each role's windowed candidates (all its names together) and their version-matched companions."""
+    target = collector.target
+    excluded: list[Exclusion] = []
+    cores: dict[str, list[StackCandidate]] = {}
+    companions: dict[str, dict[str, list[StackCandidate]]] = {}
+    for member in stack.members:
+        ordered: list[StackCandidate] = []
+        for name in member.names:
+            raw = collector.candidates(name)
+            kept, dropped = prefilter(member.role, raw, member.specifier, target, options)
+            ordered += kept
+            excluded += dropped
+        ordered.sort(key=lambda s: s.version, reverse=True)
+        kept, dropped = select_window(member.role, ordered, collector.facts, target, options)
+        cores[member.role] = kept
+        excluded += dropped
+        wanted = {public_version(c.version) for c in kept}
+        for comp in member.companions:
+            every_version = collector.candidates(comp.name)
+            listed, dropped = prefilter(member.role, every_version, SpecifierSet(), target, options)
+            excluded += [d for d in dropped if d.check != "tags"]
+            listed = [c for c in listed if public_version(c.version) in wanted]
+            every = FilterOptions(pre=options.pre, yanked=options.yanked, window=None)
+            found, dropped = select_window(member.role, listed, collector.facts, target, every)
+            companions.setdefault(member.role, {})[comp.name] = found
+            excluded += dropped
+    groups = build_groups(cores, companions, stack, matching_companions)
+    required = {c.name for m in stack.members for c in m.companions if c.required}
+    final: dict[str, tuple[Group, ...]] = {}
+    for role, gs in groups.items():
+        keep = []
+        for g in gs:
+            lacking = [n for n in g.missing if n in required]
+            if lacking:
+                reason = f"required companion {', '.join(lacking)} {g.core.version.public} not found"
+                excluded.append(Exclusion(role, str(g.core.name), str(g.core.version), g.core.filename,
+                                          "metadata", reason))
+                continue
+            keep.append(g)
+        final[role] = tuple(keep)
+    return Collected(final, tuple(excluded))
+
+
+class RuntimeProviders:
+    """The nvidia wheels a base (torch) wheel pins, found on the indexes, with their facts."""
+
+    def __init__(self, collector: Collector, options: FilterOptions) -> None:
+        self.collector = collector
+        self.options = FilterOptions(pre=options.pre, yanked=options.yanked, window=1)
+        self._memo: dict[str, tuple[WheelFacts, ...]] = {}
+        self._picked: dict[str, StackCandidate | None] = {}
+
+    def __call__(self, base: Group) -> Sequence[WheelFacts]:
+        if base.key not in self._memo:
+            found: dict[str, WheelFacts] = {}
+            for w in base.wheels:
+                if w.facts is not None:
+                    self._expand(w.facts, frozenset(), found, depth=0)
+            self._memo[base.key] = tuple(found[k] for k in sorted(found))
+        return self._memo[base.key]
+
+    def wheels(self, base: Group) -> list[StackCandidate]:
+        """The provider candidates last picked for ``base`` (for the lock file)."""
+        self(base)
+        names = {canonicalize_name(f.metadata.name) for f in self._memo[base.key]}
+        return [sc for sc in self._picked.values() if sc is not None and sc.name in names]
+
+    def _expand(
+        self, facts: WheelFacts, extras: frozenset[str], found: dict[str, WheelFacts], depth: int
+    ) -> None:
+        target = self.collector.target
+        for req in _requirements_with_extras(facts.metadata.requires_dist, target, extras):
+            name = canonicalize_name(req.name)
+            if not name.startswith(_RUNTIME_PREFIXES) or name in found or depth > 3:
+                continue
+            sc = self._pick(req)
+            if sc is None or sc.facts is None:
+                continue
+            found[name] = sc.facts
+            self._expand(sc.facts, frozenset(req.extras), found, depth + 1)
+
+    def _pick(self, req: Requirement) -> StackCandidate | None:
+        key = f"{canonicalize_name(req.name)}{req.specifier}"
+        if key not in self._picked:
+            target = self.collector.target
+            every_version = self.collector.candidates(req.name)
+            listed, _ = prefilter("runtime", every_version, req.specifier, target, self.options)
+            kept, _ = select_window("runtime", listed, self.collector.facts, target, self.options)
+            self._picked[key] = kept[0] if kept else None
+        return self._picked[key]
+
+
+def _requirements_with_extras(
+    requires_dist: Sequence[str], target: Target, extras: frozenset[str]
+) -> list[Requirement]:
+    out = list(applicable_requirements(requires_dist, target))
+    env = marker_environment(target)
+    for extra in sorted(extras):
+        for text in requires_dist:
+            try:
+                req = Requirement(text)
+                if req.marker is None or "extra" not in str(req.marker):
+                    continue
+                if req.marker.evaluate({**env, "extra": extra}):
+                    out.append(req)
+            except (InvalidRequirement, InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+                continue
+    return out
+
+
+def index_statuses(outcomes: Sequence[IndexOutcome]) -> tuple[IndexStatus, ...]:
+    """One line per index over the whole solve: answered unless any of its fetches failed."""
+    by_index: dict[str, IndexStatus] = {}
+    for o in outcomes:
+        prev = by_index.get(o.index)
+        failed = o.status == "failed"
+        if prev is None or (failed and prev.answered):
+            error = o.error if failed else None
+            by_index[o.index] = IndexStatus(o.index, o.url, not failed, error, o.from_cache)
+        elif o.from_cache and not prev.from_cache and prev.answered:
+            by_index[o.index] = IndexStatus(prev.index, prev.url, True, None, True)
+    return tuple(by_index.values())
+
+
+def near_misses(
+    matrix: Matrix, builder: MatrixBuilder, chosen: Mapping[str, str] | None, excluded: Sequence[Exclusion]
+) -> tuple[NearMiss, ...]:
+    """Why each candidate newer than the chosen one (or the newest, when none was chosen) lost."""
+    out: list[NearMiss] = []
+    roles = matrix.stack.roles
+    for i, role in enumerate(roles):
+        groups = matrix.groups.get(role, ())
+        if chosen is None:
+            if groups:
+                best = min((c for c in matrix.cells if groups[0].id in c.members),
+                           key=lambda c: ("ok", "unknown", "warn", "fail").index(c.status), default=None)
+                if best is not None:
+                    out.append(NearMiss(role, groups[0].id, best.explanation))
+            continue
+        mine = chosen.get(role)
+        chosen_version = next((g.core.version for g in groups if g.id == mine), None)
+        for g in groups:
+            if g.id == mine:
+                break
+            reasons = []
+            status, why = builder.alone(g)
+            if status == "fail":
+                reasons.append(why)
+            for j, other_role in enumerate(roles):
+                other_id = chosen.get(other_role)
+                if other_role == role or other_id is None:
+                    continue
+                other = matrix.group(other_role, other_id)
+                status, why = builder.together(other, g) if j < i else builder.together(g, other)
+                if status == "fail":
+                    reasons.append(f"with {other.id}: {why}")
+            out.append(NearMiss(role, g.id, "; ".join(reasons) or "not preferred by the resolver"))
+        for e in excluded:
+            if e.check == "tags" or e.role != role or chosen_version is None:
+                continue
+            if public_version(Version(e.version)) > public_version(chosen_version):
+                out.append(NearMiss(role, f"{e.name}=={e.version}", e.reason))
+    return tuple(dict.fromkeys(out))
+
+
+def solve(
+    stack: Stack,
+    target: Target,
+    profile: Profile,
+    client: IndexClient,
+    facts_for: FactsFor,
+    options: FilterOptions,
+    *,
+    runtime: bool = True,
+) -> tuple[SolveResult, RuntimeProviders]:
+    """Collect, build the matrix from pairwise analyses, resolve, and explain what lost."""
+    collector = Collector(client, facts_for, target)
+    collected = collect(stack, collector, options)
+    providers = RuntimeProviders(collector, options)
+    evaluator = StaticEvaluator(target, profile, providers if runtime else (lambda _g: ()))
+    builder = MatrixBuilder(stack, target, evaluator)
+    matrix = builder.build(collected.groups)
+    picks = build_picks(stack, matrix.groups, target, builder)
+    resolution = resolve(stack, picks, target)
+    misses = near_misses(matrix, builder, resolution.chosen, collected.excluded)
+    result = SolveResult(
+        matrix=matrix,
+        resolution=resolution,
+        indexes=index_statuses(collector.outcomes),
+        excluded=collected.excluded,
+        near_misses=misses,
+        problems=tuple(dict.fromkeys(collector.problems)),
+    )
+    return result, providers
