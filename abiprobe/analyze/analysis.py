@@ -1,0 +1,199 @@
+"""Static analysis of a wheel set under a Target: verdicts per extension and per wheel, pure and cacheable."""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from abiprobe.analyze.checks import (
+    files_verdicts,
+    imports_torch_symbols,
+    metadata_verdicts,
+    requires_verdicts,
+    runtime_selection,
+    tag_verdicts,
+    torch_pin_verdict,
+)
+from abiprobe.analyze.explain import (
+    driver_verdict,
+    gpu_verdicts,
+    soname_verdict,
+    symbols_verdict,
+    version_verdict,
+)
+from abiprobe.analyze.layout import dist_label
+from abiprobe.analyze.loader import LoaderSimulation, LoadResult
+from abiprobe.facts import WheelFacts
+from abiprobe.profiles import Profile
+from abiprobe.target import Target
+from abiprobe.verdict import CHECKS, STATUS_ORDER, Status, Verdict, worst
+
+ANALYSIS_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class UnitAnalysis:
+    """Verdicts for one loaded unit: an extension module, or a library torch loads globally."""
+
+    path: str
+    dist: str
+    kind: str  # "extension" or "preloaded"
+    verdicts: tuple[Verdict, ...]
+    selected: bool | None = None  # False: the package would not load it on the target GPU
+
+    @property
+    def status(self) -> Status:
+        return worst(v.status for v in self.verdicts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "dist": self.dist,
+            "kind": self.kind,
+            "status": self.status,
+            "selected": self.selected,
+            "verdicts": [v.to_json() for v in self.verdicts],
+        }
+
+
+@dataclass(frozen=True)
+class SetAnalysis:
+    """The verdicts of one candidate set under one target (``ok``: no check failed)."""
+
+    target: Target
+    profile: str
+    wheels: tuple[str, ...]
+    units: tuple[UnitAnalysis, ...]
+    set_verdicts: tuple[Verdict, ...]
+
+    @property
+    def verdicts(self) -> tuple[Verdict, ...]:
+        return (*self.set_verdicts, *(v for u in self.units for v in u.verdicts))
+
+    def worst_by_check(self) -> dict[str, Status]:
+        result: dict[str, Status] = {}
+        for v in self.verdicts:
+            if STATUS_ORDER[v.status] >= STATUS_ORDER[result.get(v.check, "ok")]:
+                result[v.check] = v.status
+        return {c: result[c] for c in CHECKS if c in result}
+
+    @property
+    def ok(self) -> bool:
+        return all(v.status != "fail" for v in self.verdicts)
+
+    def failures(self) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v.status in ("fail", "warn"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": ANALYSIS_SCHEMA_VERSION,
+            "target": self.target.key(),
+            "profile": self.profile,
+            "wheels": list(self.wheels),
+            "ok": self.ok,
+            "checks": self.worst_by_check(),
+            "set_verdicts": [v.to_json() for v in self.set_verdicts],
+            "units": [u.to_json() for u in self.units],
+        }
+
+
+def unit_verdicts(sim: LoaderSimulation, result: LoadResult) -> tuple[Verdict, ...]:
+    """The loader checks of one unit, plus gpu_arch for every newly loaded object with GPU code."""
+    layout, target = sim.layout, sim.target
+    verdicts = [
+        soname_verdict(result, layout, target, sim.profile),
+        symbols_verdict(result, layout),
+        version_verdict(result, sim.profile),
+        driver_verdict(result, target),
+    ]
+    obj = layout.objects[result.path]
+    py = obj.extension_python
+    if isinstance(py, tuple) and target.implementation == "cp" and py != target.python:
+        text = f"built for CPython {py[0]}.{py[1]}; the target runs {target.python_tag}"
+        verdicts.append(Verdict("tags", "fail", text, result.path, {"extension_python": f"{py[0]}.{py[1]}"}))
+    verdicts.extend(gpu_verdicts(layout, [obj], target))
+    return tuple(verdicts)
+
+
+def _unit(sim: LoaderSimulation, result: LoadResult) -> UnitAnalysis:
+    obj = sim.layout.objects[result.path]
+    verdicts = unit_verdicts(sim, result)
+    selected = runtime_selection(result.path, sim.target)
+    if selected is False:
+        verdicts = tuple(
+            replace(
+                v, status="warn", explanation=v.explanation + " (the package does not load it on this GPU)"
+            )
+            if v.status == "fail"
+            else v
+            for v in verdicts
+        )
+    kind = "preloaded" if result.is_global else "extension"
+    return UnitAnalysis(result.path, obj.dist, kind, verdicts, selected)
+
+
+def analyze_set(wheels: Sequence[WheelFacts], target: Target, profile: Profile) -> SetAnalysis:
+    """Every check of a candidate set under a target: pure, no I/O."""
+    sim = LoaderSimulation(wheels, target, profile)
+    units = [_unit(sim, r) for r in sim.load_all()]
+    units = [u for u in units if u.kind == "extension" or u.status != "ok"]
+    set_verdicts: list[Verdict] = [
+        *metadata_verdicts(wheels),
+        *tag_verdicts(wheels, target),
+        *requires_verdicts(wheels, target),
+        *files_verdicts(sim.layout),
+    ]
+    for w in wheels:
+        pin = torch_pin_verdict(w, imports_torch_symbols(w))
+        if pin is not None:
+            set_verdicts.append(pin)
+    return SetAnalysis(
+        target=target,
+        profile=profile.name,
+        wheels=tuple(dist_label(w) for w in wheels),
+        units=tuple(units),
+        set_verdicts=tuple(set_verdicts),
+    )
+
+
+AnalysisCache = MutableMapping[tuple[str, tuple[str, ...], str, str], tuple[UnitAnalysis, ...]]
+_SIMULATIONS: dict[tuple[tuple[str, ...], str, str], LoaderSimulation] = {}
+
+
+def extension_cache_key(
+    wheel: WheelFacts, providers: Sequence[WheelFacts], target: Target, profile: Profile
+) -> tuple[str, tuple[str, ...], str, str]:
+    """(wheel sha256, sorted provider sha256s, target key, profile digest): what an analysis depends on."""
+    return (wheel.sha256, tuple(sorted(p.sha256 for p in providers)), target.key(), profile.digest())
+
+
+def analyze_extension(
+    wheel: WheelFacts,
+    providers: Sequence[WheelFacts],
+    target: Target,
+    profile: Profile,
+    cache: AnalysisCache | None = None,
+) -> tuple[UnitAnalysis, ...]:
+    """The extensions of one wheel loaded on top of ``providers`` (e.g. a torch wheel + its nvidia wheels).
+
+    The solver's cheap pairwise form: the providers' global preload state is simulated once and reused for
+    every kernel wheel checked against it, and results are memoised in ``cache`` by
+    :func:`extension_cache_key`. The wheel itself must not add libraries that torch preloads.
+    """
+    key = extension_cache_key(wheel, providers, target, profile)
+    if cache is not None and key in cache:
+        return cache[key]
+    sim_key = (key[1], key[2], key[3])
+    base = _SIMULATIONS.get(sim_key)
+    if base is None:
+        if len(_SIMULATIONS) > 64:
+            _SIMULATIONS.clear()
+        base = LoaderSimulation(providers, target, profile)
+        _SIMULATIONS[sim_key] = base
+    sim = base.with_wheel(wheel)
+    results = [sim.load_extension(o.path) for o in sim.layout.extensions() if o.wheel is wheel]
+    units = tuple(_unit(sim, r) for r in sorted(results, key=lambda r: r.path))
+    if cache is not None:
+        cache[key] = units
+    return units

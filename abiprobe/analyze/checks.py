@@ -1,0 +1,210 @@
+"""Set-level checks needing no loader: filename vs METADATA, tags, Requires-Dist, shared files, companions."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+
+from packaging.markers import InvalidMarker, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from abiprobe.analyze.layout import Layout, dist_label, installed_path
+from abiprobe.facts import WheelFacts
+from abiprobe.target import Target
+from abiprobe.verdict import Verdict
+
+# Companions whose version must equal the core distribution's (flashinfer checks it at import).
+COMPANIONS: dict[str, str] = {
+    "flashinfer-cubin": "flashinfer-python",
+    "flashinfer-jit-cache": "flashinfer-python",
+}
+# Directories several distributions share by design (nvidia-*-cu12 wheels each ship nvidia/__init__.py).
+SHARED_NAMESPACES = frozenset({"nvidia"})
+TORCH_SYMBOL_PREFIXES = ("_ZN3c10", "_ZNK3c10", "_ZN2at", "_ZNK2at", "_ZN5torch", "_ZNK5torch", "aoti_torch_")
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def metadata_verdicts(wheels: Sequence[WheelFacts]) -> list[Verdict]:
+    """``metadata``: filename version vs METADATA Version, and companion versions."""
+    out: list[Verdict] = []
+    by_name: dict[str, WheelFacts] = {canonicalize_name(w.metadata.name): w for w in wheels}
+    for w in wheels:
+        subject = dist_label(w)
+        problems: list[Verdict] = []
+        try:
+            _name, fversion, _build, _tags = parse_wheel_filename(w.filename)
+        except InvalidWheelFilename:
+            fversion = None
+        mversion = _version(w.metadata.version)
+        if fversion is not None and mversion is not None and fversion != mversion:
+            text = (
+                f"filename version {fversion} differs from METADATA Version {mversion}: "
+                f"installers reject it as inconsistent"
+            )
+            problems.append(
+                Verdict(
+                    "metadata", "fail", text, subject, {"filename": str(fversion), "metadata": str(mversion)}
+                )
+            )
+        core = COMPANIONS.get(canonicalize_name(w.metadata.name))
+        if core is not None and core in by_name and mversion is not None:
+            cv = _version(by_name[core].metadata.version)
+            if cv is not None and cv.public != mversion.public:
+                text = f"{w.metadata.name} version ({mversion}) does not match {core} version ({cv})"
+                problems.append(
+                    Verdict("metadata", "fail", text, subject, {"companion": str(mversion), "core": str(cv)})
+                )
+        out.extend(problems or [Verdict("metadata", "ok", "filename and METADATA agree", subject)])
+    return out
+
+
+def tag_verdicts(wheels: Sequence[WheelFacts], target: Target) -> list[Verdict]:
+    """``tags``: at least one of each wheel's tags installs on the target."""
+    out: list[Verdict] = []
+    for w in wheels:
+        tags = list(w.metadata.tags)
+        if not tags:
+            try:
+                tags = [str(t) for t in parse_wheel_filename(w.filename)[3]]
+            except InvalidWheelFilename:
+                tags = []
+        if not tags or any(target.accepts_tag(t) for t in tags):
+            out.append(
+                Verdict("tags", "ok", f"installs on {target.python_tag} {target.platform}", dist_label(w))
+            )
+            continue
+        text = f"tags {', '.join(sorted(tags))} do not install on {target.python_tag} {target.platform}"
+        out.append(Verdict("tags", "fail", text, dist_label(w), {"tags": sorted(tags)}))
+    return out
+
+
+def marker_environment(target: Target) -> dict[str, str]:
+    """PEP 508 marker values for the target (Linux, CPython or PyPy, the target's machine)."""
+    py = f"{target.python[0]}.{target.python[1]}"
+    return {
+        "python_version": py,
+        "python_full_version": f"{py}.0",
+        "implementation_name": "cpython" if target.implementation == "cp" else "pypy",
+        "platform_python_implementation": "CPython" if target.implementation == "cp" else "PyPy",
+        "implementation_version": f"{py}.0",
+        "os_name": "posix",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": target.machine,
+        "platform_release": "",
+        "platform_version": "",
+        "extra": "",
+    }
+
+
+def requires_verdicts(wheels: Sequence[WheelFacts], target: Target) -> list[Verdict]:
+    """``requires``: every Requires-Dist whose marker holds on the target is met by the set's versions."""
+    env = marker_environment(target)
+    versions = {canonicalize_name(w.metadata.name): w.metadata.version for w in wheels}
+    out: list[Verdict] = []
+    for w in wheels:
+        unmet: list[str] = []
+        absent: list[str] = []
+        for text in w.metadata.requires_dist:
+            try:
+                req = Requirement(text)
+                if req.marker is not None and not req.marker.evaluate(env):
+                    continue
+            except (InvalidRequirement, InvalidMarker, UndefinedEnvironmentName):
+                continue
+            have = versions.get(canonicalize_name(req.name))
+            if have is None:
+                absent.append(str(req))
+            elif not req.specifier.contains(have, prereleases=True):
+                unmet.append(f"{req} (set has {req.name} {have})")
+        subject = dist_label(w)
+        if unmet:
+            evidence = {"unmet": unmet, "absent": absent}
+            text = f"requires {unmet[0]}" + (f" (and {len(unmet) - 1} more)" if len(unmet) > 1 else "")
+            out.append(Verdict("requires", "fail", text, subject, evidence))
+        elif absent:
+            text = f"requires {absent[0]}, which the set does not contain" + (
+                f" (and {len(absent) - 1} more)" if len(absent) > 1 else ""
+            )
+            out.append(Verdict("requires", "warn", text, subject, {"absent": absent}))
+        else:
+            out.append(Verdict("requires", "ok", "every Requires-Dist is met by the set", subject))
+    return out
+
+
+def torch_pin_verdict(wheel: WheelFacts, imports_torch: bool) -> Verdict | None:
+    """``requires`` warn: a wheel binds to torch's C++ symbols but its Requires-Dist leaves torch unpinned."""
+    if not imports_torch or canonicalize_name(wheel.metadata.name) == "torch":
+        return None
+    for text in wheel.metadata.requires_dist:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) == "torch" and any(
+            s.operator in ("==", "===", "~=", "<", "<=") for s in req.specifier
+        ):
+            return None
+    text = "imports torch C++ symbols but does not pin torch: the real constraint comes from the symbols"
+    return Verdict(
+        "requires", "warn", text, dist_label(wheel), {"requires_dist": list(wheel.metadata.requires_dist)}
+    )
+
+
+def imports_torch_symbols(wheel: WheelFacts) -> bool:
+    return any(i.name.startswith(TORCH_SYMBOL_PREFIXES) for e in wheel.elf for i in e.imports)
+
+
+def files_verdicts(layout: Layout) -> list[Verdict]:
+    """``files``: two distributions writing the same file or the same import package."""
+    owners: dict[str, set[str]] = {}
+    packages: dict[str, set[str]] = {}
+    for w in layout.wheels:
+        label = dist_label(w)
+        for f in w.files:
+            path = installed_path(f)
+            top = path.split("/", 1)[0]
+            if top.endswith((".dist-info", ".data")) or top in SHARED_NAMESPACES:
+                continue
+            owners.setdefault(path, set()).add(label)
+            if "/" in path:
+                packages.setdefault(top, set()).add(label)
+    out: list[Verdict] = []
+    for pkg, dists in sorted(packages.items()):
+        if len(dists) > 1:
+            shared = sorted(p for p, o in owners.items() if len(o) > 1 and p.split("/", 1)[0] == pkg)
+            names = sorted(dists)
+            text = f"{' and '.join(names)} both install the import package {pkg}/"
+            if shared:
+                text += f" ({len(shared)} identical paths, e.g. {shared[0]})"
+            evidence = {"package": pkg, "distributions": names, "shared_files": shared}
+            out.append(Verdict("files", "fail", text, pkg, evidence))
+    for path, dists in sorted(owners.items()):
+        if len(dists) > 1 and "/" not in path:
+            out.append(
+                Verdict(
+                    "files",
+                    "fail",
+                    f"{' and '.join(sorted(dists))} both write {path}",
+                    path,
+                    {"path": path, "distributions": sorted(dists)},
+                )
+            )
+    return out or [Verdict("files", "ok", "no two distributions write the same files", "set")]
+
+
+def runtime_selection(path: str, target: Target) -> bool | None:
+    """Whether a package that picks an extension by GPU (sgl_kernel sm90/ vs sm100/) loads this one."""
+    parts = posixpath.dirname(path).split("/")
+    if len(parts) < 2 or parts[0] != "sgl_kernel" or parts[-1] not in ("sm90", "sm100"):
+        return None
+    wants = "sm90" if target.arch is not None and target.arch.cc == (9, 0) else "sm100"
+    return parts[-1] == wants

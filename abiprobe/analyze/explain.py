@@ -1,0 +1,209 @@
+"""One-line, demangled explanations of what the simulated loader found, as Verdicts with evidence."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from abiprobe.analyze.driver_api import driver_symbol_introduced
+from abiprobe.analyze.layout import InstalledObject, Layout
+from abiprobe.analyze.loader import LoadResult, MissingSymbol
+from abiprobe.demangle import abi_tag_kind, demangle, split_signature
+from abiprobe.profiles import Profile
+from abiprobe.sonames import cuda_major_of_soname, providing_wheel, split_soname
+from abiprobe.target import CUDA_DRIVER_TABLE, Target
+from abiprobe.verdict import Verdict
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _more(n: int) -> str:
+    return f" (and {n} more)" if n > 0 else ""
+
+
+def _owner(layout: Layout, provider: str) -> str:
+    obj = layout.objects.get(provider)
+    return f"{obj.filename} ({obj.dist})" if obj is not None else provider.partition(":")[2] or provider
+
+
+def soname_verdict(result: LoadResult, layout: Layout, target: Target, profile: Profile) -> Verdict:
+    """``sonames``: every DT_NEEDED of the unit's tree found, or which one is missing and why."""
+    missing = result.missing_sonames
+    if not missing:
+        return Verdict("sonames", "ok", "every needed library is found", result.path)
+    first = missing[0]
+    text = _missing_soname_text(first.soname, layout, profile)
+    evidence = {"missing": [{"soname": m.soname, "required_by": m.requirer} for m in missing]}
+    via = "" if first.requirer == result.path else f" (needed by {first.requirer})"
+    return Verdict("sonames", "fail", f"{text}{via}{_more(len(missing) - 1)}", result.path, evidence)
+
+
+def _missing_soname_text(soname: str, layout: Layout, profile: Profile) -> str:
+    major = cuda_major_of_soname(soname)
+    parts = split_soname(soname)
+    if major is not None and parts is not None:
+        stem = parts[0]
+        others = sorted(
+            (o for o in layout.objects.values() if (s := split_soname(o.filename)) and s[0] == stem),
+            key=lambda o: o.path,
+        )
+        wheel = providing_wheel(soname, major)
+        text = f"{soname} not found: built for CUDA {major}"
+        if others:
+            o = others[0]
+            text += f"; this set provides {o.filename} from {o.dist}"
+        if wheel:
+            text += f"; {wheel} would provide it"
+        return text
+    wheel = providing_wheel(soname)
+    if wheel:
+        return f"{soname} not found; {wheel} would provide it"
+    return f"{soname} not found: not in the set and not a system library of {profile.name}"
+
+
+def version_verdict(result: LoadResult, profile: Profile) -> Verdict:
+    """``symbol_versions``: version nodes (GLIBC_2.34, GLIBCXX_3.4.32 ...) the target's libraries lack."""
+    missing = result.missing_versions
+    if not missing:
+        return Verdict("symbol_versions", "ok", "every needed symbol version is defined", result.path)
+    m = missing[0]
+    sym = f" (for {demangle(m.symbols[0])})" if m.symbols else ""
+    family = m.version.rstrip("0123456789.")
+    newest = _newest_of(profile, m.file, family)
+    where = f"{profile.name} provides up to {newest}" if newest else f"{m.provider} does not define it"
+    evidence = {
+        "missing": [
+            {"file": v.file, "version": v.version, "required_by": v.requirer, "symbols": list(v.symbols)}
+            for v in missing
+        ]
+    }
+    text = f"needs {m.version} from {m.file}{sym}; {where}{_more(len(missing) - 1)}"
+    return Verdict("symbol_versions", "fail", text, result.path, evidence)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version))
+
+
+def _newest_of(profile: Profile, soname: str, family: str) -> str | None:
+    lib = profile.library(soname)
+    if lib is None or not family:
+        return None
+    same = [v for v in lib.versions if v.rstrip("0123456789.") == family]
+    return max(same, key=_version_key) if same else None
+
+
+def driver_verdict(result: LoadResult, target: Target) -> Verdict:
+    """``driver``: driver API imports newer than the target driver."""
+    found = result.driver_symbols
+    if not found:
+        return Verdict("driver", "ok", "no driver API symbol newer than the target driver", result.path)
+    d = max(found, key=lambda s: s.introduced)
+    need = next((m for m, cuda, _ in CUDA_DRIVER_TABLE if cuda >= d.introduced), None)
+    need_text = f" (driver >= {'.'.join(map(str, need))})" if need else ""
+    have = target.driver_cuda
+    drv = ".".join(map(str, target.driver)) if target.driver else "the target"
+    text = (
+        f"{d.name} needs a CUDA {d.introduced[0]}.{d.introduced[1]} driver{need_text}; "
+        f"driver {drv} supports CUDA {have[0]}.{have[1]}{_more(len(found) - 1)}"
+    )
+    evidence = {
+        "symbols": [{"name": s.name, "introduced": f"{s.introduced[0]}.{s.introduced[1]}"} for s in found]
+    }
+    return Verdict("driver", "fail", text, result.path, evidence)
+
+
+def symbols_verdict(result: LoadResult, layout: Layout) -> Verdict:
+    """``symbols``: undefined symbols, explained (signature changed, string ABI, shim missing, undefined)."""
+    skip = {(v.requirer, v.version) for v in result.missing_versions}
+    missing = [m for m in result.missing_symbols if (m.requirer, m.symbol.version) not in skip]
+    if not missing:
+        if result.non_stable:
+            names = sorted({m.symbol.name for m in result.non_stable})
+            text = f"uses {names[0]} outside the stable ABI declared by its abi3 tag{_more(len(names) - 1)}"
+            return Verdict("symbols", "warn", text, result.path, {"non_stable": names})
+        return Verdict("symbols", "ok", "every imported symbol is exported in its load scope", result.path)
+    explained = [explain_missing_symbol(m, layout) for m in missing]
+    order = {"string_abi": 0, "signature_changed": 1, "shim_missing": 2, "undefined": 3}
+    explained.sort(key=lambda e: order[str(e["kind"])])
+    text = str(explained[0]["text"]) + _more(len(explained) - 1)
+    evidence = {"missing": explained}
+    return Verdict("symbols", "fail", text, result.path, evidence)
+
+
+def explain_missing_symbol(m: MissingSymbol, layout: Layout) -> dict[str, object]:
+    """One missing symbol as evidence: kind, demangled names, the closest export and who exports it."""
+    name = m.symbol.name
+    wanted = demangle(name)
+    base: dict[str, object] = {"symbol": m.symbol.display(), "demangled": wanted, "required_by": m.requirer}
+    if name.startswith("aoti_torch_"):
+        torch = layout.wheel_of("torch")
+        who = f"torch {torch.metadata.version}" if torch else "no torch in the set"
+        text = f"stable-ABI shim missing: {name} is not exported ({who}); built for a newer torch's C shim"
+        return {**base, "kind": "shim_missing", "text": text}
+    sig = split_signature(name)
+    if sig is not None:
+        qualified, params = sig
+        for other, obj in _same_qualified(layout, name, qualified):
+            other_sig = split_signature(other)
+            if other_sig is None or other_sig[1] == params:
+                continue
+            shown = f"{obj.filename} ({obj.dist})"
+            kinds = (abi_tag_kind(name), abi_tag_kind(other))
+            if kinds in (("old", "cxx11"), ("cxx11", "old")):
+                text = (
+                    f"C++ std::string ABI mismatch: wants {wanted} ({kinds[0]} ABI); "
+                    f"{shown} exports only the {kinds[1]} form {demangle(other)}"
+                )
+                kind = "string_abi"
+            else:
+                text = f"signature changed: wants {wanted}; {shown} exports {demangle(other)}"
+                kind = "signature_changed"
+            return {**base, "kind": kind, "text": text, "exported": other, "exported_by": obj.path}
+    text = f"undefined symbol {wanted}: no library in its load scope exports it"
+    return {**base, "kind": "undefined", "text": text}
+
+
+def _same_qualified(layout: Layout, mangled: str, qualified: str) -> list[tuple[str, InstalledObject]]:
+    """Exports anywhere in the set whose demangled qualified name equals ``qualified``."""
+    idents = _IDENT.findall(qualified.split("<", 1)[0])
+    if not idents:
+        return []
+    last = idents[-1]
+    token = f"{len(last)}{last}"
+    hits: list[tuple[str, InstalledObject]] = []
+    for obj in sorted(layout.objects.values(), key=lambda o: o.path):
+        for e in obj.facts.exports:
+            if token in e.name and e.name != mangled:
+                sig = split_signature(e.name)
+                if sig is not None and sig[0] == qualified:
+                    hits.append((e.name, obj))
+    return hits
+
+
+def gpu_verdicts(layout: Layout, objects: Sequence[InstalledObject], target: Target) -> list[Verdict]:
+    """``gpu_arch`` per object carrying GPU code: native ok, PTX JIT only warn, nothing runnable fail."""
+    from abiprobe.cuda import arch_verdict
+
+    out: list[Verdict] = []
+    if target.arch is None:
+        return out
+    isa = target.driver_ptx_isa
+    for obj in objects:
+        if not obj.facts.gpu_code:
+            continue
+        v = arch_verdict(obj.facts.gpu_code, target.arch, isa)
+        status = {"native": "ok", "jit": "warn", "none": "fail"}.get(v.status, "ok")
+        evidence = {
+            "arch_status": v.status,
+            "carries": sorted({e.label() for e in obj.facts.gpu_code}),
+            "deciding": [e.label() for e in v.deciding],
+        }
+        out.append(Verdict("gpu_arch", status, v.explanation, obj.path, evidence))  # type: ignore[arg-type]
+    return out
+
+
+def driver_symbol_note(name: str) -> str | None:
+    """``cuGreenCtxCreate`` -> ``CUDA 12.4``; None for driver API names older than CUDA 12."""
+    introduced = driver_symbol_introduced(name)
+    return None if introduced is None else f"CUDA {introduced[0]}.{introduced[1]}"

@@ -1,0 +1,126 @@
+"""A wheel set laid out as one site-packages: who installs which file, where each ELF object sits."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from abiprobe.facts import ElfFacts, WheelFacts
+
+_EXT_SUFFIX = re.compile(r"\.(?:cpython-(?P<ver>\d)(?P<minor>\d+)[a-z]*-[A-Za-z0-9_-]+|(?P<abi3>abi3))\.so$")
+_ORIGIN = re.compile(r"^\$(?:ORIGIN|\{ORIGIN\})(?=/|$)")
+
+
+def installed_path(member: str) -> str:
+    """Where a wheel member lands relative to site-packages (``*.data/purelib|platlib/`` unwrapped)."""
+    head, _, rest = member.partition("/")
+    if head.endswith(".data") and rest:
+        scheme, _, inner = rest.partition("/")
+        if scheme in ("purelib", "platlib"):
+            return inner
+    return member
+
+
+def dist_label(wheel: WheelFacts) -> str:
+    """``torch 2.9.0`` — how explanations name a distribution."""
+    return f"{wheel.metadata.name} {wheel.metadata.version}"
+
+
+@dataclass(frozen=True, eq=False)
+class InstalledObject:
+    """One ELF object at its site-packages path, with the wheel installing it (compared by identity)."""
+
+    path: str
+    facts: ElfFacts
+    wheel: WheelFacts
+
+    @property
+    def dist(self) -> str:
+        return dist_label(self.wheel)
+
+    @property
+    def directory(self) -> str:
+        return posixpath.dirname(self.path)
+
+    @property
+    def filename(self) -> str:
+        return posixpath.basename(self.path)
+
+    @cached_property
+    def extension_python(self) -> tuple[int, int] | str | None:
+        """(3, 12) for ``cpython-312`` modules, ``"abi3"``, ``"any"`` when untagged, None for libraries."""
+        m = _EXT_SUFFIX.search(self.filename)
+        if m:
+            if m.group("abi3"):
+                return "abi3"
+            return int(m.group("ver")), int(m.group("minor"))
+        stem = self.filename.split(".", 1)[0]
+        if self.filename.endswith(".so") and any(e.name == f"PyInit_{stem}" for e in self.facts.exports):
+            return "any"
+        return None
+
+    @property
+    def is_extension(self) -> bool:
+        """A Python extension module (CPython imports it with RTLD_LOCAL), not a plain library."""
+        return self.extension_python is not None
+
+
+class Layout:
+    """Every file of the set at its installed path; ELF objects by path; which wheel writes what."""
+
+    def __init__(self, wheels: Sequence[WheelFacts]) -> None:
+        self.wheels = tuple(wheels)
+        self.objects: dict[str, InstalledObject] = {}
+        self.writers: dict[str, list[WheelFacts]] = {}
+        for wheel in self.wheels:
+            for f in wheel.files:
+                self.writers.setdefault(installed_path(f), []).append(wheel)
+            for elf in wheel.elf:
+                path = installed_path(elf.path)
+                self.objects.setdefault(path, InstalledObject(path, elf, wheel))
+
+    def with_wheel(self, wheel: WheelFacts) -> Layout:
+        """This layout plus one wheel, sharing the InstalledObjects already here (identity matters)."""
+        new = Layout(())
+        new.wheels = (*self.wheels, wheel)
+        new.objects = dict(self.objects)
+        new.writers = {k: list(v) for k, v in self.writers.items()}
+        for f in wheel.files:
+            new.writers.setdefault(installed_path(f), []).append(wheel)
+        for elf in wheel.elf:
+            path = installed_path(elf.path)
+            new.objects.setdefault(path, InstalledObject(path, elf, wheel))
+        return new
+
+    def find(self, directory: str, soname: str) -> InstalledObject | None:
+        """The object ld.so would open as ``directory/soname``; None when the set has no such file."""
+        return self.objects.get(posixpath.normpath(posixpath.join(directory, soname)))
+
+    def search_dirs(self, obj: InstalledObject, entries: Sequence[str]) -> list[str]:
+        """RPATH/RUNPATH entries as site-packages directories; ``$ORIGIN`` resolved, outside ones dropped."""
+        dirs: list[str] = []
+        for raw in entries:
+            for entry in raw.split(":"):
+                if not _ORIGIN.match(entry):
+                    continue
+                joined = posixpath.normpath(posixpath.join(obj.directory, _ORIGIN.sub("", entry).lstrip("/")))
+                if joined == ".." or joined.startswith("../"):
+                    continue
+                dirs.append("" if joined == "." else joined)
+        return dirs
+
+    def extensions(self) -> list[InstalledObject]:
+        return [o for o in self.objects.values() if o.is_extension]
+
+    def wheel_of(self, name: str) -> WheelFacts | None:
+        """The set's wheel for a distribution name (normalised comparison)."""
+        from packaging.utils import canonicalize_name
+
+        key = canonicalize_name(name)
+        for w in self.wheels:
+            if canonicalize_name(w.metadata.name) == key:
+                return w
+        return None

@@ -1,0 +1,318 @@
+"""A simulation of ld.so and CPython loading a wheel set: sonames, search paths, scopes, symbol binding.
+
+Model (mirrors ld.so and CPython; see DESIGN.md): when torch is in the set, importing it first loads the
+CUDA libraries of the nvidia wheels and torch's own ``torch/lib`` libraries globally (RTLD_GLOBAL); every
+extension module is then loaded with RTLD_NOW|RTLD_LOCAL, so its symbols resolve against the global scope
+plus its own dependency tree (breadth first) and stay invisible to other extensions. A DT_NEEDED entry is
+satisfied by an already loaded soname, then DT_RPATH (only without DT_RUNPATH), then DT_RUNPATH with
+``$ORIGIN`` resolved in the layout, then the target's system libraries and the driver's libcuda.so.1.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from abiprobe.analyze.driver_api import driver_symbol_introduced, is_driver_api_name
+from abiprobe.analyze.layout import InstalledObject, Layout
+from abiprobe.facts import SymbolImport, WheelFacts
+from abiprobe.profiles import DRIVER_SONAME, Profile, SystemLibrary, stable_abi_names
+from abiprobe.target import Target
+
+# Libraries the interpreter itself has loaded before any import: part of the global scope.
+INTERPRETER_LIBS = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "libutil.so.1")
+_PRELOAD = re.compile(r"^(?:nvidia/[^/]+/lib|torch/lib)/[^/]+\.so(?:\.\d+)*$")
+_IGNORED_IMPORTS = frozenset({"__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable"})
+
+
+@dataclass(frozen=True)
+class Driver:
+    """libcuda.so.1 as the target driver provides it: driver API names, gated by the driver's CUDA version."""
+
+    soname: str = DRIVER_SONAME
+
+
+Provider = InstalledObject | SystemLibrary | Driver
+
+
+def provider_name(p: Provider) -> str:
+    """Layout path for wheel objects, ``system:<soname>`` / ``driver:<soname>`` otherwise."""
+    if isinstance(p, InstalledObject):
+        return p.path
+    return f"{'driver' if isinstance(p, Driver) else 'system'}:{p.soname}"
+
+
+@dataclass(frozen=True)
+class NeededResolution:
+    """How one DT_NEEDED entry of one object was satisfied (``how``: loaded/rpath/runpath/system/driver)."""
+
+    requirer: str
+    soname: str
+    provider: str | None
+    how: str
+
+
+@dataclass(frozen=True)
+class MissingSymbol:
+    requirer: str
+    symbol: SymbolImport
+
+
+@dataclass(frozen=True)
+class MissingVersion:
+    """A version node an object needs from a file that does not define it (ld.so refuses to load)."""
+
+    requirer: str
+    file: str
+    version: str
+    provider: str
+    symbols: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DriverSymbol:
+    """A driver API import newer than the target driver."""
+
+    requirer: str
+    name: str
+    introduced: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """Everything the simulated loader learned while loading one unit (an extension or a preloaded lib)."""
+
+    path: str
+    is_global: bool
+    scope: tuple[str, ...]
+    needed: tuple[NeededResolution, ...]
+    missing_symbols: tuple[MissingSymbol, ...] = ()
+    missing_versions: tuple[MissingVersion, ...] = ()
+    driver_symbols: tuple[DriverSymbol, ...] = ()
+    non_stable: tuple[MissingSymbol, ...] = ()
+    bound: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def missing_sonames(self) -> tuple[NeededResolution, ...]:
+        return tuple(n for n in self.needed if n.provider is None)
+
+
+_EXPORT_INDEX: dict[str, dict[str, tuple[tuple[str | None, bool], ...]]] = {}
+
+
+def export_index(obj: InstalledObject) -> dict[str, tuple[tuple[str | None, bool], ...]]:
+    """name -> ((version, default), ...) for one object; cached by the object's sha256 when known."""
+    key = obj.facts.sha256
+    if key is not None and key in _EXPORT_INDEX:
+        return _EXPORT_INDEX[key]
+    index: dict[str, list[tuple[str | None, bool]]] = {}
+    for e in obj.facts.exports:
+        index.setdefault(e.name, []).append((e.version, e.default))
+    frozen = {k: tuple(v) for k, v in index.items()}
+    if key is not None:
+        if len(_EXPORT_INDEX) > 4096:
+            _EXPORT_INDEX.clear()
+        _EXPORT_INDEX[key] = frozen
+    return frozen
+
+
+def _matches(entries: Iterable[tuple[str | None, bool]], version: str | None) -> bool:
+    return any(v is None or (version is None and default) or v == version for v, default in entries)
+
+
+def is_python_symbol(name: str) -> bool:
+    return name.startswith(("Py", "_Py"))
+
+
+class LoaderSimulation:
+    """Load a set the way ld.so and CPython would, without running anything; results per unit."""
+
+    def __init__(self, wheels: Sequence[WheelFacts], target: Target, profile: Profile) -> None:
+        self.layout = Layout(wheels)
+        self.target = target
+        self.profile = profile
+        self._stable = stable_abi_names()
+        self.driver = Driver() if profile.driver else None
+        self.global_scope: list[Provider] = []
+        self.loaded: dict[str, Provider] = {}
+        self._global_index: dict[str, list[tuple[str | None, bool]]] = {}
+        self.preloaded: list[LoadResult] = []
+        for soname in INTERPRETER_LIBS:
+            lib = profile.library(soname)
+            if lib is not None:
+                self.global_scope.append(lib)
+                self.loaded[soname] = lib
+        if self.layout.wheel_of("torch") is not None:
+            for obj in self.preload_order():
+                if obj.path not in self.loaded:
+                    self.preloaded.append(self._load(obj, is_global=True))
+
+    def with_wheel(self, wheel: WheelFacts) -> LoaderSimulation:
+        """A simulation with one more wheel whose extensions load on top of this global state (shared)."""
+        new = copy.copy(self)
+        new.layout = self.layout.with_wheel(wheel)
+        return new
+
+    def preload_order(self) -> list[InstalledObject]:
+        """What importing torch loads globally: the nvidia wheels' CUDA libraries, then torch/lib."""
+        objs = [o for p, o in sorted(self.layout.objects.items()) if _PRELOAD.match(p)]
+        return sorted(objs, key=lambda o: (not o.path.startswith("nvidia/"), o.path))
+
+    def load_extension(self, path: str) -> LoadResult:
+        """Load one extension module (RTLD_LOCAL) after the global preloads; the global state is unchanged."""
+        return self._load(self.layout.objects[path], is_global=False)
+
+    def load_all(self) -> list[LoadResult]:
+        """The preloaded units followed by every extension module of the set, in path order."""
+        exts = [o.path for o in sorted(self.layout.extensions(), key=lambda o: o.path)]
+        return [*self.preloaded, *(self.load_extension(p) for p in exts if p not in self.loaded)]
+
+    def _by_soname(self, soname: str, local: dict[str, Provider]) -> Provider | None:
+        return self.loaded.get(soname) or local.get(soname)
+
+    def _find(self, obj: InstalledObject, soname: str) -> tuple[InstalledObject | None, str]:
+        if not obj.facts.runpath:
+            for d in self.layout.search_dirs(obj, obj.facts.rpath):
+                hit = self.layout.find(d, soname)
+                if hit is not None:
+                    return hit, "rpath"
+        for d in self.layout.search_dirs(obj, obj.facts.runpath):
+            hit = self.layout.find(d, soname)
+            if hit is not None:
+                return hit, "runpath"
+        return None, ""
+
+    def _load(self, root: InstalledObject, *, is_global: bool) -> LoadResult:
+        local: dict[str, Provider] = {root.path: root}
+        if root.facts.soname:
+            local[root.facts.soname] = root
+        order: list[Provider] = [root]
+        new_objects: list[InstalledObject] = [root]
+        needed: list[NeededResolution] = []
+        deps: dict[str, dict[str, Provider]] = {}
+        queue = [root]
+        while queue:
+            obj = queue.pop(0)
+            deps[obj.path] = {}
+            for soname in obj.facts.needed:
+                prov = self._by_soname(soname, local)
+                how = "loaded"
+                if prov is None:
+                    hit, how = self._find(obj, soname)
+                    if hit is not None:
+                        prov = self._by_soname(hit.path, local) or (
+                            self._by_soname(hit.facts.soname, local) if hit.facts.soname else None
+                        )
+                        if prov is None:
+                            prov = hit
+                            new_objects.append(hit)
+                            queue.append(hit)
+                            local[hit.path] = hit
+                if prov is None:
+                    lib = self.profile.library(soname)
+                    if lib is not None:
+                        prov, how = lib, "system"
+                    elif soname == DRIVER_SONAME and self.driver is not None:
+                        prov, how = self.driver, "driver"
+                if prov is None:
+                    needed.append(NeededResolution(obj.path, soname, None, "missing"))
+                    continue
+                local[soname] = prov
+                deps[obj.path][soname] = prov
+                if prov not in order:
+                    order.append(prov)
+                needed.append(NeededResolution(obj.path, soname, provider_name(prov), how))
+        scope = [p for p in self.global_scope if p not in order] + order
+        result = self._bind(root, is_global, scope, new_objects, deps, needed)
+        if is_global:
+            for p in order:
+                if p not in self.global_scope:
+                    self.global_scope.append(p)
+                    if isinstance(p, InstalledObject):
+                        for name, entries in export_index(p).items():
+                            self._global_index.setdefault(name, []).extend(entries)
+            for key, p in local.items():
+                self.loaded.setdefault(key, p)
+        return result
+
+    def _lookup(self, imp: SymbolImport, scope: Sequence[Provider]) -> Provider | None:
+        if _matches(self._global_index.get(imp.name, ()), imp.version):
+            return self.global_scope[0] if self.global_scope else None
+        for p in scope:
+            if isinstance(p, InstalledObject):
+                if p in self.global_scope:
+                    continue
+                if _matches(export_index(p).get(imp.name, ()), imp.version):
+                    return p
+            elif isinstance(p, SystemLibrary) and p.provides(imp.name, imp.version) is not False:
+                return p
+        return None
+
+    def _bind(
+        self,
+        root: InstalledObject,
+        is_global: bool,
+        scope: list[Provider],
+        new_objects: list[InstalledObject],
+        deps: dict[str, dict[str, Provider]],
+        needed: list[NeededResolution],
+    ) -> LoadResult:
+        missing: list[MissingSymbol] = []
+        versions: list[MissingVersion] = []
+        driver: list[DriverSymbol] = []
+        non_stable: list[MissingSymbol] = []
+        driver_in_scope = self.driver is not None and self.driver in scope
+        for obj in new_objects:
+            versions.extend(self._check_versions(obj, deps.get(obj.path, {})))
+            abi3 = obj.extension_python == "abi3"
+            for imp in obj.facts.imports:
+                if imp.weak or imp.name in _IGNORED_IMPORTS:
+                    continue
+                if is_python_symbol(imp.name):
+                    if abi3 and imp.name not in self._stable:
+                        non_stable.append(MissingSymbol(obj.path, imp))
+                    continue
+                if self._lookup(imp, scope) is not None:
+                    continue
+                if driver_in_scope and is_driver_api_name(imp.name):
+                    introduced = driver_symbol_introduced(imp.name)
+                    if introduced is not None and introduced > self.target.driver_cuda:
+                        driver.append(DriverSymbol(obj.path, imp.name, introduced))
+                    continue
+                missing.append(MissingSymbol(obj.path, imp))
+        return LoadResult(
+            path=root.path,
+            is_global=is_global,
+            scope=tuple(provider_name(p) for p in scope),
+            needed=tuple(needed),
+            missing_symbols=tuple(missing),
+            missing_versions=tuple(versions),
+            driver_symbols=tuple(driver),
+            non_stable=tuple(non_stable),
+        )
+
+    def _check_versions(self, obj: InstalledObject, deps: dict[str, Provider]) -> list[MissingVersion]:
+        out: list[MissingVersion] = []
+        for need in obj.facts.version_needs:
+            prov = deps.get(need.file) or self.loaded.get(need.file)
+            if prov is None or isinstance(prov, Driver):
+                continue
+            if isinstance(prov, InstalledObject):
+                defined = set(prov.facts.version_defs)
+                if not defined:
+                    continue
+            else:
+                if prov.opaque:
+                    continue
+                defined = set(prov.versions)
+            for version in need.versions:
+                if version not in defined:
+                    users = tuple(
+                        i.name
+                        for i in obj.facts.imports
+                        if i.version == version and i.version_file == need.file
+                    )
+                    out.append(MissingVersion(obj.path, need.file, version, provider_name(prov), users))
+        return out

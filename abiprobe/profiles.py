@@ -1,0 +1,261 @@
+"""System libraries a target host provides (glibc, libstdc++, libgcc_s, optional ones, the CUDA driver).
+
+Profile file format (JSON, ``abiprobe-profile/1``)::
+
+    {"format": "abiprobe-profile/1", "name": "my-host", "machine": "x86_64", "glibc": "2.28",
+     "driver": true,                       # libcuda.so.1 is present (GPU host)
+     "libraries": {"libc.so.6": {"versions": ["GLIBC_2.2.5", ...],
+                                 "exports": {"malloc": ["GLIBC_2.2.5"], ...}},   # optional
+                   "libnuma.so.1": {"versions": []}}}
+
+or a derived one: ``{"format": "abiprobe-profile/1", "base": "manylinux_2_28_x86_64", "name": "x",
+"add": {"libnuma.so.1": {"versions": ["libnuma_1.1"]}}, "remove": ["librt.so.1"]}``.
+``exports`` maps a symbol name to the versions it is defined under (``""`` for unversioned); without it
+the library satisfies versioned references to its versions only, plus any reference when it has no
+version definitions at all (an opaque library).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from abiprobe.errors import AbiprobeError, UsageError
+
+PROFILE_FORMAT = "abiprobe-profile/1"
+DRIVER_SONAME = "libcuda.so.1"
+BUILTIN_PROFILES = (
+    "manylinux_2_28_x86_64",
+    "manylinux_2_34_x86_64",
+    "manylinux_2_28_aarch64",
+    "manylinux_2_34_aarch64",
+)
+HOST_LIBRARIES = (
+    "libc.so.6",
+    "libm.so.6",
+    "libpthread.so.0",
+    "libdl.so.2",
+    "librt.so.1",
+    "libutil.so.1",
+    "libresolv.so.2",
+    "libstdc++.so.6",
+    "libgcc_s.so.1",
+    "libnuma.so.1",
+    "libz.so.1",
+)
+
+
+class ProfileError(AbiprobeError):
+    """A profile file is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class SystemLibrary:
+    """One library of the target host: its version definitions and, when known, its exports."""
+
+    soname: str
+    versions: frozenset[str] = frozenset()
+    exports: Mapping[str, frozenset[str]] | None = field(default=None, hash=False, compare=False)
+
+    @property
+    def opaque(self) -> bool:
+        """True when nothing is known about its symbols: it may satisfy any reference."""
+        return self.exports is None and not self.versions
+
+    def provides(self, name: str, version: str | None) -> bool | None:
+        """Whether it defines ``name`` (at ``version``); None when the profile cannot tell."""
+        if self.exports is not None:
+            defined = self.exports.get(name)
+            if defined is None:
+                return False
+            return version is None or version in defined
+        if version is not None:
+            return version in self.versions
+        return None if self.opaque else False
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The system libraries of a target host, by soname; ``driver`` says whether libcuda.so.1 exists."""
+
+    name: str
+    machine: str
+    glibc: tuple[int, int] | None
+    libraries: tuple[SystemLibrary, ...]
+    driver: bool = True
+    description: str = ""
+
+    def library(self, soname: str) -> SystemLibrary | None:
+        for lib in self.libraries:
+            if lib.soname == soname:
+                return lib
+        return None
+
+    def has(self, soname: str) -> bool:
+        return self.library(soname) is not None or (self.driver and soname == DRIVER_SONAME)
+
+    def digest(self) -> str:
+        """A short content hash, for cache keys."""
+        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def to_json(self) -> dict[str, Any]:
+        libs: dict[str, Any] = {}
+        for lib in self.libraries:
+            entry: dict[str, Any] = {"versions": sorted(lib.versions)}
+            if lib.exports is not None:
+                entry["exports"] = {k: sorted(v) for k, v in sorted(lib.exports.items())}
+            libs[lib.soname] = entry
+        return {
+            "format": PROFILE_FORMAT,
+            "name": self.name,
+            "machine": self.machine,
+            "glibc": None if self.glibc is None else f"{self.glibc[0]}.{self.glibc[1]}",
+            "driver": self.driver,
+            "description": self.description,
+            "libraries": libs,
+        }
+
+
+def profile_from_json(data: Mapping[str, Any], origin: str = "profile") -> Profile:
+    """Build a Profile from its JSON document (see the module docstring); raises ProfileError."""
+    if not isinstance(data, Mapping) or data.get("format") != PROFILE_FORMAT:
+        raise ProfileError(f"{origin}: not an {PROFILE_FORMAT} document")
+    try:
+        if "base" in data:
+            return _derived(data, origin)
+        glibc_text = data.get("glibc")
+        glibc = None
+        if glibc_text:
+            major, minor = str(glibc_text).split(".")
+            glibc = (int(major), int(minor))
+        libs = tuple(_library(soname, entry) for soname, entry in dict(data["libraries"]).items())
+        return Profile(
+            name=str(data["name"]),
+            machine=str(data.get("machine", "x86_64")),
+            glibc=glibc,
+            libraries=libs,
+            driver=bool(data.get("driver", True)),
+            description=str(data.get("description", "")),
+        )
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise ProfileError(f"{origin}: malformed profile ({exc})") from None
+
+
+def _library(soname: str, entry: Mapping[str, Any]) -> SystemLibrary:
+    exports = entry.get("exports")
+    return SystemLibrary(
+        soname=soname,
+        versions=frozenset(str(v) for v in entry.get("versions", ())),
+        exports=None if exports is None else {str(k): frozenset(map(str, v)) for k, v in exports.items()},
+    )
+
+
+def _derived(data: Mapping[str, Any], origin: str) -> Profile:
+    base = builtin_profile(str(data["base"]))
+    removed = set(data.get("remove", ()))
+    added = {s: _library(s, e) for s, e in dict(data.get("add", {})).items()}
+    libs = [lib for lib in base.libraries if lib.soname not in removed and lib.soname not in added]
+    return Profile(
+        name=str(data.get("name", f"{base.name}+custom")),
+        machine=base.machine,
+        glibc=base.glibc,
+        libraries=(*libs, *added.values()),
+        driver=bool(data.get("driver", base.driver)) and DRIVER_SONAME not in removed,
+        description=str(data.get("description", base.description)),
+    )
+
+
+def builtin_profile(name: str) -> Profile:
+    """One of ``BUILTIN_PROFILES`` (shipped as JSON under abiprobe/data/profiles)."""
+    if name not in BUILTIN_PROFILES:
+        raise UsageError(f"unknown profile {name!r}; built-in: {', '.join(BUILTIN_PROFILES)}")
+    text = resources.files("abiprobe").joinpath(f"data/profiles/{name}.json").read_text()
+    return profile_from_json(json.loads(text), name)
+
+
+def load_profile(path: Path) -> Profile:
+    """Read a profile file (JSON)."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read profile ({exc.strerror})") from None
+    except ValueError as exc:
+        raise ProfileError(f"{path}: not JSON ({exc})") from None
+    return profile_from_json(data, str(path))
+
+
+def profile_for(machine: str, glibc: tuple[int, int] | None) -> Profile:
+    """The built-in profile with the newest glibc not above ``glibc`` for ``machine`` (2.28 when unknown)."""
+    candidates = sorted(
+        (p for p in (builtin_profile(n) for n in BUILTIN_PROFILES) if p.machine == machine),
+        key=lambda p: p.glibc or (0, 0),
+    )
+    if not candidates:
+        raise UsageError(f"no built-in profile for {machine}; pass --profile FILE")
+    wanted = glibc or (2, 28)
+    fitting = [p for p in candidates if (p.glibc or (0, 0)) <= wanted]
+    return fitting[-1] if fitting else candidates[0]
+
+
+def stable_abi_names() -> frozenset[str]:
+    """CPython Limited API / stable ABI symbol names (abiprobe/data/profiles/stable_abi.json)."""
+    text = resources.files("abiprobe").joinpath("data/profiles/stable_abi.json").read_text()
+    return frozenset(json.loads(text)["names"])
+
+
+def library_from_elf_bytes(soname: str, data: bytes, path: str) -> SystemLibrary:
+    """A SystemLibrary from the real bytes of a library: its version definitions and exports."""
+    from abiprobe.elf import read_elf
+
+    facts = read_elf(data, path)
+    exports: dict[str, set[str]] = {}
+    for sym in facts.exports:
+        exports.setdefault(sym.name, set()).add(sym.version or "")
+    base = facts.soname or soname
+    versions = frozenset(v for v in facts.version_defs if v != base)
+    return SystemLibrary(
+        soname=soname, versions=versions, exports={k: frozenset(v) for k, v in exports.items()}
+    )
+
+
+def ldconfig_paths(sonames: Iterable[str]) -> dict[str, Path]:
+    """Where ``ldconfig -p`` says this host keeps each soname (first match of this machine's class)."""
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        out = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True, check=False).stdout
+    wanted = set(sonames)
+    found: dict[str, Path] = {}
+    for line in out.splitlines():
+        name, _, rest = line.strip().partition(" (")
+        if name in wanted and name not in found and "=>" in rest and ("x86-64" in rest or "64" in rest):
+            found[name] = Path(rest.split("=>", 1)[1].strip())
+    return found
+
+
+def profile_from_host(sonames: Iterable[str] = HOST_LIBRARIES, driver: bool | None = None) -> Profile:
+    """This machine's libraries, read from their real bytes (versions and exports)."""
+    import platform
+
+    paths = ldconfig_paths(sonames)
+    libs = tuple(library_from_elf_bytes(s, p.read_bytes(), str(p)) for s, p in paths.items())
+    libc, version = platform.libc_ver()
+    glibc = None
+    if libc == "glibc" and version.count(".") == 1:
+        major, minor = version.split(".")
+        glibc = (int(major), int(minor))
+    has_driver = driver if driver is not None else bool(ldconfig_paths([DRIVER_SONAME]))
+    return Profile(
+        name="host",
+        machine=platform.machine(),
+        glibc=glibc,
+        libraries=libs,
+        driver=has_driver,
+        description="read from this machine's libraries (ldconfig -p)",
+    )
