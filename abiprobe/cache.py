@@ -149,9 +149,7 @@ class Cache:
         meta_path = entries.page_path(self.root, key)
         with self.lock():
             old = self._current_page_record(meta_path, key)
-            body_file = entries.body_path(self.root, key, body_sha)
-            if not body_file.exists():
-                self._write(body_file, entries.encode_body(page.body))
+            self._write(entries.body_path(self.root, key, body_sha), entries.encode_body(page.body))
             self._write(meta_path, entries.encode_page(record))
             if old is not None and old.body_sha256 != body_sha:
                 remove_quietly(entries.body_path(self.root, key, old.body_sha256))
@@ -313,7 +311,7 @@ class Cache:
         """Delete a damaged entry unless a writer replaced it since we read it."""
         if self.readonly:
             return
-        with self.lock():
+        with contextlib.suppress(CacheError), self.lock():
             if self._read(path) == seen:
                 remove_quietly(path)
 

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from abiprobe.errors import CacheError
+
 TEMP_PREFIX = ".tmp-"
 TEMP_SUFFIX = ".part"
 GZIP_LEVEL = 6
@@ -196,8 +198,12 @@ def exclusive_lock(lock_path: Path) -> Iterator[None]:
     state = _state_for(lock_path)
     with state.guard:
         if state.depth == 0:
-            lock_path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                lock_path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+                raise CacheError(f"cannot lock the cache at {lock_path.parent}: {reason}") from exc
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             except BaseException:

@@ -198,6 +198,19 @@ def test_staleness_is_measured_from_the_last_fetch(tmp_path: Path) -> None:
     assert is_stale(make_page(), 3600, now=1_700_003_600.0) is False
 
 
+def test_unusable_root_reads_as_misses_and_refuses_writes(tmp_path: Path) -> None:
+    # GIVEN a cache root that is a plain file
+    root = tmp_path / "not-a-dir"
+    root.write_bytes(b"")
+    cache = Cache(root)
+    # THEN reads miss, and writes and locks raise one readable CacheError
+    assert cache.load_page(PAGE_URL) is None
+    with pytest.raises(CacheError, match="cannot create the cache"):
+        cache.store_facts(make_facts())
+    with pytest.raises(CacheError, match="cannot lock the cache"), cache.lock():
+        pass
+
+
 # credentials
 
 
@@ -535,29 +548,41 @@ CRASH_WRITER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("delay_s", [0.15, 0.4, 0.75])
-def test_killed_writer_leaves_no_half_entry(tmp_path: Path, delay_s: float) -> None:
-    # GIVEN a process writing 24 MiB metadata entries in a loop
+def _kill_writer_after(root: Path, delay_s: float) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    child = subprocess.Popen(
-        [sys.executable, "-c", CRASH_WRITER, str(tmp_path)], stdout=subprocess.PIPE, env=env
-    )
+    child = subprocess.Popen([sys.executable, "-c", CRASH_WRITER, str(root)], stdout=subprocess.PIPE, env=env)
     assert child.stdout is not None
     child.stdout.readline()
-    # WHEN it is killed at an arbitrary moment, most likely in the middle of a write
     time.sleep(delay_s)
     child.send_signal(signal.SIGKILL)
     child.wait(30)
-    # THEN every entry that is visible is whole, and leftovers are only temp files that repair removes
-    cache = Cache(tmp_path)
+    child.stdout.close()
+
+
+def _visible_entries_are_whole(cache: Cache) -> bool:
     payload = bytes(range(256)) * (96 * 1024)
-    for i in range(6):
-        data = cache.load_metadata(f"{i:064x}")
-        assert data is None or (data.startswith(payload) and data[len(payload) :].isdigit())
-    report = cache.verify(repair=True)
-    assert {p.kind for p in report.problems} <= {"temp"}
-    assert list(tmp_path.rglob(".tmp-*")) == []
-    assert Cache(tmp_path).load_metadata(f"{0:064x}") is not None
+    loaded = [cache.load_metadata(f"{i:064x}") for i in range(6)]
+    return all(d is None or (d.startswith(payload) and d[len(payload) :].isdigit()) for d in loaded)
+
+
+def test_killed_writer_leaves_no_half_entry(tmp_path: Path) -> None:
+    # GIVEN a process writing 24 MiB metadata entries in a loop, killed at staggered moments until one
+    # kill lands in the middle of a write (an unfinished temp file is left behind)
+    killed_mid_write = False
+    for attempt in range(12):
+        root = tmp_path / str(attempt)
+        _kill_writer_after(root, 0.1 + 0.07 * attempt)
+        killed_mid_write = any(root.rglob(".tmp-*"))
+        # THEN no visible entry is damaged, and each one loads whole
+        assert Cache(root).verify().corrupt == ()
+        assert _visible_entries_are_whole(Cache(root))
+        if killed_mid_write:
+            break
+    assert killed_mid_write
+    # AND the only leftovers are temp files, which repair removes
+    report = Cache(root).verify(repair=True)
+    assert {p.kind for p in report.problems} == {"temp"}
+    assert list(root.rglob(".tmp-*")) == []
 
 
 def test_big_facts_entry_is_compact(tmp_path: Path) -> None:
