@@ -15,7 +15,8 @@ Last-Modified and answer 304 to a matching revalidation. Files answer single ran
 ``-n``) with 206 and Content-Range; ``<file>.metadata`` serves the wheel's METADATA (PEP 658).
 ``add_wheel`` options shape the listing: ``href`` ("quoted" with %2B, "plus" with a literal +,
 "absolute"), ``wrong_hash``, ``duplicate_hashes`` (list the filename again with these hashes),
-``yanked``, ``requires_python``, ``upload_time``, ``metadata``. Counters are per unquoted path.
+``yanked``, ``requires_python`` (default: from METADATA), ``upload_time``, ``metadata``.
+Counters (``requests``, ``bytes_served``) are keyed by the unquoted request path.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import time
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
+from email.parser import HeaderParser
 from email.utils import formatdate, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -120,7 +122,7 @@ class IndexServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
         self._httpd.daemon_threads = True
         self._port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -165,13 +167,16 @@ class IndexServer:
     ) -> ServedFile:
         name = project or str(parse_wheel_filename(path.name)[0])
         data = path.read_bytes()
+        meta = _wheel_metadata(path)
+        if "requires_python" not in options and meta is not None:
+            options["requires_python"] = HeaderParser().parsestr(meta.decode()).get("Requires-Python")
         served = ServedFile(
             project=str(canonicalize_name(name)),
             filename=path.name,
             disk_path=path,
             sha256=hashlib.sha256(data).hexdigest(),
             size=len(data),
-            metadata=_wheel_metadata(path) if metadata else None,
+            metadata=meta if metadata else None,
             **options,
         )
         with self._state.lock:
@@ -289,8 +294,10 @@ class _Handler(BaseHTTPRequestHandler):
             modified = formatdate(self.state.changed_at, usegmt=True)
         if project is not None and not files:
             return self._send(path, 404, b"no such project\n", "text/plain", fault)
-        use_json = project is not None and "json" in formats and (
-            _wants_json(self.headers.get("Accept", "")) or "html" not in formats
+        use_json = (
+            project is not None
+            and "json" in formats
+            and (_wants_json(self.headers.get("Accept", "")) or "html" not in formats)
         )
         body = _json_page(project or "", files, self) if use_json else _html_page(project, files, self)
         etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'

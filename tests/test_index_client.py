@@ -1,0 +1,273 @@
+"""IndexClient against a real local index server: negotiation, revalidation, offline, strategies, faults."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from support.indexserver import IndexServer
+from support.wheelbuild import build_wheel
+
+from abiprobe.cache import Cache
+from abiprobe.errors import HashMismatchError
+from abiprobe.http import Http
+from abiprobe.index.client import IndexClient
+from abiprobe.index.config import IndexSource
+
+
+@pytest.fixture(scope="session")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("client-wheels")
+    return {
+        "demo-1.0": build_wheel(out, "demo", "1.0", {"demo/__init__.py": b""}, requires_python=">=3.9"),
+        "demo-2.0+cu130": build_wheel(out, "demo", "2.0+cu130", {"demo/__init__.py": b"x = 1\n"}),
+        "other-0.1": build_wheel(out, "other", "0.1", {"other.py": b""}),
+    }
+
+
+@pytest.fixture
+def server(wheels: dict[str, Path]) -> Iterator[IndexServer]:
+    with IndexServer() as srv:
+        srv.add_wheel(wheels["demo-1.0"], upload_time="2026-01-01T00:00:00Z")
+        srv.add_wheel(wheels["demo-2.0+cu130"], href="plus")
+        yield srv
+
+
+@pytest.fixture
+def http() -> Iterator[Http]:
+    with Http(timeout=5.0, retries=3, backoff=0.0) as client:
+        yield client
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Cache:
+    return Cache(tmp_path / "cache")
+
+
+def test_json_is_negotiated_when_offered(server: IndexServer, http: Http, cache: Cache) -> None:
+    # GIVEN a server offering JSON and HTML  WHEN the client lists demo
+    listing = IndexClient([server.index_url], cache, http).list_project("demo")
+    # THEN it asked for JSON first and got PEP 700 fields only JSON carries
+    assert server.log[0][1]["accept"].startswith("application/vnd.pypi.simple.v1+json")
+    assert sorted(str(c.version) for c in listing.candidates) == ["1.0", "2.0+cu130"]
+    assert {c.file.upload_time for c in listing.candidates} == {"2026-01-01T00:00:00Z", None}
+
+
+def test_html_only_index_is_read(
+    server: IndexServer, http: Http, cache: Cache, wheels: dict[str, Path]
+) -> None:
+    server.formats.discard("json")
+    listing = IndexClient([server.index_url], cache, http).list_project("demo")
+    by_version = {str(c.version): c for c in listing.candidates}
+    assert (
+        by_version["2.0+cu130"].file.url
+        == server.url + "/files/demo-2.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl"
+    )
+    assert by_version["1.0"].file.requires_python == ">=3.9"
+    assert by_version["1.0"].file.has_metadata
+
+
+def test_second_fetch_revalidates_with_304_and_no_body(server: IndexServer, http: Http, cache: Cache) -> None:
+    client = IndexClient([server.index_url], cache, http)
+    client.list_project("demo")
+    first_bytes = server.bytes_served["/simple/demo/"]
+    # WHEN the page is fetched again
+    fetch = client.fetch_page(client.sources[0], "demo")
+    # THEN the server answered 304 with no body and the cached page was used
+    assert server.log[-1][1]["if-none-match"].startswith('"')
+    assert server.log[-1][2] == 304
+    assert server.bytes_served["/simple/demo/"] == first_bytes
+    assert fetch.revalidated and fetch.page is not None and len(fetch.page.files) == 2
+
+
+def test_304_refreshes_fetched_at(server: IndexServer, http: Http, cache: Cache) -> None:
+    client = IndexClient([server.index_url], cache, http)
+    client.list_project("demo")
+    page = cache.load_page(server.index_url + "demo/")
+    assert page is not None
+    cache.touch_page(page.url, 1000.0)
+    client.list_project("demo")
+    refreshed = cache.load_page(server.index_url + "demo/")
+    assert refreshed is not None and refreshed.fetched_at > 1000.0
+
+
+def test_offline_answers_from_cache_without_requests(server: IndexServer, http: Http, cache: Cache) -> None:
+    IndexClient([server.index_url], cache, http).list_project("demo")
+    server.stop()
+    listing = IndexClient([server.index_url], cache, http, offline=True).list_project("demo")
+    assert len(listing.candidates) == 2
+    assert [(o.status, o.from_cache, o.stale) for o in listing.outcomes] == [("ok", True, False)]
+
+
+def test_offline_reports_stale_pages(server: IndexServer, http: Http, cache: Cache) -> None:
+    IndexClient([server.index_url], cache, http).list_project("demo")
+    cache.touch_page(server.index_url + "demo/", 1000.0)
+    listing = IndexClient([server.index_url], cache, http, offline=True, stale_after=3600).list_project(
+        "demo"
+    )
+    assert [o.stale for o in listing.stale] == [True]
+
+
+def test_offline_without_cache_entry_is_a_reported_failure(http: Http, cache: Cache) -> None:
+    listing = IndexClient(["http://127.0.0.1:9/simple/"], cache, http, offline=True).list_project("demo")
+    assert listing.candidates == ()
+    assert [(o.status, o.error) for o in listing.failed] == [("failed", "not in the cache (offline)")]
+
+
+def _two_servers(wheels: dict[str, Path]) -> tuple[IndexServer, IndexServer]:
+    a, b = IndexServer(), IndexServer()
+    a.add_wheel(wheels["demo-1.0"])
+    b.add_wheel(wheels["demo-2.0+cu130"])
+    b.add_wheel(wheels["other-0.1"])
+    return a, b
+
+
+def test_first_index_takes_the_first_index_that_has_the_project(wheels: dict[str, Path], http: Http) -> None:
+    a, b = _two_servers(wheels)
+    with a, b:
+        listing = IndexClient([a.index_url, b.index_url], None, http).list_project("demo")
+        assert [str(c.version) for c in listing.candidates] == ["1.0"]
+        assert b.requests["/simple/demo/"] == 0
+
+
+def test_first_index_moves_on_when_the_project_is_missing(wheels: dict[str, Path], http: Http) -> None:
+    a, b = _two_servers(wheels)
+    with a, b:
+        listing = IndexClient([a.index_url, b.index_url], None, http).list_project("other")
+        assert [str(c.version) for c in listing.candidates] == ["0.1"]
+        assert [o.status for o in listing.outcomes] == ["not-found", "ok"]
+
+
+def test_best_match_merges_all_indexes(wheels: dict[str, Path], http: Http) -> None:
+    a, b = _two_servers(wheels)
+    with a, b:
+        client = IndexClient([a.index_url, b.index_url], None, http, strategy="best-match")
+        listing = client.list_project("demo")
+        assert sorted(str(c.version) for c in listing.candidates) == ["1.0", "2.0+cu130"]
+        assert [o.used for o in listing.outcomes] == [True, True]
+
+
+def test_pinned_project_reads_only_its_index(wheels: dict[str, Path], http: Http) -> None:
+    a, b = _two_servers(wheels)
+    with a, b:
+        sources = [IndexSource(a.index_url, "a"), IndexSource(b.index_url, "b")]
+        listing = IndexClient(sources, None, http, pins={"Demo": "b"}).list_project("demo")
+        assert [str(c.version) for c in listing.candidates] == ["2.0+cu130"]
+        assert a.requests["/simple/demo/"] == 0
+
+
+def test_unreachable_index_is_reported_and_the_next_one_used(wheels: dict[str, Path], http: Http) -> None:
+    a, b = _two_servers(wheels)
+    with b:
+        a.stop()
+        listing = IndexClient([a.index_url, b.index_url], None, http).list_project("demo")
+        assert [str(c.version) for c in listing.candidates] == ["2.0+cu130"]
+        assert listing.outcomes[0].status == "failed"
+        assert listing.outcomes[0].error is not None and listing.outcomes[0].error.startswith(
+            "cannot connect"
+        )
+
+
+def test_find_links_page_serves_one_project_among_many(wheels: dict[str, Path], http: Http) -> None:
+    a, b = _two_servers(wheels)
+    with a, b:
+        links = IndexSource(b.find_links_url, "links", kind="find-links")
+        listing = IndexClient([links], None, http).list_project("other")
+        assert [c.file.filename for c in listing.candidates] == [
+            "other-0.1-cp312-cp312-manylinux_2_28_x86_64.whl"
+        ]
+
+
+def test_500_twice_then_ok_is_retried(server: IndexServer, http: Http, cache: Cache) -> None:
+    server.fail(match="/simple/", status=500, times=2)
+    listing = IndexClient([server.index_url], cache, http).list_project("demo")
+    assert len(listing.candidates) == 2
+    assert server.requests["/simple/demo/"] == 3
+
+
+def test_500_always_fails_cleanly_and_caches_nothing(server: IndexServer, http: Http, cache: Cache) -> None:
+    server.fail(match="/simple/", status=503)
+    listing = IndexClient([server.index_url], cache, http).list_project("demo")
+    assert [o.error for o in listing.failed] == ["HTTP 503 (after 3 attempts)"]
+    assert cache.load_page(server.index_url + "demo/") is None
+
+
+def test_truncated_page_always_fails_and_caches_nothing(
+    server: IndexServer, http: Http, cache: Cache
+) -> None:
+    server.fail(match="/simple/", truncate_after=50)
+    listing = IndexClient([server.index_url], cache, http).list_project("demo")
+    (failed,) = listing.failed
+    assert failed.error is not None and failed.error.startswith("connection broke off")
+    assert cache.load_page(server.index_url + "demo/") is None
+
+
+def test_reset_once_mid_page_is_retried(server: IndexServer, http: Http, cache: Cache) -> None:
+    server.fail(match="/simple/", reset_after=20, times=1)
+    listing = IndexClient([server.index_url], cache, http).list_project("demo")
+    assert len(listing.candidates) == 2
+
+
+def test_slow_index_times_out_as_a_reported_failure(server: IndexServer, cache: Cache) -> None:
+    server.fail(match="/simple/", delay=1.0)
+    with Http(timeout=0.2, retries=2, backoff=0.0) as impatient:
+        listing = IndexClient([server.index_url], cache, impatient).list_project("demo")
+    assert [o.error for o in listing.failed] == ["timed out (after 2 attempts)"]
+
+
+def test_duplicate_filenames_from_server_are_kept_and_flagged(
+    wheels: dict[str, Path], http: Http, cache: Cache
+) -> None:
+    with IndexServer() as srv:
+        srv.add_wheel(wheels["demo-1.0"], duplicate_hashes=("f" * 64,))
+        listing = IndexClient([srv.index_url], cache, http).list_project("demo")
+    assert [(c.file.sha256 == "f" * 64, c.file.duplicate) for c in listing.candidates] == [
+        (False, True),
+        (True, True),
+    ]
+
+
+def test_metadata_is_hash_checked_and_cached_by_wheel_sha(
+    server: IndexServer, http: Http, cache: Cache
+) -> None:
+    client = IndexClient([server.index_url], cache, http)
+    candidate = next(c for c in client.list_project("demo").candidates if str(c.version) == "1.0")
+    first = client.fetch_metadata(candidate.file)
+    second = client.fetch_metadata(candidate.file)
+    assert first == second and b"Name: demo" in first
+    assert server.requests[f"/files/{candidate.file.filename}.metadata"] == 1
+    assert candidate.file.sha256 is not None and cache.load_metadata(candidate.file.sha256) == first
+
+
+def test_metadata_with_wrong_hash_raises_and_is_not_cached(
+    server: IndexServer, http: Http, cache: Cache
+) -> None:
+    client = IndexClient([server.index_url], cache, http)
+    candidate = client.list_project("demo").candidates[0]
+    lying = replace(candidate.file, core_metadata={"sha256": "0" * 64})
+    with pytest.raises(HashMismatchError, match="does not match the index's 0000"):
+        client.fetch_metadata(lying)
+    assert lying.sha256 is not None and cache.load_metadata(lying.sha256) is None
+
+
+def test_url_credentials_are_sent_but_never_shown_or_cached(
+    server: IndexServer, http: Http, cache: Cache
+) -> None:
+    secret_url = server.index_url.replace("http://", "http://alice:s3cret@")
+    listing = IndexClient([secret_url], cache, http).list_project("demo")
+    expected = "Basic " + base64.b64encode(b"alice:s3cret").decode()
+    assert server.log[0][1]["authorization"] == expected
+    assert "s3cret" not in repr(listing.to_json())
+    assert cache.load_page(server.index_url + "demo/") is not None
+
+
+def test_netrc_credentials_are_sent(server: IndexServer, cache: Cache, tmp_path: Path) -> None:
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login bob password hunter2\n")
+    netrc.chmod(0o600)
+    with Http(netrc_path=netrc, retries=1) as with_netrc:
+        IndexClient([server.index_url], cache, with_netrc).list_project("demo")
+    assert server.log[0][1]["authorization"] == "Basic " + base64.b64encode(b"bob:hunter2").decode()
