@@ -53,6 +53,8 @@ def parse_arch(text: str) -> GpuArch:
     variant: GpuVariant = "a" if match["variant"] == "a" else ("f" if match["variant"] == "f" else "")
     if match["joined"] is not None:
         number = int(match["joined"])
+        if number < 30:  # "12" would read as CC 1.2; no such GPU is supported, 12.0 is far likelier meant
+            raise UsageError(f"ambiguous GPU architecture {text!r}: write 12.0 or sm_120 (1.2 for CC 1.2)")
         return GpuArch(number // 10, number % 10, variant)
     return GpuArch(int(match["major"]), int(match["minor"]), variant)
 
