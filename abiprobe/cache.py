@@ -7,6 +7,7 @@ foreign entry is a miss (and a damaged one is deleted), never an exception and n
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -163,7 +164,7 @@ class Cache:
         with self.lock():
             old = self._current_page_record(meta_path, key)
             if old is not None:
-                fresh = PageRecord(**{**old.__dict__, "fetched_at": float(fetched_at)})
+                fresh = dataclasses.replace(old, fetched_at=float(fetched_at))
                 self._write(meta_path, entries.encode_page(fresh))
 
     def _current_page_record(self, meta_path: Path, key: str) -> PageRecord | None:

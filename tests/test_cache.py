@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import multiprocessing
@@ -115,6 +116,14 @@ def test_touch_page_moves_fetched_at_and_keeps_body(tmp_path: Path) -> None:
     assert cache.load_page(PAGE_URL) == CachedPage(
         PAGE_URL, make_page().body, "text/html", '"etag-1"', "Tue, 04 Nov 2025 10:00:00 GMT", 1_800_000_000.0
     )
+
+
+def test_fresh_cache_is_ready_to_commit(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    cache.store_page(make_page())
+    with cache.lock():
+        pass
+    assert (tmp_path / ".gitignore").read_text().splitlines()[1:] == [".lock", ".tmp-*.part"]
 
 
 def test_touch_of_an_uncached_page_writes_nothing(tmp_path: Path) -> None:
@@ -347,6 +356,16 @@ def test_entry_of_another_schema_is_a_miss_left_in_place(tmp_path: Path) -> None
     assert meta.exists()
 
 
+def test_facts_of_another_facts_schema_are_a_miss_then_replaced(tmp_path: Path) -> None:
+    # GIVEN facts stored by a build whose facts schema differs
+    cache = Cache(tmp_path)
+    cache.store_facts(dataclasses.replace(make_facts(), schema_version=99))
+    # THEN they are a miss, and storing current facts replaces them
+    assert cache.load_facts(WHEEL_SHA) is None
+    cache.store_facts(make_facts())
+    assert cache.load_facts(WHEEL_SHA) == make_facts()
+
+
 def test_readonly_cache_never_writes(tmp_path: Path) -> None:
     # GIVEN a populated cache with one damaged facts entry, opened read-only
     Cache(tmp_path).store_page(make_page())
@@ -432,6 +451,31 @@ def test_cli_verify_of_intact_cache_passes(tmp_path: Path, capsys: pytest.Captur
     doc = json.loads(capsys.readouterr().out)
     assert doc["checked"] == {"pages": 1, "bodies": 1, "facts": 1, "metadata": 1, "hosts": 1}
     assert doc["problems"] == []
+
+
+def test_cli_verify_notes_orphan_body_without_failing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a body whose page entry is gone
+    Cache(tmp_path).store_page(make_page())
+    (meta,) = files_under(tmp_path, "*.json")
+    meta.unlink()
+    (body,) = files_under(tmp_path, "*.body.gz")
+    # WHEN verified, THEN it passes and names the orphan; repair removes it
+    assert cli("verify", "--json", "--cache-dir", str(tmp_path)) == 0
+    problems = json.loads(capsys.readouterr().out)["problems"]
+    assert [(p["kind"], p["path"]) for p in problems] == [("orphan", str(body.relative_to(tmp_path)))]
+    assert cli("verify", "--repair", "--cache-dir", str(tmp_path)) == 0
+    assert not body.exists()
+
+
+def test_cli_uses_the_cache_dir_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ABIPROBE_CACHE_DIR", str(tmp_path / "from-env"))
+    assert cli("info", "--json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["root"], doc["exists"]) == (str(tmp_path / "from-env"), False)
 
 
 def test_cli_prune_older_than_keeps_recent_pages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
