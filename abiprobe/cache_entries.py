@@ -203,8 +203,10 @@ def facts_entry_is_current(path: Path, sha256: str) -> bool:
         header = json.loads(line.decode("utf-8"))
     except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError):
         return False
-    return isinstance(header, dict) and header.get("kind") == "facts" and (
-        header.get("schema") == CACHE_SCHEMA_VERSION
+    return (
+        isinstance(header, dict)
+        and header.get("kind") == "facts"
+        and header.get("schema") == CACHE_SCHEMA_VERSION
         and header.get("key") == sha256
         and header.get("facts_schema") == FACTS_SCHEMA_VERSION
     )
