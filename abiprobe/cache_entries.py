@@ -108,7 +108,7 @@ def _seal(kind: str, body: dict[str, Any]) -> bytes:
 def _unseal(data: bytes, kind: str) -> dict[str, Any]:
     try:
         record = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise CorruptEntryError(f"{kind} entry is not JSON") from exc
     if not isinstance(record, dict):
         raise CorruptEntryError(f"{kind} entry is not a JSON object")
@@ -137,7 +137,7 @@ def _unframe(data: bytes, kind: str) -> tuple[dict[str, Any], bytes]:
         raise CorruptEntryError(f"{kind} entry has no header line")
     try:
         header = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise CorruptEntryError(f"{kind} entry header is not JSON") from exc
     if not isinstance(header, dict):
         raise CorruptEntryError(f"{kind} entry header is not a JSON object")
@@ -220,7 +220,7 @@ def decode_facts(data: bytes, expected_sha256: str) -> WheelFacts:
         raise ForeignSchemaError(f"facts entry has facts schema {header.get('facts_schema')!r}")
     try:
         raw = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise CorruptEntryError("facts payload is not JSON") from exc
     if not isinstance(raw, dict):
         raise CorruptEntryError("facts payload is not a JSON object")
