@@ -161,7 +161,11 @@ def read_versions(
     verneed: int | None,
     verneednum: int | None,
 ) -> VersionTables:
-    """Walk the version definition and version need chains, refusing cycles and runaway counts."""
+    """Walk the version definition and need chains.
+
+    Next-links are unsigned and relative, so a chain only moves forward: it cannot loop, and it ends at
+    a zero link, at the declared count, at MAX_VERSION_ENTRIES, or in an error at the end of its segment.
+    """
     defs: dict[int, str] = {}
     def_names: list[str] = []
     for ndx, flags, name in _walk_verdef(amap, hdr, strings, verdef, verdefnum):
@@ -192,12 +196,8 @@ def _walk_verdef(
     if start is None:
         return []
     out: list[tuple[int, int, str]] = []
-    seen: set[int] = set()
     at = start
     for _ in range(_chain_limit(amap, num, "version definition")):
-        if at in seen:
-            raise amap.fail("bad ELF: version definition chain loops")
-        seen.add(at)
         raw = amap.read(at, 20, "version definition")
         _ver, flags, ndx, cnt, _hash, aux, nxt = struct.unpack(hdr.endian + "HHHHIII", raw)
         name = ""
@@ -220,22 +220,15 @@ def _walk_verneed(
     if start is None:
         return []
     out: list[tuple[str, list[tuple[int, str]]]] = []
-    seen: set[int] = set()
     total = 0
     at = start
     for _ in range(_chain_limit(amap, num, "version need")):
-        if at in seen:
-            raise amap.fail("bad ELF: version need chain loops")
-        seen.add(at)
         raw = amap.read(at, 16, "version need")
         _ver, cnt, file_off, aux, nxt = struct.unpack(hdr.endian + "HHIII", raw)
         file = strings.get(file_off, "version need file")
         versions: list[tuple[int, str]] = []
         aux_at = at + aux
         for _i in range(cnt):
-            if aux_at in seen:
-                raise amap.fail("bad ELF: version need auxiliary chain loops")
-            seen.add(aux_at)
             total += 1
             if total > MAX_VERSION_ENTRIES:
                 raise amap.fail("bad ELF: too many version need entries")
