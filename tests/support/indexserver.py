@@ -86,10 +86,14 @@ class ServedFile:
 
 
 def _wheel_metadata(path: Path) -> bytes | None:
-    with zipfile.ZipFile(path) as zf:
-        for name in zf.namelist():
-            if name.count("/") == 1 and name.endswith(".dist-info/METADATA"):
-                return zf.read(name)
+    """The wheel's METADATA; None for a file that is not a zip (served as is, for broken-wheel tests)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for name in zf.namelist():
+                if name.count("/") == 1 and name.endswith(".dist-info/METADATA"):
+                    return zf.read(name)
+    except zipfile.BadZipFile:
+        return None
     return None
 
 
