@@ -71,48 +71,89 @@ def _package(out: Path, name: str, version: str, files: dict[str, bytes | Path])
 
 def build_probe_wheels(root: Path) -> ProbeWheels:
     work, out = root / "build", root / "wheels"
-    lib1 = build_shared(work / "b1", "libbase.so", "int base_v1(int x) { return x + 1; }\n", soname="libbase.so")
-    lib2 = build_shared(work / "b2", "libbase.so", "int base_v2(int x) { return x + 2; }\n", soname="libbase.so")
+    lib1 = build_shared(
+        work / "b1", "libbase.so", "int base_v1(int x) { return x + 1; }\n", soname="libbase.so"
+    )
+    lib2 = build_shared(
+        work / "b2", "libbase.so", "int base_v2(int x) { return x + 2; }\n", soname="libbase.so"
+    )
     init = (_PRELOAD.replace("from . import _ext\n", "")).encode()
     base = _package(out / "b1", "base", "1.0", {"base/__init__.py": init, "base/lib/libbase.so": lib1})
     base2 = _package(out / "b2", "base", "2.0", {"base/__init__.py": init, "base/lib/libbase.so": lib2})
     calls_v1 = "extern int base_v1(int); int use(void) { return base_v1(1); }"
     good_ext = build_extension(work / "good", EXT, "good", calls_v1, link=[lib1])
-    good = _package(out, "good", "1.0", {"good/__init__.py": b"from . import _ext\n", f"good/{EXT}": good_ext})
+    good = _package(
+        out, "good", "1.0", {"good/__init__.py": b"from . import _ext\n", f"good/{EXT}": good_ext}
+    )
 
-    absent = build_shared(work / "absent", "libabsent.so.12", "int absent_f(void) { return 0; }\n",
-                          soname="libabsent.so.12")
+    absent = build_shared(
+        work / "absent", "libabsent.so.12", "int absent_f(void) { return 0; }\n", soname="libabsent.so.12"
+    )
     miss_ext = build_extension(work / "missing", EXT, "missing", "", link=[absent])
-    missing = _package(out, "missing", "1.0",
-                       {"missing/__init__.py": b"from . import _ext\n", f"missing/{EXT}": miss_ext})
+    missing = _package(
+        out, "missing", "1.0", {"missing/__init__.py": b"from . import _ext\n", f"missing/{EXT}": miss_ext}
+    )
 
     mangled = 'extern int base_v3(int) __asm__("_ZN4base2v3Ei"); int use(void) { return base_v3(1); }'
     und_ext = build_extension(work / "undefined", EXT, "undefined", mangled, link=[lib1])
-    undefined = _package(out, "undefined", "1.0",
-                         {"undefined/__init__.py": b"from . import _ext\n", f"undefined/{EXT}": und_ext})
+    undefined = _package(
+        out,
+        "undefined",
+        "1.0",
+        {"undefined/__init__.py": b"from . import _ext\n", f"undefined/{EXT}": und_ext},
+    )
 
-    ver2 = build_shared(work / "ver2", "libver.so.1", "int vf(void) { return 2; }\n", soname="libver.so.1",
-                        version_script="VER_2 { global: vf; local: *; };\n")
-    ver1 = build_shared(work / "ver1", "libver.so.1", "int vf(void) { return 1; }\n", soname="libver.so.1",
-                        version_script="VER_1 { global: vf; local: *; };\n")
-    ver_ext = build_extension(work / "symver", EXT, "symver", "extern int vf(void); int use(void) { return vf(); }",
-                              link=[ver2], rpath=["$ORIGIN"])
-    symver = _package(out, "symver", "1.0", {"symver/__init__.py": b"from . import _ext\n",
-                                             f"symver/{EXT}": ver_ext, "symver/libver.so.1": ver1})
+    ver2 = build_shared(
+        work / "ver2",
+        "libver.so.1",
+        "int vf(void) { return 2; }\n",
+        soname="libver.so.1",
+        version_script="VER_2 { global: vf; local: *; };\n",
+    )
+    ver1 = build_shared(
+        work / "ver1",
+        "libver.so.1",
+        "int vf(void) { return 1; }\n",
+        soname="libver.so.1",
+        version_script="VER_1 { global: vf; local: *; };\n",
+    )
+    ver_ext = build_extension(
+        work / "symver",
+        EXT,
+        "symver",
+        "extern int vf(void); int use(void) { return vf(); }",
+        link=[ver2],
+        rpath=["$ORIGIN"],
+    )
+    symver = _package(
+        out,
+        "symver",
+        "1.0",
+        {"symver/__init__.py": b"from . import _ext\n", f"symver/{EXT}": ver_ext, "symver/libver.so.1": ver1},
+    )
 
     raising = b"def _setup():\n    raise RuntimeError('fixture refuses to import')\n_setup()\n"
     pyexc = _package(out, "pyexc", "1.0", {"pyexc/__init__.py": raising})
 
     crash = "__attribute__((constructor)) static void boom(void) { void (*f)(void) = 0; f(); }"
     segv_ext = build_extension(work / "segv", EXT, "segv", crash)
-    segv = _package(out, "segv", "1.0", {"segv/__init__.py": b"from . import _ext\n", f"segv/{EXT}": segv_ext})
+    segv = _package(
+        out, "segv", "1.0", {"segv/__init__.py": b"from . import _ext\n", f"segv/{EXT}": segv_ext}
+    )
 
     sleeper = _package(out, "sleeper", "1.0", {"sleeper/__init__.py": b"import time\ntime.sleep(3600)\n"})
 
-    fake_cuda = build_shared(work / "cuda", "libcuda.so.1",
-                             "int cuInit(unsigned f) { return 0; }\nint cuDeviceGetCount(int *n) { return 0; }\n",
-                             soname="libcuda.so.1")
+    fake_cuda = build_shared(
+        work / "cuda",
+        "libcuda.so.1",
+        "int cuInit(unsigned f) { return 0; }\nint cuDeviceGetCount(int *n) { return 0; }\n",
+        soname="libcuda.so.1",
+    )
     drv_body = "extern int cuInit(unsigned); extern int cuDeviceGetCount(int *); static int rc;"
-    drv_ext = build_extension(work / "driver", EXT, "driver", drv_body, init="rc = cuInit(0);", link=[fake_cuda])
-    driver = _package(out, "driver", "1.0", {"driver/__init__.py": b"from . import _ext\n", f"driver/{EXT}": drv_ext})
+    drv_ext = build_extension(
+        work / "driver", EXT, "driver", drv_body, init="rc = cuInit(0);", link=[fake_cuda]
+    )
+    driver = _package(
+        out, "driver", "1.0", {"driver/__init__.py": b"from . import _ext\n", f"driver/{EXT}": drv_ext}
+    )
     return ProbeWheels(base, base2, good, missing, undefined, symver, pyexc, segv, sleeper, driver)
