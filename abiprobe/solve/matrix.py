@@ -182,7 +182,7 @@ def _requires(src: Group, dst: Group, target: Target) -> list[Verdict]:
                 out.append(Verdict("requires", "ok", f"{req} is met by {other.version}", subject=who))
                 continue
             evidence = {"requirement": str(req), "found": str(other.version)}
-            text = f"{who} requires {req}, the set has {other.version}"
+            text = f"requires {req}, the set has {other.name} {other.version}"
             out.append(Verdict("requires", "fail", text, subject=who, evidence=evidence))
     return out
 
@@ -329,14 +329,19 @@ def build_groups(
     stack: Stack,
     match: Callable[..., dict[str, StackCandidate | None]],
 ) -> dict[str, tuple[Group, ...]]:
-    """Turn each role's kept core candidates into groups with their version-matched companions."""
+    """Turn each role's kept core candidates into groups with their version-matched companions.
+
+    A companion counts as missing only when the indexes list it in other versions; one no index lists
+    at all (flashinfer-jit-cache outside flashinfer's index) is simply not part of the set.
+    """
     out: dict[str, tuple[Group, ...]] = {}
     for member in stack.members:
         groups: list[Group] = []
         for core in role_candidates.get(member.role, ()):
-            found = match(core.version, companions.get(member.role, {}))
+            listed = companions.get(member.role, {})
+            found = match(core.version, listed)
             comps = tuple(c for c in found.values() if c is not None)
-            missing = tuple(name for name, c in found.items() if c is None)
+            missing = tuple(name for name, c in found.items() if c is None and listed.get(name))
             groups.append(Group(member.role, core, comps, missing))
         out[member.role] = tuple(groups)
     return out

@@ -17,6 +17,7 @@ from packaging.version import Version
 
 from abiprobe.errors import AbiprobeError
 from abiprobe.facts import WheelFacts
+from abiprobe.http import display_url
 from abiprobe.index.client import IndexClient
 from abiprobe.index.models import Candidate, IndexFile
 from abiprobe.index.multi import IndexOutcome
@@ -191,7 +192,9 @@ def _requirements_with_extras(
     return out
 
 
-def index_statuses(outcomes: Sequence[IndexOutcome]) -> tuple[IndexStatus, ...]:
+def index_statuses(
+    outcomes: Sequence[IndexOutcome], roots: Mapping[str, str] | None = None
+) -> tuple[IndexStatus, ...]:
     """One line per index over the whole solve: answered unless any of its fetches failed."""
     by_index: dict[str, IndexStatus] = {}
     for o in outcomes:
@@ -199,7 +202,8 @@ def index_statuses(outcomes: Sequence[IndexOutcome]) -> tuple[IndexStatus, ...]:
         failed = o.status == "failed"
         if prev is None or (failed and prev.answered):
             error = o.error if failed else None
-            by_index[o.index] = IndexStatus(o.index, o.url, not failed, error, o.from_cache)
+            url = (roots or {}).get(o.index, o.url)
+            by_index[o.index] = IndexStatus(o.index, url, not failed, error, o.from_cache)
         elif o.from_cache and not prev.from_cache and prev.answered:
             by_index[o.index] = IndexStatus(prev.index, prev.url, True, None, True)
     return tuple(by_index.values())
@@ -269,7 +273,7 @@ def solve(
     result = SolveResult(
         matrix=matrix,
         resolution=resolution,
-        indexes=index_statuses(collector.outcomes),
+        indexes=index_statuses(collector.outcomes, {s.label: display_url(s.url) for s in client.sources}),
         excluded=collected.excluded,
         near_misses=misses,
         problems=tuple(dict.fromkeys(collector.problems)),

@@ -136,7 +136,7 @@ def build_picks(
             for comp in g.companions:
                 needs.append(Need(comp.name, f"{comp.name} must equal {g.id}", allowed=frozenset({comp.key})))
                 picks.setdefault(comp.name, []).append(
-                    Pick(comp.name, comp.key, comp.name, comp.version, comp.label())
+                    Pick(comp.name, comp.key, comp.name, comp.version, f"{comp.name}=={comp.version}")
                 )
             picks.setdefault(role, []).append(
                 Pick(role, g.key, g.core.name, g.core.version, g.id, tuple(needs))

@@ -1,0 +1,184 @@
+"""``abiprobe solve``: the newest passing torch / kernel / flashinfer set for a target, and the matrix.
+
+Exit codes: 0 a set was found, 1 none, 2 usage, 3 index trouble made the answer incomplete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from abiprobe.cache import Cache, default_cache_root
+from abiprobe.errors import UsageError
+from abiprobe.http import Http
+from abiprobe.index.client import IndexClient
+from abiprobe.index.config import load_index_config
+from abiprobe.profiles import load_profile, profile_for
+from abiprobe.report.matrix_html import render_html
+from abiprobe.report.matrix_json import dumps, matrix_document
+from abiprobe.report.matrix_md import render_markdown
+from abiprobe.solve.candidates import FilterOptions
+from abiprobe.solve.facts_source import wheel_facts_for
+from abiprobe.solve.lock import locked_wheels, render_lock
+from abiprobe.solve.matrix import Matrix
+from abiprobe.solve.pipeline import RuntimeProviders, solve
+from abiprobe.solve.result import SolveResult
+from abiprobe.solve.stack import Stack, default_stack, load_stack_file
+from abiprobe.target import Target
+
+CUDA_INDEXES = (
+    "https://download.pytorch.org/whl/{tag}",
+    "https://docs.sglang.ai/whl/{tag}",
+    "https://flashinfer.ai/whl/{tag}",
+)
+DEFAULT_WINDOW = 3
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("solve", help="find the newest wheel set that loads on a CUDA version and GPU")
+    p.add_argument("--cuda", default="13.0", help="target CUDA version (13.0, cu130)")
+    p.add_argument("--arch", help="target GPU architecture (sm120, 12.0, sm_90a)")
+    p.add_argument("--python", default="cp312", help="target Python (cp312, 3.12)")
+    p.add_argument("--platform", default="manylinux_2_28_x86_64", help="target platform tag")
+    p.add_argument("--driver", help="target driver version (580.95.05)")
+    p.add_argument("--with", dest="with_", action="append", default=[], metavar="REQ",
+                   help="add a package to the stack (name and optional bounds)")
+    p.add_argument("--constraint", action="append", default=[], metavar="REQ",
+                   help="narrow a stack member, e.g. 'torch>=2.9'")
+    p.add_argument("--stack", type=Path, help="TOML stack file ([stack] members / with / constraints)")
+    p.add_argument("--pre", action="store_true", help="consider pre-releases")
+    p.add_argument("--all-versions", action="store_true", help="every version, not the newest few")
+    p.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="versions per package (default 3)")
+    p.add_argument("--index", action="append", default=[], metavar="URL",
+                   help="index to read (repeatable); replaces the default CUDA indexes and the default index")
+    p.add_argument("--extra-index", action="append", default=[], metavar="URL",
+                   help="index read before the rest")
+    p.add_argument("--index-strategy", choices=("first-index", "best-match"), help="multi-index strategy")
+    p.add_argument("--offline", action="store_true", help="answer from wheel_index_cache/ alone")
+    p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory")
+    p.add_argument("--profile", type=Path, help="target system-library profile (JSON)")
+    p.add_argument("--no-runtime", action="store_true", help="do not add the nvidia wheels torch pins")
+    p.add_argument("--out-dir", type=Path, default=Path("matrices"), help="where matrix files go")
+    p.add_argument("--lock", type=Path, help="lock file path (default: <out-dir>/<key>.lock.txt)")
+    p.add_argument("--no-write", action="store_true", help="write no matrix or lock files")
+    p.add_argument("--probe", action="store_true", help="also probe the chosen set in a venv (not yet wired)")
+    p.add_argument("--json", action="store_true", help="print the matrix document as JSON")
+    p.set_defaults(func=run)
+
+
+def matrix_name(target: Target) -> str:
+    """``cu130-sm120-cp312-manylinux_2_28_x86_64``: the matrices/ file stem of a target."""
+    arch = f"sm{target.arch.sm}{target.arch.variant}" if target.arch is not None else "nogpu"
+    drv = "-drv" + ".".join(map(str, target.driver)) if target.driver else ""
+    return f"cu{target.cuda[0]}{target.cuda[1]}-{arch}-{target.python_tag}-{target.platform}{drv}"
+
+
+def build_stack(args: argparse.Namespace) -> Stack:
+    stack = load_stack_file(args.stack) if args.stack else default_stack()
+    for req in args.with_:
+        stack = stack.with_package(req)
+    for req in args.constraint:
+        stack = stack.with_constraint(req)
+    return stack
+
+
+def index_urls(args: argparse.Namespace, target: Target) -> tuple[list[str], list[str]]:
+    """(primary, extras): ``--index`` replaces everything; else the CUDA indexes, then the default one."""
+    if args.index:
+        return list(args.index), list(args.extra_index)
+    tag = f"cu{target.cuda[0]}{target.cuda[1]}"
+    return [], [*args.extra_index, *(u.format(tag=tag) for u in CUDA_INDEXES)]
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.probe:
+        raise UsageError("--probe is not wired into solve yet; run `abiprobe probe` on the lock file")
+    if args.window < 1:
+        raise UsageError("--window must be at least 1")
+    target = Target.parse(cuda=args.cuda, arch=args.arch, python=args.python, platform=args.platform,
+                          driver=args.driver, base=Target())
+    stack = build_stack(args)
+    primary, extras = index_urls(args, target)
+    config = load_index_config(
+        cli_indexes=primary, cli_extra_indexes=extras, cli_strategy=args.index_strategy
+    )
+    profile = load_profile(args.profile) if args.profile else profile_for(target.machine, target.glibc)
+    options = FilterOptions(pre=args.pre, window=None if args.all_versions else args.window)
+    cache = Cache(args.cache_dir or default_cache_root())
+    with Http(progress=not args.json) as http:
+        client = IndexClient(config.sources, cache, http, offline=args.offline, strategy=config.strategy,
+                             pins=config.pins)
+        result, providers = solve(
+            stack, target, profile, client,
+            lambda f: wheel_facts_for(f, http, cache, offline=args.offline),
+            options, runtime=not args.no_runtime,
+        )
+    doc = matrix_document(result)
+    if not args.no_write:
+        write_outputs(args, result, doc, providers)
+    if args.json:
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    else:
+        print_summary(result, doc)
+    return result.exit_code
+
+
+def write_outputs(
+    args: argparse.Namespace, result: SolveResult, doc: dict[str, object], providers: RuntimeProviders
+) -> None:
+    name = matrix_name(result.matrix.target)
+    out: Path = args.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(dumps(doc), encoding="utf-8")
+    (out / f"{name}.md").write_text(render_markdown(doc), encoding="utf-8")
+    (out / f"{name}.html").write_text(render_html(doc), encoding="utf-8")
+    lock_path: Path = args.lock or out / f"{name}.lock.txt"
+    text = lock_text(result, providers, runtime=not args.no_runtime)
+    if text is not None:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock_path.write_text(text, encoding="utf-8")
+
+
+def lock_text(result: SolveResult, providers: RuntimeProviders, *, runtime: bool) -> str | None:
+    """The lock file for the chosen set (stack wheels, then the runtime wheels torch pins)."""
+    chosen = result.resolution.chosen
+    if chosen is None:
+        return None
+    m: Matrix = result.matrix
+    wheels = [w for role in m.stack.roles for w in m.group(role, chosen[role]).wheels]
+    if runtime:
+        wheels += providers.wheels(m.group(m.stack.roles[0], chosen[m.stack.roles[0]]))
+    return render_lock(locked_wheels(wheels), m.target)
+
+
+def print_summary(result: SolveResult, doc: dict[str, object]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    chosen = result.resolution.chosen
+    if chosen:
+        table = Table(title=f"Chosen set for {result.matrix.target.key()}")
+        table.add_column("role")
+        table.add_column("wheel")
+        for ident, label in chosen.items():
+            table.add_row(ident, label)
+        console.print(table)
+    else:
+        console.print("[bold red]No passing set.[/]")
+        for line in result.resolution.conflicts:
+            console.print(f"  {line}")
+    for miss in result.near_misses[:10]:
+        console.print(f"  [yellow]near miss[/] {miss.id}: {miss.reason}")
+    for idx in result.indexes:
+        state = "answered" if idx.answered else f"[red]no answer[/]: {idx.error}"
+        console.print(f"  index {idx.url}: {state}")
+    for problem in result.problems[:10]:
+        console.print(f"  [red]problem[/] {problem}")
+    s = result.matrix.stats
+    console.print(
+        f"  matrix: {len(result.matrix.cells)} cells from {s.analyses} analyses "
+        f"(a naive loop: {s.naive_analyses})"
+    )

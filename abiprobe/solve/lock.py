@@ -1,0 +1,53 @@
+"""The chosen set as a requirements file pip and uv install as is: exact wheel URLs with sha256 hashes.
+
+Each line is ``name @ URL --hash=sha256:...``; installing with ``--no-deps --require-hashes`` installs
+exactly these wheels and nothing resolved at install time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from abiprobe.errors import AbiprobeError
+from abiprobe.solve.candidates import StackCandidate
+from abiprobe.target import Target
+
+
+class LockError(AbiprobeError):
+    """A chosen wheel cannot be locked (no sha256 known)."""
+
+
+@dataclass(frozen=True)
+class LockedWheel:
+    name: str
+    version: str
+    url: str
+    sha256: str
+    role: str
+
+
+def locked_wheels(wheels: Sequence[StackCandidate]) -> list[LockedWheel]:
+    out: list[LockedWheel] = []
+    for w in wheels:
+        sha = w.candidate.file.sha256 or (w.facts.sha256 if w.facts is not None else None)
+        if not sha:
+            raise LockError(f"{w.filename}: no sha256 from the index or the facts; cannot lock it")
+        out.append(LockedWheel(str(w.name), str(w.version), w.candidate.file.url, sha, w.role))
+    return out
+
+
+def render_lock(wheels: Sequence[LockedWheel], target: Target, *, note: str = "") -> str:
+    """Requirements-file text, stack members first, then the runtime wheels they pin."""
+    lines = [
+        f"# abiprobe lock for {target.key()}",
+        "# install: pip install --no-deps --require-hashes -r THIS_FILE",
+        "#      or: uv pip install --no-deps --require-hashes -r THIS_FILE",
+    ]
+    if note:
+        lines.append(f"# {note}")
+    for w in wheels:
+        lines.append(f"# {w.role}: {w.name} {w.version}")
+        lines.append(f"{w.name} @ {w.url} \\")
+        lines.append(f"    --hash=sha256:{w.sha256}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,119 @@
+"""A fixture *stack* for solve tests: torch-like versions, kernels built against each, flashinfer groups.
+
+Real wheels with real ELF objects (for the running interpreter's tag):
+
+- torch 2.8.0 (``c10_cuda_check_implementation(int, ...)``) and 2.9.0 (``unsigned int``), both pinning
+  ``nvidia-cuda-runtime==13.0.96``; torch 2.9.0+cu128 (CUDA 12 by label), torch 2.10.0rc1 (pre-release).
+- sgl-kernel 0.3.0 built against torch 2.8.0; sglang-kernel 0.4.0 built against 2.9.0 with sm_120 SASS;
+  sglang-kernel 0.4.1 unlabelled but needing ``libcudart.so.12``; sglang-kernel 0.4.2 with only
+  ``sm_100a`` code (an arch-specific-only build); sglang-kernel 0.4.3 (served yanked).
+- flashinfer-python 0.5.3 (requires torch>=2.9) + cubin 0.5.3 + jit-cache 0.5.3+cu130 / +cu128;
+  flashinfer-python 0.5.2 + cubin 0.5.2 (no jit-cache).
+
+Expected newest passing set: torch 2.9.0, sglang-kernel 0.4.0, flashinfer 0.5.3 with both companions.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from support.stacks import ABI3_TAG, CP_TAG, FATBIN_ASM, GPU_SRC, PURE_TAG, _module, _stub, _torch
+from support.wheelbuild import build_wheel
+
+C10_DECL = (
+    "namespace c10 { namespace cuda { void c10_cuda_check_implementation(%s, const char*, const char*, int, "
+    'bool); } }\nextern "C" int cudaRuntimeGetVersion(int*);\n'
+)
+C10_CALL = 'c10::cuda::c10_cuda_check_implementation(0, "f", "g", 1, false); int v; cudaRuntimeGetVersion(&v);'
+
+
+@dataclass(frozen=True)
+class SolveStack:
+    """Built wheels by key and the options to serve them with (``yanked`` keys)."""
+
+    root: Path
+    wheels: dict[str, Path]
+    yanked: frozenset[str]
+
+
+def _fatbin(out: Path, name: str, gencode: str) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    src = out / f"{name}.cu"
+    src.write_text(GPU_SRC)
+    fatbin = out / f"{name}.fatbin"
+    nvcc = shutil.which("nvcc") or "nvcc"
+    subprocess.run([nvcc, "-fatbin", "-gencode", gencode, "-o", str(fatbin), str(src)],
+                   check=True, capture_output=True, text=True)
+    return fatbin
+
+
+def _kernel(w: Path, out: Path, name: str, version: str, c10: Path, cudart: Path, *, unsigned: bool,
+            requires: list[str], gencode: str | None = None) -> Path:
+    d = out / f"{name}-{version}"
+    decls = C10_DECL % ("unsigned int" if unsigned else "int")
+    if gencode is not None:
+        decls += FATBIN_ASM % _fatbin(d, "gpu", gencode)
+    ops = _module(d, "common_ops.abi3.so", "common_ops", cxx=True, link=(c10, cudart), decls=decls, body=C10_CALL)
+    files = {"sgl_kernel/__init__.py": b"import torch  # noqa: F401\nfrom sgl_kernel import common_ops\n",
+             "sgl_kernel/common_ops.abi3.so": ops}
+    return build_wheel(w, name, version, files, tag=ABI3_TAG, requires_dist=requires)
+
+
+def build_solve_stack(out: Path) -> SolveStack:
+    w = out / "wheels"
+    wheels: dict[str, Path] = {}
+    wheels["torch_28"], c10_28, _ = _torch(out / "t28", "2.8.0", unsigned=False, aoti=False)
+    wheels["torch_29"], c10_29, _ = _torch(out / "t29", "2.9.0", unsigned=True, aoti=True)
+    for key in ("torch_28", "torch_29"):
+        moved = w / wheels[key].name
+        w.mkdir(parents=True, exist_ok=True)
+        shutil.copy(wheels[key], moved)
+        wheels[key] = moved
+    wheels["torch_29_cu128"] = build_wheel(w, "torch", "2.9.0+cu128", {"torch/__init__.py": b""}, tag=CP_TAG)
+    wheels["torch_210rc"] = build_wheel(w, "torch", "2.10.0rc1", {"torch/__init__.py": b""}, tag=CP_TAG)
+    rt = out / "runtime"
+    cudart13 = _stub(rt, "libcudart.so.13", "libcudart.so.13",
+                     "int cudaRuntimeGetVersion(int* v) { *v = 13000; return 0; }", node="libcudart.so.13")
+    cudart12 = _stub(out / "rt12", "libcudart.so.12", "libcudart.so.12",
+                     "int cudaRuntimeGetVersion(int* v) { *v = 12080; return 0; }", node="libcudart.so.12")
+    wheels["runtime"] = build_wheel(w, "nvidia-cuda-runtime", "13.0.96",
+                                    {"nvidia/cu13/lib/libcudart.so.13": cudart13},
+                                    tag="py3-none-manylinux_2_28_x86_64")
+    wheels["k030"] = _kernel(w, out, "sgl-kernel", "0.3.0", c10_28, cudart13, unsigned=False,
+                             requires=["torch==2.8.0"])
+    wheels["k040"] = _kernel(w, out, "sglang-kernel", "0.4.0", c10_29, cudart13, unsigned=True,
+                             requires=["torch==2.9.0"], gencode="arch=compute_120,code=sm_120")
+    wheels["k041_cu12"] = _kernel(w, out, "sglang-kernel", "0.4.1", c10_29, cudart12, unsigned=True,
+                                  requires=["torch==2.9.0"])
+    wheels["k042_sm100a"] = _kernel(w, out, "sglang-kernel", "0.4.2", c10_29, cudart13, unsigned=True,
+                                    requires=["torch==2.9.0"], gencode="arch=compute_100a,code=sm_100a")
+    wheels["k043_yanked"] = build_wheel(w, "sglang-kernel", "0.4.3", {"sgl_kernel/__init__.py": b""}, tag=PURE_TAG)
+    for version, torch_req in (("0.5.3", ["torch>=2.9"]), ("0.5.2", [])):
+        wheels[f"fi_{version}"] = build_wheel(w, "flashinfer-python", version, {"flashinfer/__init__.py": b""},
+                                              tag=PURE_TAG, requires_dist=torch_req)
+        wheels[f"cubin_{version}"] = build_wheel(w, "flashinfer-cubin", version,
+                                                 {"flashinfer_cubin/__init__.py": b""}, tag=PURE_TAG)
+    for label in ("cu130", "cu128"):
+        wheels[f"jit_{label}"] = build_wheel(w, "flashinfer-jit-cache", f"0.5.3+{label}",
+                                             {"flashinfer_jit_cache/__init__.py": b""}, tag=ABI3_TAG)
+    return SolveStack(out, wheels, frozenset({"k043_yanked"}))
+
+
+_BUILT: dict[str, SolveStack] = {}
+
+
+def solve_stack(out: Path) -> SolveStack:
+    """Build once per process."""
+    if "stack" not in _BUILT:
+        _BUILT["stack"] = build_solve_stack(out)
+    return _BUILT["stack"]
+
+
+def serve(server: object, stack: SolveStack) -> None:
+    """Add every wheel of ``stack`` to an ``IndexServer`` (yanked ones marked yanked)."""
+    for key, path in sorted(stack.wheels.items()):
+        options = {"yanked": "broken build"} if key in stack.yanked else {}
+        server.add_wheel(path, **options)  # type: ignore[attr-defined]

@@ -1,0 +1,189 @@
+"""End to end: ``abiprobe solve --cuda 13.0 --arch sm120`` against a real local index of fixture stacks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from support.indexserver import IndexServer
+from support.solve_stacks import SolveStack, serve, solve_stack
+from support.stacks import PY_TAG
+
+from abiprobe.cli import main
+from abiprobe.report.matrix_json import matrix_schema
+
+NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> SolveStack:
+    return solve_stack(tmp_path_factory.mktemp("solve-stack"))
+
+
+@pytest.fixture(scope="module")
+def server(stack: SolveStack) -> Iterator[IndexServer]:
+    with IndexServer() as srv:
+        serve(srv, stack)
+        yield srv
+
+
+def solve_args(server_url: str, tmp: Path, *extra: str) -> list[str]:
+    return ["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--index", server_url,
+            "--cache-dir", str(tmp / "cache"), "--out-dir", str(tmp / "matrices"), *extra]
+
+
+@pytest.fixture(scope="module")
+def solved(server: IndexServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path]:
+    tmp = tmp_path_factory.mktemp("solved")
+    rc = main(solve_args(server.index_url, tmp))
+    return rc, tmp
+
+
+def document(tmp: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((tmp / "matrices" / f"{NAME}.json").read_text())
+    return data
+
+
+def cell(doc: dict[str, Any], row: str, col: str) -> dict[str, Any]:
+    return next(c for c in doc["cells"] if c["row"] == row and c["col"] == col)
+
+
+def test_solve_chooses_the_newest_passing_set(solved: tuple[int, Path]) -> None:
+    # GIVEN torch 2.8/2.9, kernels built against each, a CUDA 12 kernel, an sm_100a-only kernel
+    rc, tmp = solved
+    # THEN the set is torch 2.9.0 + sglang-kernel 0.4.0 + flashinfer 0.5.3 with both companions
+    assert rc == 0
+    assert document(tmp)["chosen"] == {
+        "torch": "torch==2.9.0",
+        "kernel": "sglang-kernel==0.4.0",
+        "flashinfer": "flashinfer-python==0.5.3",
+        "flashinfer-cubin": "flashinfer-cubin==0.5.3",
+        "flashinfer-jit-cache": "flashinfer-jit-cache==0.5.3+cu130",
+    }
+
+
+def test_matrix_json_validates_against_its_schema(solved: tuple[int, Path]) -> None:
+    jsonschema.validate(document(solved[1]), matrix_schema())
+
+
+def test_matrix_axes_hold_the_windowed_cuda13_candidates(solved: tuple[int, Path]) -> None:
+    doc = document(solved[1])
+    assert [g["id"] for g in doc["groups"]["torch"]] == ["torch==2.9.0", "torch==2.8.0"]
+    assert [g["id"] for g in doc["groups"]["kernel"]] == [
+        "sglang-kernel==0.4.2", "sglang-kernel==0.4.0", "sgl-kernel==0.3.0"
+    ]
+
+
+def test_arch_specific_only_kernel_fails_gpu_arch(solved: tuple[int, Path]) -> None:
+    c = cell(document(solved[1]), "torch==2.9.0", "sglang-kernel==0.4.2")
+    assert (c["status"], c["checks"]["gpu_arch"]) == ("fail", "fail")
+    assert "sm_100a" in c["explanation"]
+
+
+def test_kernel_built_against_the_other_torch_fails_symbols(solved: tuple[int, Path]) -> None:
+    c = cell(document(solved[1]), "torch==2.9.0", "sgl-kernel==0.3.0")
+    assert (c["checks"]["symbols"], c["checks"]["requires"]) == ("fail", "fail")
+
+
+def test_older_torch_row_picks_the_flashinfer_its_requires_allow(solved: tuple[int, Path]) -> None:
+    c = cell(document(solved[1]), "torch==2.8.0", "sgl-kernel==0.3.0")
+    assert c["choices"][0]["chosen"] == "flashinfer-python==0.5.2"
+    assert c["choices"][0]["options"] == [
+        {"id": "flashinfer-python==0.5.3", "status": "fail"},
+        {"id": "flashinfer-python==0.5.2", "status": "warn"},
+    ]
+
+
+def test_cuda12_wheels_are_not_candidates_and_the_matrix_says_so(solved: tuple[int, Path]) -> None:
+    excluded = {(e["name"], e["version"]): e["reason"] for e in document(solved[1])["excluded"]}
+    assert excluded[("sglang-kernel", "0.4.1")] == (
+        "not a CUDA 13 candidate: built for CUDA 12 (needs libcudart.so.12)"
+    )
+    assert excluded[("torch", "2.9.0+cu128")] == "not a CUDA 13 candidate: built for CUDA 12 (local label +cu128)"
+
+
+def test_yanked_and_prereleases_are_off_by_default(solved: tuple[int, Path]) -> None:
+    excluded = {(e["name"], e["version"]): e["reason"] for e in document(solved[1])["excluded"]}
+    assert excluded[("sglang-kernel", "0.4.3")] == "yanked: broken build"
+    assert excluded[("torch", "2.10.0rc1")] == "pre-release (use --pre)"
+
+
+def test_pairwise_reuse_costs_pairs_not_combinations(solved: tuple[int, Path]) -> None:
+    # 2 torch bases + 2x3 kernel pairs + 2x2 flashinfer pairs; 6 cells x 2 flashinfer options naively
+    assert document(solved[1])["stats"] == {"cells": 6, "pairs": 12, "analyses": 12, "naive_analyses": 12}
+
+
+def test_near_miss_explains_the_newer_kernel(solved: tuple[int, Path]) -> None:
+    misses = {n["id"]: n["reason"] for n in document(solved[1])["near_misses"]}
+    assert misses["sglang-kernel==0.4.2"].startswith("with torch==2.9.0: gpu_arch fail:")
+
+
+def test_lock_file_pins_exact_urls_and_hashes(solved: tuple[int, Path], server: IndexServer) -> None:
+    lines = (solved[1] / "matrices" / f"{NAME}.lock.txt").read_text().splitlines()
+    reqs = [ln.split(" @ ")[0] for ln in lines if " @ " in ln]
+    assert reqs == ["torch", "sglang-kernel", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache",
+                    "nvidia-cuda-runtime"]
+    assert sum(ln.strip().startswith("--hash=sha256:") for ln in lines) == 6
+
+
+def test_pip_accepts_the_lock_file_with_require_hashes(solved: tuple[int, Path], server: IndexServer) -> None:
+    lock = solved[1] / "matrices" / f"{NAME}.lock.txt"
+    cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--require-hashes", "--no-index",
+           "--disable-pip-version-check", "--report", "-", "-q", "-r", str(lock)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    names = sorted(i["metadata"]["name"] for i in json.loads(done.stdout)["install"])
+    assert names == sorted(["torch", "sglang-kernel", "flashinfer-python", "flashinfer-cubin",
+                            "flashinfer-jit-cache", "nvidia-cuda-runtime"])
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed on this machine")
+def test_uv_accepts_the_lock_file(solved: tuple[int, Path], server: IndexServer, tmp_path: Path) -> None:
+    lock = solved[1] / "matrices" / f"{NAME}.lock.txt"
+    cmd = ["uv", "pip", "install", "--dry-run", "--no-deps", "--require-hashes", "--python", sys.executable,
+           "-r", str(lock)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_unreachable_index_is_reported_and_exit_code_is_3(server: IndexServer, tmp_path: Path) -> None:
+    # GIVEN a dead index before the working one
+    dead = "http://127.0.0.1:9/simple/"
+    rc = main(solve_args(server.index_url, tmp_path, "--extra-index", dead))
+    doc = document(tmp_path)
+    # THEN the solve still finds the set, says which index did not answer, and exits 3
+    assert rc == 3
+    assert doc["chosen"]["kernel"] == "sglang-kernel==0.4.0"
+    assert [(i["url"], i["answered"]) for i in doc["indexes"]] == [(dead, False), (server.index_url, True)]
+
+
+def test_offline_resolve_reproduces_the_matrix_from_the_cache(solved: tuple[int, Path], server: IndexServer) -> None:
+    # GIVEN the cache a solve filled; WHEN solving again offline
+    tmp = solved[1]
+    before = document(tmp)
+    server.reset_counts()
+    rc = main(solve_args(server.index_url, tmp, "--offline"))
+    # THEN the server is not consulted and nothing changes but the index line (answered from the cache)
+    after = document(tmp)
+    assert (rc, server.total_bytes) == (0, 0)
+    assert {k: v for k, v in after.items() if k != "indexes"} == {k: v for k, v in before.items() if k != "indexes"}
+
+
+def test_no_passing_set_exits_1_and_names_the_conflicts(server: IndexServer, tmp_path: Path) -> None:
+    rc = main(solve_args(server.index_url, tmp_path, "--constraint", "torch<2.9", "--constraint",
+                         "sglang-kernel>=0.4"))
+    doc = document(tmp_path)
+    assert rc == 1
+    assert doc["chosen"] is None
+    assert any("sglang-kernel" in line for line in doc["conflicts"])
+
+
+def test_usage_error_exits_2(tmp_path: Path) -> None:
+    assert main(["solve", "--cuda", "thirteen", "--out-dir", str(tmp_path)]) == 2
