@@ -20,6 +20,7 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
+from abiprobe.facts import WheelFacts
 from support.cbuild import build_shared
 from support.wheelbuild import build_wheel
 
@@ -110,6 +111,18 @@ class FixtureStacks:
 
     def paths(self, *keys: str) -> list[Path]:
         return [self.wheels[k] for k in keys]
+
+    def facts(self, *keys: str) -> list[WheelFacts]:
+        """WheelFacts of the given wheels, read once per process with abiprobe's own wheel reader."""
+        from abiprobe.wheel import wheel_facts_from_path
+
+        out = []
+        for k in keys:
+            path = self.wheels[k]
+            if path not in _FACTS:
+                _FACTS[path] = wheel_facts_from_path(path)
+            out.append(_FACTS[path])
+        return out
 
 
 def _module(
@@ -370,6 +383,7 @@ def _simple(
 
 
 _BUILT: dict[str, FixtureStacks] = {}
+_FACTS: dict[Path, WheelFacts] = {}
 
 
 def fixture_stacks(out: Path) -> FixtureStacks:

@@ -1,0 +1,171 @@
+"""`abiprobe check`: will this set of wheels (or an installed environment) load on the target?
+
+Exit status: 0 when no check fails (warnings allowed); 1 for an error, 2 for a usage error, 3 when an index
+could not be read; otherwise the OR of these bits, one per failing check family:
+4 a needed library (soname) is missing, 8 an undefined symbol, 16 a symbol version or driver API too new
+for the target, 32 no GPU code for the target architecture, 64 metadata / tags / Requires-Dist / files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from abiprobe.analyze import SetAnalysis, analyze_set
+from abiprobe.errors import UsageError
+from abiprobe.facts import WheelFacts
+from abiprobe.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
+from abiprobe.target import Target
+
+EXIT_BITS: dict[str, int] = {
+    "sonames": 4,
+    "symbols": 8,
+    "symbol_versions": 16,
+    "driver": 16,
+    "gpu_arch": 32,
+    "metadata": 64,
+    "tags": 64,
+    "requires": 64,
+    "files": 64,
+}
+_EPILOG = (
+    "exit status: 0 all checks pass (warnings allowed); 1 error; 2 usage; 3 index unreachable; otherwise "
+    "the OR of 4 missing soname, 8 undefined symbol, 16 symbol version or driver API too new, "
+    "32 no GPU code for the arch, 64 metadata/tags/Requires-Dist/files."
+)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "check",
+        help="statically check that a set of wheels (or an installed environment) loads on a target",
+        description="Simulate the dynamic loader over WHEEL_OR_REQ... laid out as one site-packages and "
+        "explain every failure. Each item is a local .whl, a directory, a wheel URL or PROJECT==VERSION.",
+        epilog=_EPILOG,
+    )
+    p.add_argument("items", nargs="*", metavar="WHEEL_OR_REQ")
+    p.add_argument("--installed", action="store_true", help="check the environment of --python instead")
+    p.add_argument("--cuda", help="target CUDA version (13.0, cu130); default 13.0")
+    p.add_argument("--arch", help="target GPU architecture (sm120, sm_90a, 12.0); default: none known")
+    p.add_argument("--python", help="target Python (cp312, 3.12); with --installed: the interpreter PATH")
+    p.add_argument("--platform", help="target platform tag (manylinux_2_28_x86_64, aarch64); default: host")
+    p.add_argument("--driver", help="target NVIDIA driver version (580.95.05); default: matches --cuda")
+    p.add_argument(
+        "--profile", help=f"system-library profile: a JSON file or one of {', '.join(BUILTIN_PROFILES)}"
+    )
+    p.add_argument("--json", action="store_true", help="print the analysis as JSON")
+    p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory (remote items)")
+    p.add_argument("--index-url", action="append", default=None, help="index to look PROJECT==VERSION up in")
+    p.add_argument("--offline", action="store_true", help="answer remote items from the cache alone")
+    p.set_defaults(func=run)
+
+
+def exit_code(analysis: SetAnalysis) -> int:
+    """The documented exit status: OR of the bits of every failing check."""
+    code = 0
+    for v in analysis.verdicts:
+        if v.status == "fail":
+            code |= EXIT_BITS.get(v.check, 64)
+    return code
+
+
+def _interpreter_version(python: str) -> str:
+    try:
+        out = subprocess.run(
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise UsageError(f"cannot run the interpreter {python}: {exc}") from None
+    return out
+
+
+def target_from_args(args: argparse.Namespace) -> Target:
+    python = args.python
+    if args.installed:
+        python = _interpreter_version(args.python or sys.executable)
+    return Target.parse(
+        cuda=args.cuda or "13.0", arch=args.arch, python=python, platform=args.platform, driver=args.driver
+    )
+
+
+def profile_from_args(args: argparse.Namespace, target: Target) -> Profile:
+    if args.profile:
+        if args.profile in BUILTIN_PROFILES:
+            return builtin_profile(args.profile)
+        return load_profile(Path(args.profile))
+    return profile_for(target.machine, target.glibc)
+
+
+def collect_wheels(args: argparse.Namespace) -> list[WheelFacts]:
+    """Facts of every item (or of the installed environment with --installed)."""
+    if args.installed:
+        if args.items:
+            raise UsageError("give either WHEEL_OR_REQ items or --installed, not both")
+        from abiprobe.installed import installed_distributions
+
+        return [d.facts for d in installed_distributions(args.python)]
+    if not args.items:
+        raise UsageError("nothing to check: give wheel files, URLs, PROJECT==VERSION or --installed")
+    return [_facts_of(item, args) for item in args.items]
+
+
+def _facts_of(item: str, args: argparse.Namespace) -> WheelFacts:
+    path = Path(item)
+    if path.is_file() and path.suffix == ".whl":
+        from abiprobe.wheel import wheel_facts_from_path
+
+        return wheel_facts_from_path(path)
+    if path.is_dir():
+        from abiprobe.installed import facts_from_directory
+
+        return facts_from_directory(path)
+    if item.startswith(("http://", "https://")) or "==" in item:
+        from abiprobe.remote_inspect import inspect_remote
+
+        remote_args = argparse.Namespace(
+            cache_dir=args.cache_dir, index_url=args.index_url, offline=args.offline, json=args.json
+        )
+        return inspect_remote(item, remote_args)
+    raise UsageError(f"{item}: not a .whl file, a directory, a wheel URL or PROJECT==VERSION")
+
+
+def run(args: argparse.Namespace) -> int:
+    target = target_from_args(args)
+    profile = profile_from_args(args, target)
+    wheels = collect_wheels(args)
+    analysis = analyze_set(wheels, target, profile)
+    if args.json:
+        json.dump(analysis.to_json(), sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        render(analysis)
+    return exit_code(analysis)
+
+
+def render(analysis: SetAnalysis, stream: object = None) -> None:
+    """A rich table of failures and warnings, then one summary line."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=stream) if stream is not None else Console()  # type: ignore[arg-type]
+    console.print(f"target {analysis.target.key()}  profile {analysis.profile}")
+    console.print("set: " + ", ".join(analysis.wheels))
+    problems: Sequence[object] = analysis.failures()
+    if problems:
+        table = Table(show_lines=False)
+        for col in ("status", "check", "subject", "explanation"):
+            table.add_column(col, overflow="fold")
+        for v in analysis.failures():
+            style = "red" if v.status == "fail" else "yellow"
+            table.add_row(f"[{style}]{v.status}[/{style}]", v.check, v.subject, v.explanation)
+        console.print(table)
+    checks = ", ".join(f"{c} {s}" for c, s in analysis.worst_by_check().items())
+    console.print(("[green]OK[/green] " if analysis.ok else "[red]FAIL[/red] ") + checks, highlight=False)
