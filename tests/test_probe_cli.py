@@ -1,0 +1,74 @@
+"""`abiprobe probe` as a user runs it: JSON output, exit codes, and cleanup after Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from support.probe_wheels import ProbeWheels, build_probe_wheels
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> ProbeWheels:
+    return build_probe_wheels(tmp_path_factory.mktemp("probe-cli-wheels"))
+
+
+def _cli(args: list[str], tmp: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "abiprobe", "probe", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if text.encode() in (entry / "cmdline").read_bytes():
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def test_json_result_and_failing_exit_code(wheels: ProbeWheels, tmp_path: Path) -> None:
+    # GIVEN a set whose extension imports a symbol nothing exports
+    proc = _cli([str(wheels.base), str(wheels.undefined), "--json", "--expect", "ok"], tmp_path)
+    out, _err = proc.communicate(timeout=120)
+    # THEN the JSON says so, loudly disagrees with the static verdict, and the exit code is 1
+    doc = json.loads(out)
+    [result] = doc["results"]
+    assert (proc.returncode, result["outcome"], result["disagrees"]) == (1, "undefined_symbol", True)
+    assert result["module"] == "undefined"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_kills_the_probe_and_removes_every_temporary_file(wheels: ProbeWheels, tmp_path: Path) -> None:
+    # GIVEN a probe stuck in an import that never ends
+    proc = _cli([str(wheels.base), str(wheels.sleeper), "--timeout", "300"], tmp_path)
+    deadline = time.monotonic() + 90
+    while not list(tmp_path.glob("abiprobe-probe-*/layer*/set*/home")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_mentioning(str(tmp_path)), "the probe child never started"
+    # WHEN the user presses Ctrl-C
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    # THEN it exits 130, no probed process survives, and the temp root is gone
+    assert proc.returncode == 130
+    assert _processes_mentioning(str(tmp_path)) == []
+    assert list(tmp_path.iterdir()) == []
