@@ -1,4 +1,4 @@
-"""Set-level checks over real fixture wheels: files, filename vs METADATA, Requires-Dist, torch pin, companions."""
+"""Set-level checks over real fixture wheels: files, filename vs METADATA, Requires-Dist, pins, companions."""
 
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ def test_local_label_in_filename_absent_from_metadata(stacks: FixtureStacks) -> 
     a = _analyze(stacks, "sgl_kernel_label")
     (v,) = _only(a, "metadata", "fail")
     assert v.explanation == (
-        "filename version 0.3.1+cu130 differs from METADATA Version 0.3.1: installers reject it as inconsistent"
+        "filename version 0.3.1+cu130 differs from METADATA Version 0.3.1: "
+        "installers reject it as inconsistent"
     )
 
 

@@ -51,7 +51,8 @@ def test_torch_upgrade_that_changed_a_parameter_is_a_signature_change(stacks: Fi
     # THEN symbols fail and both signatures and the exporting wheel are named
     assert (v.status, a.ok) == ("fail", False)
     assert v.explanation == (
-        "signature changed: wants c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, "
+        "signature changed: wants c10::cuda::c10_cuda_check_implementation(int, char const*, "
+        "char const*, int, "
         "bool); libc10.so (torch 2.9.0) exports c10::cuda::c10_cuda_check_implementation(unsigned int, char "
         "const*, char const*, int, bool)"
     )
@@ -63,8 +64,9 @@ def test_old_string_abi_import_against_cxx11_torch_is_a_string_abi_mismatch(stac
     v = _verdict(a, "symbols", "old_abi_kernel/_ext.abi3.so")
     assert v.status == "fail"
     assert v.explanation.startswith(
-        "C++ std::string ABI mismatch: wants torch::jit::parseSchemaOrName(std::string const&, bool) (old ABI); "
-        "libtorch_cpu.so (torch 2.8.0) exports only the cxx11 form torch::jit::parseSchemaOrName(std::__cxx11::"
+        "C++ std::string ABI mismatch: wants torch::jit::parseSchemaOrName(std::string const&, bool) "
+        "(old ABI); libtorch_cpu.so (torch 2.8.0) exports only the cxx11 form "
+        "torch::jit::parseSchemaOrName(std::__cxx11::"
     )
     assert v.evidence["missing"][0]["kind"] == "string_abi"
 
@@ -97,7 +99,7 @@ def test_runtime_library_resolves_through_torchs_global_preload(stacks: FixtureS
 
 
 def test_torch_extension_finds_its_libs_through_runpath_origin(stacks: FixtureStacks) -> None:
-    # GIVEN torch alone (no preload happens without... torch is there, so its libs are global) WHEN _C loads
+    # GIVEN torch alone (its libs are preloaded globally) WHEN _C loads THEN every soname is found
     sim = LoaderSimulation(stacks.facts("torch_v1"), T, P228)
     ext = next(o.path for o in sim.layout.extensions())
     assert ext.startswith("torch/_C.")
@@ -105,7 +107,7 @@ def test_torch_extension_finds_its_libs_through_runpath_origin(stacks: FixtureSt
 
 
 def test_runpath_origin_is_resolved_in_the_layout_without_a_preload(stacks: FixtureStacks) -> None:
-    # GIVEN libtorch_cpu.so loaded by itself WHEN its RUNPATH $ORIGIN is searched THEN libc10.so is found there
+    # GIVEN libtorch_cpu.so WHEN its RUNPATH $ORIGIN is resolved THEN it names torch/lib
     sim = LoaderSimulation(stacks.facts("torch_v1"), T, P228)
     cpu = sim.layout.objects["torch/lib/libtorch_cpu.so"]
     assert sim.layout.search_dirs(cpu, cpu.facts.runpath) == ["torch/lib"]
@@ -125,7 +127,8 @@ def test_glibc_symbol_version_newer_than_the_target(stacks: FixtureStacks) -> No
     v = _verdict(a, "symbol_versions", "new_glibc/_ext.abi3.so")
     assert v.status == "fail"
     assert v.explanation == (
-        "needs GLIBC_2.34 from libc.so.6 (for pthread_create); manylinux_2_28_x86_64 provides up to GLIBC_2.28"
+        "needs GLIBC_2.34 from libc.so.6 (for pthread_create); "
+        "manylinux_2_28_x86_64 provides up to GLIBC_2.28"
     )
 
 
@@ -204,7 +207,7 @@ def test_cpython_extension_for_another_python_fails_the_tags_check(stacks: Fixtu
 
 
 def test_pairwise_form_reuses_the_torch_layer_and_caches_by_sha256(stacks: FixtureStacks) -> None:
-    # GIVEN a cache WHEN a kernel is analysed twice against the same torch layer THEN the second is a cache hit
+    # GIVEN a cache WHEN a kernel is analysed twice against one torch layer THEN the second is a hit
     cache: dict = {}  # type: ignore[type-arg]
     providers = stacks.facts(*CORE)
     (kernel,) = stacks.facts("sgl_kernel_v1")

@@ -113,7 +113,7 @@ def test_stable_abi_list_has_limited_api_names_only() -> None:
 
 
 def _cuda_include() -> Path:
-    """The include directory of the toolkit behind ``nvcc`` on PATH (asked from nvcc, which may be a wrapper)."""
+    """The include directory of the toolkit behind ``nvcc`` (asked from nvcc: it may be a wrapper)."""
     nvcc = shutil.which("nvcc")
     assert nvcc is not None, "nvcc must be on PATH"
     out = subprocess.run(
@@ -134,7 +134,7 @@ def test_every_driver_symbol_is_declared_in_the_local_cuda_headers() -> None:
 
 
 def test_driver_symbol_versions_match_the_pfn_typedefs() -> None:
-    # GIVEN cudaTypedefs.h's PFN_<name>_v<NNNNN> for unsuffixed names THEN the table's version is the oldest one
+    # GIVEN cudaTypedefs.h's PFN_<name>_v<NNNNN> THEN each unsuffixed name has its oldest version
     text = (_cuda_include() / "cudaTypedefs.h").read_text(errors="replace")
     for name, version in DRIVER_SYMBOLS.items():
         if re.search(r"_v\d$", name):
