@@ -127,7 +127,7 @@ def build_picks(
                         reasons.append(f"{h.id}: {why}")
                     else:
                         allowed.add(h.key)
-                text = f"{g.id} passes static checks with " + (
+                text = "passes static checks with " + (
                     "no " + earlier_role if not allowed else f"{len(allowed)} {earlier_role} candidate(s)"
                 )
                 if reasons:

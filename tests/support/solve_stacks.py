@@ -27,7 +27,9 @@ C10_DECL = (
     "namespace c10 { namespace cuda { void c10_cuda_check_implementation(%s, const char*, const char*, int, "
     'bool); } }\nextern "C" int cudaRuntimeGetVersion(int*);\n'
 )
-C10_CALL = 'c10::cuda::c10_cuda_check_implementation(0, "f", "g", 1, false); int v; cudaRuntimeGetVersion(&v);'
+C10_CALL = (
+    'c10::cuda::c10_cuda_check_implementation(0, "f", "g", 1, false); int v; cudaRuntimeGetVersion(&v);'
+)
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,8 @@ def _kernel(w: Path, out: Path, name: str, version: str, c10: Path, cudart: Path
     decls = C10_DECL % ("unsigned int" if unsigned else "int")
     if gencode is not None:
         decls += FATBIN_ASM % _fatbin(d, "gpu", gencode)
-    ops = _module(d, "common_ops.abi3.so", "common_ops", cxx=True, link=(c10, cudart), decls=decls, body=C10_CALL)
+    ops = _module(d, "common_ops.abi3.so", "common_ops", cxx=True, link=(c10, cudart), decls=decls,
+                  body=C10_CALL)
     files = {"sgl_kernel/__init__.py": b"import torch  # noqa: F401\nfrom sgl_kernel import common_ops\n",
              "sgl_kernel/common_ops.abi3.so": ops}
     return build_wheel(w, name, version, files, tag=ABI3_TAG, requires_dist=requires)
@@ -90,10 +93,12 @@ def build_solve_stack(out: Path) -> SolveStack:
                                   requires=["torch==2.9.0"])
     wheels["k042_sm100a"] = _kernel(w, out, "sglang-kernel", "0.4.2", c10_29, cudart13, unsigned=True,
                                     requires=["torch==2.9.0"], gencode="arch=compute_100a,code=sm_100a")
-    wheels["k043_yanked"] = build_wheel(w, "sglang-kernel", "0.4.3", {"sgl_kernel/__init__.py": b""}, tag=PURE_TAG)
+    wheels["k043_yanked"] = build_wheel(w, "sglang-kernel", "0.4.3", {"sgl_kernel/__init__.py": b""},
+                                        tag=PURE_TAG)
     for version, torch_req in (("0.5.3", ["torch>=2.9"]), ("0.5.2", [])):
-        wheels[f"fi_{version}"] = build_wheel(w, "flashinfer-python", version, {"flashinfer/__init__.py": b""},
-                                              tag=PURE_TAG, requires_dist=torch_req)
+        wheels[f"fi_{version}"] = build_wheel(w, "flashinfer-python", version,
+                                              {"flashinfer/__init__.py": b""}, tag=PURE_TAG,
+                                              requires_dist=torch_req)
         wheels[f"cubin_{version}"] = build_wheel(w, "flashinfer-cubin", version,
                                                  {"flashinfer_cubin/__init__.py": b""}, tag=PURE_TAG)
     for label in ("cu130", "cu128"):
