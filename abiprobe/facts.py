@@ -127,7 +127,7 @@ class WheelFacts:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WheelFacts:
-        return _build(cls, data)
+        return _wheel_facts_from_json(data)
 
 
 def elf_facts_to_json(facts: ElfFacts) -> dict[str, Any]:
@@ -135,33 +135,38 @@ def elf_facts_to_json(facts: ElfFacts) -> dict[str, Any]:
 
 
 def elf_facts_from_json(data: dict[str, Any]) -> ElfFacts:
-    return _build(ElfFacts, data)
+    """Rebuild ElfFacts from ``asdict`` output; the leaf records are built directly, which keeps
+    loading a 100k-symbol entry cheap."""
+    d = dict(data)
+    d["exports"] = tuple(SymbolExport(**e) for e in d.get("exports", ()))
+    d["imports"] = tuple(SymbolImport(**i) for i in d.get("imports", ()))
+    d["version_needs"] = tuple(
+        VersionNeed(v["file"], tuple(v["versions"])) for v in d.get("version_needs", ())
+    )
+    d["gpu_code"] = tuple(GpuCode(**g) for g in d.get("gpu_code", ()))
+    for key in ("needed", "rpath", "runpath", "version_defs"):
+        d[key] = tuple(d.get(key, ()))
+    return ElfFacts(**{k: v for k, v in d.items() if k in _ELF_FIELDS})
 
 
-_NESTED: dict[str, type] = {
-    "exports": SymbolExport,
-    "imports": SymbolImport,
-    "version_needs": VersionNeed,
-    "gpu_code": GpuCode,
-    "elf": ElfFacts,
-}
+def _wheel_facts_from_json(data: dict[str, Any]) -> WheelFacts:
+    meta = dict(data["metadata"])
+    for key in ("requires_dist", "tags", "top_level"):
+        meta[key] = tuple(meta.get(key, ()))
+    return WheelFacts(
+        filename=data["filename"],
+        sha256=data["sha256"],
+        size=data["size"],
+        metadata=DistMetadata(**{k: v for k, v in meta.items() if k in _META_FIELDS}),
+        files=tuple(data.get("files", ())),
+        elf=tuple(elf_facts_from_json(e) for e in data.get("elf", ())),
+        errors=tuple(data.get("errors", ())),
+        schema_version=data.get("schema_version", FACTS_SCHEMA_VERSION),
+    )
 
 
-def _build(cls: type[Any], data: dict[str, Any]) -> Any:
-    """Rebuild a frozen dataclass tree from ``asdict`` output, turning lists back into tuples."""
-    kwargs: dict[str, Any] = {}
-    for f in fields(cls):
-        if f.name not in data:
-            continue
-        value = data[f.name]
-        if f.name == "metadata" and isinstance(value, dict):
-            value = _build(DistMetadata, value)
-        elif f.name in _NESTED and isinstance(value, list):
-            value = tuple(_build(_NESTED[f.name], v) for v in value)
-        elif isinstance(value, list):
-            value = tuple(value)
-        kwargs[f.name] = value
-    return cls(**kwargs)
+_ELF_FIELDS = frozenset(f.name for f in fields(ElfFacts))
+_META_FIELDS = frozenset(f.name for f in fields(DistMetadata))
 
 
 __all__ = [

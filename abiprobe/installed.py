@@ -115,5 +115,7 @@ def facts_from_directory(path: Path) -> WheelFacts:
             meta_file.read_bytes(), wheel_file.read_bytes() if wheel_file.exists() else None, tops
         )
     else:
-        meta = DistMetadata(name=path.resolve().name, version="0", top_level=tuple(sorted(top_level_of(files))))
+        meta = DistMetadata(
+            name=path.resolve().name, version="0", top_level=tuple(sorted(top_level_of(files)))
+        )
     return facts_from_tree(path, files, f"{path.name}/", meta)

@@ -35,10 +35,7 @@ def inspect_stream(stream: BinaryIO, path: str, *, with_hash: bool = True) -> El
     size = stream.tell()
     stream.seek(0)
     facts = read_elf(stream, path)
-    if facts.machine == "cuda":
-        gpu = (read_cubin(stream),)
-    else:
-        gpu = gpu_code_of_elf(stream)
+    gpu = (read_cubin(stream),) if facts.machine == "cuda" else gpu_code_of_elf(stream)
     digest = _sha256_of_stream(stream) if with_hash else None
     return dataclasses.replace(facts, gpu_code=tuple(gpu), sha256=digest, size=size)
 

@@ -1,4 +1,4 @@
-"""`abiprobe inspect TARGET`: loader facts and GPU code of a .so, .cubin, .whl, directory or installed dist."""
+"""`abiprobe inspect TARGET`: loader facts and GPU code of a library, wheel, directory or installed dist."""
 
 from __future__ import annotations
 

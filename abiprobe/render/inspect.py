@@ -35,7 +35,9 @@ def _newest_per_family(versions: list[str]) -> list[str]:
     return sorted(v for _, v in best.values())
 
 
-def render_inspect(doc: dict[str, Any], *, show_symbols: bool = False, console: Console | None = None) -> None:
+def render_inspect(
+    doc: dict[str, Any], *, show_symbols: bool = False, console: Console | None = None
+) -> None:
     con = console or Console()
     for source in doc["sources"]:
         meta = source["metadata"]
@@ -76,7 +78,9 @@ def _object_table(obj: dict[str, Any]) -> Table:
     verdict = obj.get("arch_verdict")
     if verdict:
         style = _STATUS_STYLE.get(verdict["status"], "white")
-        t.add_row(f"on {verdict['arch']}", f"[{style}]{verdict['status']}[/{style}]: {verdict['explanation']}")
+        t.add_row(
+            f"on {verdict['arch']}", f"[{style}]{verdict['status']}[/{style}]: {verdict['explanation']}"
+        )
     return t
 
 

@@ -1,0 +1,67 @@
+"""`abiprobe inspect URL` / `inspect PROJECT==VERSION`: facts of a remote wheel, cache first."""
+
+from __future__ import annotations
+
+import argparse
+import posixpath
+from urllib.parse import unquote, urlsplit
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.tags import sys_tags
+from packaging.utils import canonicalize_name
+
+from abiprobe.cache import Cache
+from abiprobe.errors import UsageError
+from abiprobe.facts import WheelFacts
+from abiprobe.http import Http
+from abiprobe.index.client import IndexClient
+from abiprobe.index.config import load_index_config
+from abiprobe.index.models import Candidate, IndexFile
+from abiprobe.remote import remote_wheel_facts
+
+
+def index_file_from_url(url: str) -> IndexFile:
+    """An IndexFile for a bare wheel URL; a ``#sha256=`` fragment becomes its hash."""
+    parts = urlsplit(url)
+    filename = unquote(posixpath.basename(parts.path))
+    if not filename.endswith(".whl"):
+        raise UsageError(f"{url}: not a wheel URL (expected a path ending in .whl)")
+    hashes: dict[str, str] = {}
+    if parts.fragment:
+        algo, _, value = parts.fragment.partition("=")
+        if value:
+            hashes[algo] = value
+    return IndexFile(filename=filename, url=url.split("#", 1)[0], hashes=hashes)
+
+
+def pick_candidate(candidates: tuple[Candidate, ...], spec: str) -> Candidate:
+    """The candidate an installer on this host would take for ``name==version``, else the first listed."""
+    try:
+        req = Requirement(spec)
+    except InvalidRequirement as exc:
+        raise UsageError(f"{spec}: not a requirement ({exc})") from None
+    matching = [c for c in candidates if c.name == canonicalize_name(req.name) and c.version in req.specifier]
+    if not matching:
+        raise UsageError(f"{spec}: no wheel of that version on the configured indexes")
+    rank = {t: i for i, t in enumerate(sys_tags())}
+    best = min(matching, key=lambda c: min((rank.get(t, len(rank)) for t in c.tags), default=len(rank)))
+    return best
+
+
+def inspect_remote(target: str, args: argparse.Namespace) -> WheelFacts:
+    cache = Cache(args.cache_dir)
+    with Http(progress=not args.json) as http:
+        if target.startswith(("http://", "https://")):
+            file = index_file_from_url(target)
+        else:
+            config = load_index_config(cli_indexes=args.index_url or [])
+            client = IndexClient(config.sources, cache, http, args.offline, strategy=config.strategy)
+            name = Requirement(target).name if "==" in target else target
+            listing = client.list_project(name)
+            file = pick_candidate(listing.candidates, target).file
+        if args.offline:
+            hit = cache.load_facts(file.sha256) if file.sha256 else None
+            if hit is None:
+                raise UsageError(f"{file.filename}: not in the cache, and --offline forbids fetching it")
+            return hit
+        return remote_wheel_facts(http, file, cache)
