@@ -1,0 +1,60 @@
+"""``abiprobe matrix show FILE``: render a saved matrix document (JSON) as a table, Markdown, HTML or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from abiprobe.report.matrix_html import render_html
+from abiprobe.report.matrix_json import axis_ids, dumps, load_document, title_of
+from abiprobe.report.matrix_md import render_markdown
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("matrix", help="show saved solve matrices")
+    msub = p.add_subparsers(dest="matrix_command", metavar="ACTION")
+    show = msub.add_parser("show", help="render a matrices/<key>.json file")
+    show.add_argument("file", type=Path)
+    show.add_argument("--format", choices=("table", "md", "html", "json"), default="table")
+    show.add_argument("--json", action="store_true", help="same as --format json")
+    show.set_defaults(func=run_show)
+
+
+def run_show(args: argparse.Namespace) -> int:
+    doc = load_document(args.file)
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        sys.stdout.write(dumps(doc))
+    elif fmt == "md":
+        sys.stdout.write(render_markdown(doc))
+    elif fmt == "html":
+        sys.stdout.write(render_html(doc))
+    else:
+        print_table(doc)
+    return 0
+
+
+def print_table(doc: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    colour = {"ok": "green", "warn": "yellow", "fail": "red", "unknown": "dim"}
+    rows, cols = axis_ids(doc)
+    cells = {(c["row"], c["col"]): c for c in doc["cells"]}
+    table = Table(title=title_of(doc))
+    axes = doc["axes"]
+    table.add_column(f"{axes['rows']} \\ {axes['cols'] or ''}")
+    for col in cols:
+        table.add_column(col or "")
+    for r in rows:
+        line = [r]
+        for col in cols:
+            c = cells.get((r, col))
+            line.append(f"[{colour[c['status']]}]{c['status']}[/]" if c else "")
+        table.add_row(*line)
+    Console().print(table)
+    chosen = doc.get("chosen")
+    if isinstance(chosen, dict):
+        Console().print("chosen: " + ", ".join(chosen.values()))

@@ -1,0 +1,108 @@
+"""Matrix renderers: JSON (schema-valid), Markdown for tickets, self-contained HTML; and ``matrix show``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from abiprobe.cli import main
+from abiprobe.index.models import IndexFile, candidates_from_files
+from abiprobe.report.matrix_html import render_html
+from abiprobe.report.matrix_json import dumps, matrix_document, matrix_schema
+from abiprobe.report.matrix_md import render_markdown
+from abiprobe.solve.candidates import StackCandidate
+from abiprobe.solve.matrix import Group, MatrixBuilder
+from abiprobe.solve.provider import Resolution
+from abiprobe.solve.result import IndexStatus, SolveResult
+from abiprobe.solve.stack import default_stack
+from abiprobe.target import Target
+from abiprobe.verdict import Verdict
+
+TARGET = Target.parse(cuda="13.0", arch="sm120", platform="manylinux_2_28_x86_64", base=Target())
+
+
+def group(role: str, filename: str) -> Group:
+    sha = hashlib.sha256(filename.encode()).hexdigest()
+    f = IndexFile(filename=filename, url=f"http://x/{filename}", hashes={"sha256": sha})
+    return Group(role, StackCandidate(role, candidates_from_files([f])[0][0], 0))
+
+
+class TableEvaluator:
+    """Fails one named pair with a symbols verdict whose text needs escaping; everything else passes."""
+
+    def base(self, base: Group) -> Sequence[Verdict]:
+        return [Verdict("sonames", "ok", "all found", base.id)]
+
+    def pair(self, base: Group, member: Group) -> Sequence[Verdict]:
+        if (base.id, member.id) == ("torch==2.8.0", "sglang-kernel==0.4.0"):
+            text = "undefined symbol: <c10::SetDevice(signed char)> & co"
+            return [Verdict("symbols", "fail", text, member.id)]
+        return [Verdict("symbols", "ok", "all bound", member.id)]
+
+
+def sample_document() -> dict[str, Any]:
+    stack = default_stack()
+    groups = {
+        "torch": (group("torch", "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl"),
+                  group("torch", "torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl")),
+        "kernel": (group("kernel", "sglang_kernel-0.4.0-cp310-abi3-manylinux_2_28_x86_64.whl"),),
+        "flashinfer": (group("flashinfer", "flashinfer_python-0.5.3-py3-none-any.whl"),),
+    }
+    matrix = MatrixBuilder(stack, TARGET, TableEvaluator()).build(groups)
+    chosen = {"torch": "torch==2.9.0", "kernel": "sglang-kernel==0.4.0",
+              "flashinfer": "flashinfer-python==0.5.3"}
+    result = SolveResult(matrix, Resolution(chosen), (IndexStatus("local", "http://x/simple", True),))
+    return matrix_document(result)
+
+
+def test_document_validates_against_the_schema() -> None:
+    jsonschema.validate(sample_document(), matrix_schema())
+
+
+def test_document_has_one_cell_per_row_and_column() -> None:
+    doc = sample_document()
+    assert [(c["row"], c["col"], c["status"]) for c in doc["cells"]] == [
+        ("torch==2.9.0", "sglang-kernel==0.4.0", "ok"),
+        ("torch==2.8.0", "sglang-kernel==0.4.0", "fail"),
+    ]
+
+
+def test_failed_cell_explains_itself_in_one_line() -> None:
+    c = sample_document()["cells"][1]
+    assert c["explanation"] == (
+        "symbols fail: sglang-kernel==0.4.0: undefined symbol: <c10::SetDevice(signed char)> & co"
+    )
+
+
+def test_markdown_has_a_grid_row_per_torch_and_a_problem_line() -> None:
+    md = render_markdown(sample_document())
+    assert "| `torch==2.8.0` | ❌ fail +flashinfer-python==0.5.3 |" in md
+    assert "- **torch==2.8.0 × sglang-kernel==0.4.0** (fail): symbols fail:" in md
+
+
+def test_html_is_self_contained_and_escapes_cell_text() -> None:
+    page = render_html(sample_document())
+    assert "<c10::" not in page
+    assert "src=" not in page and "href=" not in page
+    assert page.count("<td class='cell") == 2
+
+
+def test_matrix_show_renders_a_saved_document_as_markdown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(dumps(sample_document()))
+    assert main(["matrix", "show", str(path), "--format", "md"]) == 0
+    assert "| `torch==2.9.0` | ✅ ok +flashinfer-python==0.5.3 |" in capsys.readouterr().out
+
+
+def test_matrix_show_refuses_a_foreign_json(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"kind": "something-else"}))
+    assert main(["matrix", "show", str(path)]) == 2
