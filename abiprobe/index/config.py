@@ -52,11 +52,18 @@ class IndexConfig:
     origins: tuple[str, ...] = ()
 
 
+def _toml_module() -> Any:
+    """tomllib (3.11+), else tomli, else the copy of tomli that pip vendors (Python 3.10)."""
+    for name in ("tomllib", "tomli", "pip._vendor.tomli"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise UsageError("reading TOML on this Python needs the tomli package")
+
+
 def _toml_loads(text: str) -> dict[str, Any]:
-    try:
-        module = importlib.import_module("tomllib")
-    except ModuleNotFoundError:  # Python 3.10
-        module = importlib.import_module("tomli")
+    module = _toml_module()
     try:
         return cast(dict[str, Any], module.loads(text))
     except ValueError as exc:

@@ -414,8 +414,7 @@ def _href(served: ServedFile, handler: _Handler, depth: int) -> str:
     if served.href == "plus":
         rel = "../" * depth + "files/" + served.filename
     elif served.href == "absolute":
-        host, port = handler.server.server_address[:2]
-        rel = f"http://{host}:{port}/files/{quote(served.filename)}"
+        rel = f"http://{handler.headers.get('Host', '127.0.0.1')}/files/{quote(served.filename)}"
     else:
         rel = "../" * depth + "files/" + quote(served.filename)
     return rel

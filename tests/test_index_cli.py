@@ -1,0 +1,58 @@
+"""`abiprobe index ls` end to end against the local index server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.indexserver import IndexServer
+from support.wheelbuild import build_wheel
+
+from abiprobe.cli import main
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[IndexServer]:
+    wheel = build_wheel(tmp_path / "w", "demo", "2.0+cu130", {"demo/__init__.py": b""})
+    with IndexServer() as srv:
+        srv.add_wheel(wheel, href="absolute", yanked="bad build")
+        yield srv
+
+
+def test_index_ls_json_lists_candidates_and_index_outcomes(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # WHEN listing demo from the local index as JSON
+    code = main(
+        ["index", "ls", "demo", "--index", server.index_url, "--cache-dir", str(tmp_path / "c"), "--json"]
+    )
+    out = json.loads(capsys.readouterr().out)
+    # THEN the one candidate shows its local label, yank reason, metadata and the index that answered
+    assert code == 0
+    (candidate,) = out["candidates"]
+    assert (candidate["version"], candidate["local_label"]) == ("2.0+cu130", "cu130")
+    assert candidate["file"]["yanked"] == "bad build"
+    assert candidate["file"]["url"] == server.file_url("demo-2.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl")
+    assert [(i["status"], i["used"]) for i in out["indexes"]] == [("ok", True)]
+
+
+def test_index_ls_offline_from_empty_cache_exits_3(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["index", "ls", "demo", "--index", server.index_url, "--cache-dir", str(tmp_path / "c")]
+    assert main([*args, "--offline"]) == 3
+    assert "not in the cache (offline)" in capsys.readouterr().out
+
+
+def test_index_ls_human_table_names_the_version(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["index", "ls", "demo", "--index", server.index_url, "--no-cache"]) == 0
+    assert "cu130" in capsys.readouterr().out
+
+
+def test_bad_pin_is_a_usage_error(server: IndexServer, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["index", "ls", "demo", "--index", server.index_url, "--pin", "demo"]) == 2
+    assert "--pin takes PROJECT=INDEX" in capsys.readouterr().err
