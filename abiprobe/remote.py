@@ -145,6 +145,10 @@ class RemoteZip:
         self._local_file: IO[bytes] | None = None
 
     @property
+    def _label(self) -> str:
+        return display_url(self.url).rsplit("/", 1)[-1][:60]
+
+    @property
     def mode(self) -> str:
         """``range`` or ``full`` once opened."""
         return "full" if self._local is not None else "range"
@@ -226,10 +230,11 @@ class RemoteZip:
         tmp = tempfile.TemporaryFile()  # noqa: SIM115 - kept open as the zip's backing file
         digest = hashlib.sha256()
         try:
-            with self._full_body(response) as chunks:
+            with self._full_body(response) as chunks, self.http.progress(self._label, self.size) as advance:
                 for chunk in chunks:
                     tmp.write(chunk)
                     digest.update(chunk)
+                    advance(len(chunk))
             self.sha256 = digest.hexdigest()
             if self.expected_sha256 is not None and self.sha256 != self.expected_sha256:
                 raise HashMismatchError(
@@ -297,7 +302,10 @@ class RemoteZip:
                         raise WheelFormatError(f"{member.name}: local header overruns its span")
                     spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_LIMIT)  # noqa: SIM115
                     results[member.name] = spool
-                    _inflate(member, reader.pieces(member.compressed_size), spool)
+                    with self.http.progress(
+                        member.name.rsplit("/", 1)[-1], member.compressed_size
+                    ) as advance:
+                        _inflate(member, _counted(reader.pieces(member.compressed_size), advance), spool)
                     spool.seek(0)
                     position = data_start + member.compressed_size
         except BaseException:
@@ -345,6 +353,12 @@ class RemoteZip:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _counted(pieces: Iterator[bytes], advance: Callable[[int], None]) -> Iterator[bytes]:
+    for piece in pieces:
+        advance(len(piece))
+        yield piece
 
 
 def _opener(fetched: Mapping[str, IO[bytes]]) -> Callable[[str], AbstractContextManager[BinaryIO]]:
