@@ -10,7 +10,9 @@ Profile file format (JSON, ``abiprobe-profile/1``)::
 
 or a derived one: ``{"format": "abiprobe-profile/1", "base": "manylinux_2_28_x86_64", "name": "x",
 "add": {"libnuma.so.1": {"versions": ["libnuma_1.1"]}}, "remove": ["librt.so.1"]}``.
-``exports`` maps a symbol name to the versions it is defined under (``""`` for unversioned); without it
+``exports`` maps a symbol name to the versions it is defined under (``""`` for unversioned), or names a
+shared table shipped with abiprobe (``"exports_x86_64.json"`` or ``"exports_x86_64.json#<soname>"``), cut
+to the library's ``versions``; without it
 the library satisfies versioned references to its versions only, plus any reference when it has no
 version definitions at all (an opaque library).
 """
@@ -22,6 +24,7 @@ import json
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -100,9 +103,13 @@ class Profile:
     def has(self, soname: str) -> bool:
         return self.library(soname) is not None or (self.driver and soname == DRIVER_SONAME)
 
-    def digest(self) -> str:
-        """A short content hash, for cache keys."""
+    @cached_property
+    def _digest(self) -> str:
         return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def digest(self) -> str:
+        """A short content hash, for cache keys (computed once)."""
+        return self._digest
 
     def to_json(self) -> dict[str, Any]:
         libs: dict[str, Any] = {}
@@ -149,11 +156,47 @@ def profile_from_json(data: Mapping[str, Any], origin: str = "profile") -> Profi
 
 def _library(soname: str, entry: Mapping[str, Any]) -> SystemLibrary:
     exports = entry.get("exports")
+    versions = frozenset(str(v) for v in entry.get("versions", ()))
+    if isinstance(exports, str):
+        file, _, source = exports.partition("#")
+        return SystemLibrary(soname, versions, _shared_exports(file, source or soname, versions))
     return SystemLibrary(
         soname=soname,
-        versions=frozenset(str(v) for v in entry.get("versions", ())),
+        versions=versions,
         exports=None if exports is None else {str(k): frozenset(map(str, v)) for k, v in exports.items()},
     )
+
+
+@lru_cache(maxsize=8)
+def _exports_file(file: str) -> dict[str, dict[str, list[str]]]:
+    if "/" in file or not file.endswith(".json"):
+        raise ProfileError(f"exports must name a data file of abiprobe, not {file!r}")
+    text = resources.files("abiprobe").joinpath(f"data/profiles/{file}").read_text()
+    libraries: dict[str, dict[str, list[str]]] = json.loads(text)["libraries"]
+    return libraries
+
+
+def _shared_exports(file: str, soname: str, versions: frozenset[str]) -> dict[str, frozenset[str]]:
+    """A shared export table cut to ``versions``; glibc nodes older than the oldest kept one fold onto it
+    (aarch64's first glibc is 2.17)."""
+    table = _exports_file(file).get(soname, {})
+    glibc = sorted((v for v in versions if v.startswith("GLIBC_2.")), key=_version_tuple)
+    floor = glibc[0] if glibc else None
+    out: dict[str, frozenset[str]] = {}
+    for name, defined in table.items():
+        kept = set()
+        for v in defined:
+            if v in versions:
+                kept.add(v)
+            elif floor and v.startswith("GLIBC_2.") and _version_tuple(v) < _version_tuple(floor):
+                kept.add(floor)
+        if kept:
+            out[name] = frozenset(kept)
+    return out
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("_", 1)[1].split(".") if x.isdigit())
 
 
 def _derived(data: Mapping[str, Any], origin: str) -> Profile:

@@ -172,7 +172,11 @@ def files_verdicts(layout: Layout) -> list[Verdict]:
         for f in w.files:
             path = installed_path(f)
             top = path.split("/", 1)[0]
-            if top.endswith((".dist-info", ".data")) or top in SHARED_NAMESPACES:
+            if (
+                top.endswith((".dist-info", ".data"))
+                or top in SHARED_NAMESPACES
+                or top in ("..", "__pycache__")
+            ):
                 continue
             owners.setdefault(path, set()).add(label)
             if "/" in path:

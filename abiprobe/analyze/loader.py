@@ -172,12 +172,19 @@ class LoaderSimulation:
     def _by_soname(self, soname: str, local: dict[str, Provider]) -> Provider | None:
         return self.loaded.get(soname) or local.get(soname)
 
-    def _find(self, obj: InstalledObject, soname: str) -> tuple[InstalledObject | None, str]:
+    def _find(
+        self, obj: InstalledObject, soname: str, loaders: dict[str, InstalledObject]
+    ) -> tuple[InstalledObject | None, str]:
+        """RPATH of the requirer and then of each object up its loader chain (only when the requirer has
+        no RUNPATH, as in glibc's ld.so), then the requirer's RUNPATH."""
         if not obj.facts.runpath:
-            for d in self.layout.search_dirs(obj, obj.facts.rpath):
-                hit = self.layout.find(d, soname)
-                if hit is not None:
-                    return hit, "rpath"
+            chain: InstalledObject | None = obj
+            while chain is not None:
+                for d in self.layout.search_dirs(chain, chain.facts.rpath):
+                    hit = self.layout.find(d, soname)
+                    if hit is not None:
+                        return hit, "rpath"
+                chain = loaders.get(chain.path)
         for d in self.layout.search_dirs(obj, obj.facts.runpath):
             hit = self.layout.find(d, soname)
             if hit is not None:
@@ -192,6 +199,7 @@ class LoaderSimulation:
         new_objects: list[InstalledObject] = [root]
         needed: list[NeededResolution] = []
         deps: dict[str, dict[str, Provider]] = {}
+        loaders: dict[str, InstalledObject] = {}
         queue = [root]
         while queue:
             obj = queue.pop(0)
@@ -200,7 +208,7 @@ class LoaderSimulation:
                 prov = self._by_soname(soname, local)
                 how = "loaded"
                 if prov is None:
-                    hit, how = self._find(obj, soname)
+                    hit, how = self._find(obj, soname, loaders)
                     if hit is not None:
                         prov = self._by_soname(hit.path, local) or (
                             self._by_soname(hit.facts.soname, local) if hit.facts.soname else None
@@ -208,6 +216,7 @@ class LoaderSimulation:
                         if prov is None:
                             prov = hit
                             new_objects.append(hit)
+                            loaders[hit.path] = obj
                             queue.append(hit)
                             local[hit.path] = hit
                 if prov is None:
