@@ -1,8 +1,8 @@
 """GPU code in ELF objects: fatbin containers in host libraries, and standalone cubins.
 
 Reads section by section with bounded reads from a seekable stream, so multi-gigabyte libraries are
-never loaded whole; only fatbin headers are read, never payloads. Needs no pyelftools (the
-``tools/compare_cuobjdump.py`` script runs with only this package on the path).
+never loaded whole; only fatbin headers are read, never payloads. Section headers come from
+:mod:`abiprobe.elf`; no pyelftools (``tools/compare_cuobjdump.py`` runs with only this package).
 Rules deciding where the code runs live in :mod:`abiprobe.cuda_arch`; container walking in
 :mod:`abiprobe.cuda_fatbin`.
 """
@@ -32,6 +32,8 @@ from abiprobe.cuda_fatbin import (
     scan_containers,
     walk_containers,
 )
+from abiprobe.elf import list_sections
+from abiprobe.elf_layout import SectionHeader
 from abiprobe.errors import ElfFormatError
 from abiprobe.facts import GpuCode, GpuVariant
 
@@ -53,44 +55,27 @@ _COMPAT_ARCH_SPECIFIC: Final = 0x09
 
 
 @dataclass(frozen=True)
-class Section:
-    """The parts of one ELF section header this module needs."""
-
-    name: str
-    type: int
-    offset: int
-    size: int
-    flags: int
-
-
-@dataclass(frozen=True)
 class _Header:
-    bits: int
-    endian: str
     osabi: int
     abi_version: int
     machine: int
     flags: int
-    shoff: int
-    shentsize: int
-    shnum: int
-    shstrndx: int
 
 
 class _Stream:
     """Bounded, offset-checked reads over bytes or a seekable binary stream."""
 
     def __init__(self, source: bytes | bytearray | memoryview | BinaryIO) -> None:
-        self._file: BinaryIO = (
+        self.file: BinaryIO = (
             io.BytesIO(bytes(source)) if isinstance(source, (bytes, bytearray, memoryview)) else source
         )
-        self.size = self._file.seek(0, io.SEEK_END)
+        self.size = self.file.seek(0, io.SEEK_END)
 
     def read(self, offset: int, length: int) -> bytes:
         if offset < 0 or length <= 0 or offset >= self.size:
             return b""
-        self._file.seek(offset)
-        return self._file.read(min(length, self.size - offset))
+        self.file.seek(offset)
+        return self.file.read(min(length, self.size - offset))
 
     def exact(self, offset: int, length: int, what: str) -> bytes:
         data = self.read(offset, length)
@@ -109,54 +94,18 @@ def _read_header(stream: _Stream) -> _Header:
     endian = "<" if ident[5] == 1 else ">"
     layout = "HHIQQQIHHHHHH" if bits == 64 else "HHIIIIIHHHHHH"
     fmt = struct.Struct(endian + layout)
-    (_type, machine, _version, _entry, _phoff, shoff, flags, _ehsize, _phentsize, _phnum, shentsize, shnum,
-     shstrndx) = fmt.unpack(stream.exact(16, fmt.size, "ELF header"))  # fmt: skip
-    return _Header(bits, endian, ident[7], ident[8], machine, flags, shoff, shentsize, shnum, shstrndx)
+    _type, machine, _version, _entry, _phoff, _shoff, flags, *_ = fmt.unpack(
+        stream.exact(16, fmt.size, "ELF header")
+    )
+    return _Header(ident[7], ident[8], machine, flags)
 
 
-def _section_table(stream: _Stream, header: _Header) -> list[tuple[int, int, int, int, int, int]]:
-    """Raw (name index, type, flags, offset, size, link) of every section header."""
-    if header.shoff == 0:
-        return []
-    fmt = struct.Struct(header.endian + ("IIQQQQIIQQ" if header.bits == 64 else "IIIIIIIIII"))
-    if header.shentsize < fmt.size:
-        raise ElfFormatError(f"section header entries of {header.shentsize} bytes are too small")
-    count = header.shnum
-    if count == 0:
-        first = fmt.unpack(stream.exact(header.shoff, fmt.size, "section header 0"))
-        count = first[5]
-    if header.shoff + count * header.shentsize > min(stream.size, header.shoff + _MAX_SMALL_SECTION):
-        raise ElfFormatError(f"section header table ({count} entries) runs past the end of the file")
-    table = stream.exact(header.shoff, count * header.shentsize, "section header table")
-    rows = []
-    for i in range(count):
-        name, sh_type, flags, _addr, offset, size, link, *_ = fmt.unpack_from(table, i * header.shentsize)
-        rows.append((name, sh_type, flags, offset, size, link))
-    return rows
+def _sections(stream: _Stream) -> tuple[SectionHeader, ...]:
+    """Name, type, offset, size and flags of every section (shared reader in :mod:`abiprobe.elf`)."""
+    return list_sections(stream.file)
 
 
-def _sections(stream: _Stream) -> tuple[Section, ...]:
-    """Name, type, offset, size and flags of every section, from a few struct reads."""
-    header = _read_header(stream)
-    rows = _section_table(stream, header)
-    if not rows:
-        return ()
-    strndx = header.shstrndx if header.shstrndx != 0xFFFF else rows[0][5]
-    if strndx >= len(rows):
-        raise ElfFormatError(f"section name table index {strndx} is out of range ({len(rows)} sections)")
-    _n, _t, _f, str_offset, str_size, _l = rows[strndx]
-    if str_size > _MAX_SMALL_SECTION:
-        raise ElfFormatError(f"section name table of {str_size} bytes is implausibly large")
-    names = stream.exact(str_offset, str_size, "section name table")
-    sections = []
-    for name_index, sh_type, flags, offset, size, _link in rows:
-        end = names.find(b"\0", name_index)
-        raw = names[name_index : end if end >= 0 else len(names)] if name_index < len(names) else b""
-        sections.append(Section(raw.decode("utf-8", "replace"), sh_type, offset, size, flags))
-    return tuple(sections)
-
-
-def _section_reader(stream: _Stream, section: Section) -> Reader:
+def _section_reader(stream: _Stream, section: SectionHeader) -> Reader:
     if section.offset + section.size > stream.size:
         raise ElfFormatError(
             f"section {section.name} ({section.size} bytes at {section.offset:#x}) runs past the file's end"
@@ -171,7 +120,7 @@ def _section_reader(stream: _Stream, section: Section) -> Reader:
     return read
 
 
-def _scanned(section: Section) -> bool:
+def _scanned(section: SectionHeader) -> bool:
     return (
         section.type == SHT_PROGBITS
         and not section.flags & SHF_EXECINSTR
@@ -217,7 +166,7 @@ def _compat_arch_specific(data: bytes) -> bool:
     return False
 
 
-def _small_section(stream: _Stream, sections: tuple[Section, ...], name: str) -> bytes:
+def _small_section(stream: _Stream, sections: tuple[SectionHeader, ...], name: str) -> bytes:
     for section in sections:
         if section.name == name and section.type != SHT_NOBITS:
             if section.size > _MAX_SMALL_SECTION:
@@ -270,7 +219,6 @@ __all__ = [
     "ArchStatus",
     "ArchVerdict",
     "GpuArch",
-    "Section",
     "arch_verdict",
     "gpu_code_of_elf",
     "parse_arch",

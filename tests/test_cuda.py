@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import struct
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from elftools.elf.elffile import ELFFile
@@ -349,3 +353,75 @@ def test_real_sm120a_build_jits_on_12_1_through_its_plain_ptx(cuda: CudaFixtures
 def test_two_digit_number_below_30_is_ambiguous() -> None:
     with pytest.raises(UsageError, match=r"ambiguous GPU architecture '12': write 12\.0 or sm_120"):
         parse_arch("12")
+
+
+# --- tools/compare_cuobjdump.py over output captured from cuobjdump 13.0 on an H200 host ---------------
+
+CAPTURED_SM120F = """\
+ELF file    1: libsm120f.1.sm_120.cubin
+ELF file    2: libsm120f.2.sm_120.cubin
+PTX file    1: libsm120f.1.sm_120.ptx
+PTX file    2: libsm120f.2.sm_120f.ptx
+"""
+CAPTURED_RDC = "ELF file    1: librdc.1.sm_90.cubin\n"
+
+
+@pytest.fixture(scope="module")
+def compare_tool() -> ModuleType:
+    path = Path(__file__).resolve().parent.parent / "tools" / "compare_cuobjdump.py"
+    spec = importlib.util.spec_from_file_location("compare_cuobjdump", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cuobjdump_listing_counts_per_kind_sm_and_variant(compare_tool: ModuleType) -> None:
+    assert compare_tool.parse_listing(CAPTURED_SM120F) == {
+        ("sass", 120, ""): 2,
+        ("ptx", 120, ""): 1,
+        ("ptx", 120, "f"): 1,
+    }
+
+
+def test_family_entries_agree_with_cuobjdumps_plain_names(
+    cuda: CudaFixtures, compare_tool: ModuleType
+) -> None:
+    # GIVEN our sm_120f entries and cuobjdump's listing, which names the SASS sm_120 and one PTX sm_120f
+    ours = compare_tool.count_ours(gpu_code_of_elf(cuda.family_so.read_bytes()))
+    comparison = compare_tool.compare(ours, compare_tool.parse_listing(CAPTURED_SM120F))
+    # THEN they agree once family entries are folded into plain ones
+    assert (
+        comparison.agree,
+        [(r["entry"], r["ours"], r["ours_family"], r["cuobjdump"]) for r in comparison.rows],
+    ) == (True, [("sm_120", 2, 2, 2), ("compute_120", 2, 1, 2)])
+
+
+def test_relocatable_fatbin_is_outside_cuobjdumps_view(cuda: CudaFixtures, compare_tool: ModuleType) -> None:
+    ours = compare_tool.count_ours(gpu_code_of_elf(cuda.rdc_so.read_bytes()))
+    assert compare_tool.compare(ours, compare_tool.parse_listing(CAPTURED_RDC)).agree
+
+
+def test_a_missing_entry_disagrees(cuda: CudaFixtures, compare_tool: ModuleType) -> None:
+    ours = compare_tool.count_ours(gpu_code_of_elf(cuda.family_so.read_bytes()))
+    assert not compare_tool.compare(ours, compare_tool.parse_listing(CAPTURED_SM120F.split("PTX")[0])).agree
+
+
+def test_tool_exits_0_with_a_table_when_cuobjdump_agrees(
+    cuda: CudaFixtures, compare_tool: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a stand-in cuobjdump that replays the captured listing for the sm_120f library
+    fake = tmp_path / "cuobjdump"
+    elf, ptx = CAPTURED_SM120F.split("PTX file    1")
+    fake.write_text(
+        f'#!/bin/sh\nif [ "$1" = --list-elf ]; then printf "{elf}"; else printf "PTX file    1{ptx}"; fi\n'
+    )
+    fake.chmod(0o755)
+    out = tmp_path / "cmp.json"
+    # WHEN the tool runs
+    code = compare_tool.main([str(cuda.family_so), "--cuobjdump", str(fake), "--json", str(out)])
+    # THEN it agrees, says how sm_XXf is printed, and writes the JSON
+    printed = capsys.readouterr().out
+    assert (code, "AGREE" in printed, "prints sm_XXf entries as sm_XX" in printed) == (0, True, True)
+    assert json.loads(out.read_text())["agree"] is True
