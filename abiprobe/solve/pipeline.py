@@ -62,7 +62,18 @@ class Collector:
             listing = self.client.list_project(name)
             self.outcomes.extend(listing.outcomes)
             self._listings[name] = listing.candidates
+            self._skip_dead(listing.outcomes)
         return self._listings[name]
+
+    def _skip_dead(self, outcomes: Sequence[IndexOutcome]) -> None:
+        """An index that could not be reached once is not asked again during this solve."""
+        dead = {o.index for o in outcomes if o.status == "failed" and not o.from_cache}
+        if not dead:
+            return
+        c = self.client
+        alive = [s for s in c.sources if s.label not in dead]
+        self.client = IndexClient(alive, c.cache, c.http, c.offline, strategy=c.strategy, pins=c.pins,
+                                  stale_after=c.stale_after)
 
     def facts(self, sc: StackCandidate) -> WheelFacts | None:
         key = sc.candidate.file.url
