@@ -214,6 +214,7 @@ def _derived(data: Mapping[str, Any], origin: str) -> Profile:
     )
 
 
+@lru_cache(maxsize=16)
 def builtin_profile(name: str) -> Profile:
     """One of ``BUILTIN_PROFILES`` (shipped as JSON under abiprobe/data/profiles)."""
     if name not in BUILTIN_PROFILES:
@@ -246,6 +247,7 @@ def profile_for(machine: str, glibc: tuple[int, int] | None) -> Profile:
     return fitting[-1] if fitting else candidates[0]
 
 
+@lru_cache(maxsize=1)
 def stable_abi_names() -> frozenset[str]:
     """CPython Limited API / stable ABI symbol names (abiprobe/data/profiles/stable_abi.json)."""
     text = resources.files("abiprobe").joinpath("data/profiles/stable_abi.json").read_text()
