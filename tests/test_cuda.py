@@ -132,6 +132,11 @@ def test_nvcc_fatbin_file_parses_directly(cuda: CudaFixtures) -> None:
     assert [c.label() for c in codes] == ["sm_90a", "lto_90", "compute_120"]
 
 
+def test_memoryview_input_parses_like_bytes(cuda: CudaFixtures) -> None:
+    data = cuda.fatbin.read_bytes()
+    assert parse_fatbin(memoryview(data), "m") == parse_fatbin(data, "m")
+
+
 def test_library_without_gpu_code_has_no_entries(tmp_path: Path) -> None:
     lib = build_shared(tmp_path, "libplain.so", "int f(void) { return 1; }\n")
     assert gpu_code_of_elf(lib.read_bytes()) == ()
