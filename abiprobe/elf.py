@@ -73,6 +73,8 @@ def read_elf(source: ElfSource, path: str = "") -> ElfFacts:
         return _read(src, path or label)
     except (struct.error, ValueError, OverflowError, IndexError) as exc:
         raise src.fail(f"bad ELF: inconsistent dynamic tables ({type(exc).__name__})") from None
+    finally:
+        src.close()
 
 
 def list_sections(source: ElfSource, path: str = "") -> tuple[SectionHeader, ...]:
@@ -83,6 +85,8 @@ def list_sections(source: ElfSource, path: str = "") -> tuple[SectionHeader, ...
         return read_sections(src, read_header(src))
     except (struct.error, ValueError, OverflowError, IndexError) as exc:
         raise src.fail(f"bad ELF: inconsistent section headers ({type(exc).__name__})") from None
+    finally:
+        src.close()
 
 
 def _read(src: ByteSource, path: str) -> ElfFacts:
@@ -157,7 +161,8 @@ def _string_table(src: ByteSource, amap: AddressMap, dynamic: DynamicTable) -> S
         size = amap.room(strtab)
     if size > MAX_TABLE_BYTES:
         raise src.fail(f"bad ELF: dynamic string table of {size} bytes is implausibly large")
-    return StringTable(src, amap.read(strtab, size, "dynamic string table"))
+    buf, base = amap.searchable(strtab, size, "dynamic string table")
+    return StringTable(src, buf, base, size)
 
 
 def _symbol_count(src: ByteSource, amap: AddressMap, hdr: ElfHeader, dynamic: DynamicTable) -> int:

@@ -11,12 +11,12 @@ import struct
 import sys
 from array import array
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress, repeat
 
-from abiprobe.elf_layout import AddressMap, ByteSource, ElfHeader, SectionHeader
+from abiprobe.elf_layout import AddressMap, ByteSource, ElfHeader, Searchable, SectionHeader
 from abiprobe.facts import SymbolExport, SymbolImport, VersionNeed
 
 MAX_SYMBOLS = 1 << 24
@@ -25,6 +25,9 @@ MAX_VERSION_ENTRIES = 1 << 16
 _CHAIN_CHUNK = 1 << 16
 _SHT_DYNSYM = 11
 _VER_FLG_BASE = 1
+# Build one instance the ordinary way so the class's shared key table holds every field: instances
+# built in bulk below then get compact inline attribute storage instead of one dict each.
+_KEY_TABLE_PRIMER = SymbolExport("", None, True, "FUNC", "GLOBAL")
 _ODD_TO_ONE = bytes(i & 1 for i in range(256))
 _KINDS = {0: "NOTYPE", 1: "OBJECT", 2: "FUNC", 5: "OBJECT", 6: "TLS", 10: "IFUNC"}
 _BINDINGS = {1: "GLOBAL", 2: "WEAK", 10: "GNU_UNIQUE"}
@@ -58,50 +61,43 @@ class VersionTables:
         return {raw: False for raw in self.export_names if raw & 0x8000}
 
 
-class StringTable:
-    """The dynamic string table as one blob; names are cut out and decoded on demand, once each."""
+_decode: Callable[..., str] = str
 
-    def __init__(self, src: ByteSource, blob: bytes) -> None:
+
+class StringTable:
+    """The dynamic string table, searched in place in the source buffer where it can be."""
+
+    def __init__(self, src: ByteSource, buf: Searchable, base: int, size: int) -> None:
         self._src = src
-        self.blob = blob
+        self._buf = buf
+        self._base = base
+        self._size = size
         self._cache: dict[int, str] = {}
 
-    @cached_property
-    def text(self) -> str | None:
-        """The whole table decoded once when it is ASCII (string offsets then equal byte offsets)."""
-        return self.blob.decode("ascii") if self.blob.isascii() else None
-
-    def names(self, offsets: Sequence[int], what: str) -> list[str]:
-        """Names at many offsets, cut out with C-level maps (no per-name Python code)."""
-        if not offsets:
-            return []
-        if max(offsets) >= len(self.blob):
-            raise self._src.fail(f"bad ELF: {what} name offset {max(offsets)} lies past the string table")
-        text = self.text
-        if text is not None:
-            ends = list(map(text.find, repeat("\0"), offsets))
-            self._check_terminated(ends, what)
-            return list(map(text.__getitem__, map(slice, offsets, ends)))
-        ends = list(map(self.blob.find, repeat(b"\0"), offsets))
-        self._check_terminated(ends, what)
-        raw = map(self.blob.__getitem__, map(slice, offsets, ends))
-        return list(map(bytes.decode, raw, repeat("utf-8"), repeat("backslashreplace")))
-
-    def _check_terminated(self, ends: list[int], what: str) -> None:
-        if -1 in ends:
+    def names(self, column: Sequence[int], selected: bytes | bytearray, what: str) -> list[str]:
+        """Names at the selected offsets of ``column``, cut with lazy C-level maps and no temporaries."""
+        highest = max(compress(column, selected), default=-1)
+        if highest >= self._size:
+            raise self._src.fail(f"bad ELF: {what} name offset {highest} lies past the dynamic string table")
+        buf, base, end = self._buf, self._base, self._base + self._size
+        if highest + base > buf.rfind(b"\0", base, end):
             raise self._src.fail(f"bad ELF: {what} name is not terminated inside the dynamic string table")
+        starts = map(base.__add__, compress(column, selected))
+        ends = map(buf.find, repeat(b"\0"), starts, repeat(end))
+        raw = map(buf.__getitem__, map(slice, map(base.__add__, compress(column, selected)), ends))
+        return list(map(_decode, raw, repeat("utf-8"), repeat("backslashreplace")))
 
     def get(self, offset: int, what: str) -> str:
         name = self._cache.get(offset)
         if name is not None:
             return name
-        blob = self.blob
-        if offset >= len(blob):
+        if offset >= self._size:
             raise self._src.fail(f"bad ELF: {what} name offset {offset} lies past the dynamic string table")
-        end = blob.find(b"\0", offset)
+        start = self._base + offset
+        end = self._buf.find(b"\0", start, self._base + self._size)
         if end < 0:
             raise self._src.fail(f"bad ELF: {what} name is not terminated inside the dynamic string table")
-        name = blob[offset:end].decode("utf-8", "backslashreplace")
+        name = str(self._buf[start:end], "utf-8", "backslashreplace")
         self._cache[offset] = name
         return name
 
@@ -264,11 +260,11 @@ def read_symbols(
         raise amap.fail(f"bad ELF: dynamic symbol entry size {syment} is too small")
     if count > MAX_SYMBOLS or count * syment > MAX_TABLE_BYTES:
         raise amap.fail(f"bad ELF: implausible dynamic symbol count {count}")
-    data = amap.read(symtab, count * syment, "dynamic symbol table")
+    data = amap.view(symtab, count * syment, "dynamic symbol table")
     if versym is not None:
-        vers = _u16_array(amap.read(versym, 2 * count, "symbol version table"), hdr.endian)
+        vers = _native(amap.view(versym, 2 * count, "symbol version table"), "H", hdr.endian)
     else:
-        vers = array("H", bytes(2 * count))
+        vers = memoryview(bytes(2 * count)).cast("H")
     columns = _columns(data, hdr, syment)
     return _exports(strings, columns, vers, versions), _imports(strings, columns, vers, versions)
 
@@ -286,22 +282,26 @@ class SymbolColumns:
         return len(self.info)
 
 
-def _u16_array(data: bytes, endian: str) -> array[int]:
-    arr = array("H", data)
-    if (endian == "<") != (sys.byteorder == "little"):
-        arr.byteswap()
-    return arr
+def _native(view: memoryview, code: str, endian: str) -> Sequence[int]:
+    """``view`` as unsigned integers, in place when the file's byte order is the host's."""
+    if (endian == "<") == (sys.byteorder == "little"):
+        native: Sequence[int] = view.cast(code)  # type: ignore[call-overload]
+        return native
+    swapped = array(code)
+    swapped.frombytes(view)
+    swapped.byteswap()
+    return swapped
 
 
-def _columns(data: bytes, hdr: ElfHeader, syment: int) -> SymbolColumns:
+def _columns(data: memoryview, hdr: ElfHeader, syment: int) -> SymbolColumns:
     """Slice the four fields out of the table in bulk; odd entry sizes take the slower unpack path."""
     base = 24 if hdr.elf_class == 64 else 16
     if syment == base:
-        words = _u32_array(data, hdr.endian)
-        halves = _u16_array(data, hdr.endian)
+        words = _native(data, "I", hdr.endian)
+        halves = _native(data, "H", hdr.endian)
         if hdr.elf_class == 64:
-            return SymbolColumns(words[0::6], data[4::24], data[5::24], halves[3::12])
-        return SymbolColumns(words[0::4], data[12::16], data[13::16], halves[7::8])
+            return SymbolColumns(words[0::6], bytes(data[4::24]), bytes(data[5::24]), halves[3::12])
+        return SymbolColumns(words[0::4], bytes(data[12::16]), bytes(data[13::16]), halves[7::8])
     fmt = hdr.endian + ("I8xBBH" if hdr.elf_class == 32 else "IBBH16x") + "x" * (syment - base)
     rows = list(struct.iter_unpack(fmt, data))
     return SymbolColumns(
@@ -318,18 +318,17 @@ def _mask_and(count: int, *masks: bytes) -> bytes:
 
 
 def _exports(
-    strings: StringTable, cols: SymbolColumns, vers: array[int], versions: VersionTables
+    strings: StringTable, cols: SymbolColumns, vers: Sequence[int], versions: VersionTables
 ) -> tuple[SymbolExport, ...]:
     """Defined, loader-visible symbols; each column is mapped at C speed, never per-symbol Python."""
     defined = bytes(map(bool, cols.shndx))
     sel = _mask_and(len(cols), cols.info.translate(_EXPORT_INFO), cols.other.translate(_VISIBLE), defined)
-    names = strings.names(list(compress(cols.name, sel)), "symbol")
-    ver_sel = list(compress(vers, sel))
+    names = strings.names(cols.name, sel, "symbol")
     infos = bytes(compress(cols.info, sel))
     fields: tuple[tuple[str, Iterable[object]], ...] = (
         ("name", names),
-        ("version", map(versions.export_names.get, ver_sel)),
-        ("default", map(versions.export_hidden.get, ver_sel, repeat(True))),
+        ("version", map(versions.export_names.get, compress(vers, sel))),
+        ("default", map(versions.export_hidden.get, compress(vers, sel), repeat(True))),
         ("kind", map(_KIND_OF_INFO.__getitem__, infos)),
         ("binding", map(_BINDING_OF_INFO.__getitem__, infos)),
     )
@@ -341,7 +340,7 @@ def _exports(
 
 
 def _imports(
-    strings: StringTable, cols: SymbolColumns, vers: array[int], versions: VersionTables
+    strings: StringTable, cols: SymbolColumns, vers: Sequence[int], versions: VersionTables
 ) -> tuple[SymbolImport, ...]:
     """Undefined non-local symbols, with the version and file .gnu.version_r requires them from."""
     undefined = bytes(map(operator.not_, cols.shndx))
@@ -349,7 +348,7 @@ def _imports(
     if sel:
         sel[0] = 0
     indexes = list(compress(range(len(cols)), sel))
-    names = strings.names([cols.name[i] for i in indexes], "symbol")
+    names = strings.names(cols.name, sel, "symbol")
     out: list[SymbolImport] = []
     needs = versions.needs
     for i, name in zip(indexes, names, strict=True):

@@ -6,8 +6,10 @@ make a read run past the end of the file or allocate more than the file could ho
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
+import stat
 import struct
 from dataclasses import dataclass
 from typing import BinaryIO, TypeAlias
@@ -42,22 +44,41 @@ _MACHINES: dict[int, str] = {
 _TYPES: dict[int, str] = {0: "NONE", 1: "REL", 2: "EXEC", 3: "DYN", 4: "CORE"}
 
 
+Searchable: TypeAlias = bytes | bytearray | mmap.mmap
+
+
 class ByteSource:
-    """Bounded random access over bytes, an mmap or a seekable stream; every short read is an error."""
+    """Bounded random access over bytes, an mmap or a seekable stream; every short read is an error.
+
+    A stream backed by a regular file is memory-mapped read-only, so big tables are used in place
+    (page-cache pages) instead of being copied; other streams are read with seek + read.
+    """
 
     def __init__(self, source: ElfSource, label: str) -> None:
         self.label = label
-        self._buf: bytes | bytearray | memoryview | mmap.mmap | None = None
+        self._buf: Searchable | memoryview | None = None
         self._stream: BinaryIO | None = None
+        self._owned_map: mmap.mmap | None = None
         if isinstance(source, (bytes, bytearray, memoryview, mmap.mmap)):
             self._buf = source
             self.size = source.nbytes if isinstance(source, memoryview) else len(source)
-        else:
-            self._stream = source
-            try:
-                self.size = source.seek(0, os.SEEK_END)
-            except (OSError, ValueError) as exc:
-                raise ElfFormatError(f"{label}: cannot seek in ELF stream: {exc}") from None
+            return
+        self._owned_map = _map_file(source)
+        if self._owned_map is not None:
+            self._buf = self._owned_map
+            self.size = len(self._owned_map)
+            return
+        self._stream = source
+        try:
+            self.size = source.seek(0, os.SEEK_END)
+        except (OSError, ValueError) as exc:
+            raise ElfFormatError(f"{label}: cannot seek in ELF stream: {exc}") from None
+
+    def close(self) -> None:
+        """Unmap a mapping this source made itself (left to the collector while views still exist)."""
+        if self._owned_map is not None:
+            with contextlib.suppress(BufferError):
+                self._owned_map.close()
 
     def fail(self, message: str) -> ElfFormatError:
         return ElfFormatError(f"{self.label}: {message}")
@@ -82,6 +103,30 @@ class ByteSource:
         if len(data) != length:
             raise self.fail(f"truncated ELF: {what} runs past end of file")
         return data
+
+    def view(self, offset: int, length: int, what: str) -> memoryview:
+        """The bytes at ``offset`` without copying them where the source is already in memory."""
+        if self._buf is None:
+            return memoryview(self.read(offset, length, what))
+        self.check(offset, length, what)
+        return memoryview(self._buf)[offset : offset + length]
+
+    def searchable(self, offset: int, length: int, what: str) -> tuple[Searchable, int]:
+        """A buffer with ``find`` holding the range, and the range's start in it (in place if possible)."""
+        self.check(offset, length, what)
+        if self._buf is not None and not isinstance(self._buf, memoryview):
+            return self._buf, offset
+        return self.read(offset, length, what), 0
+
+
+def _map_file(source: BinaryIO) -> mmap.mmap | None:
+    try:
+        fd = source.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_size == 0:
+            return None
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -298,3 +343,9 @@ class AddressMap:
 
     def read(self, vaddr: int, length: int, what: str) -> bytes:
         return self._src.read(self.offset(vaddr, length, what), length, what)
+
+    def view(self, vaddr: int, length: int, what: str) -> memoryview:
+        return self._src.view(self.offset(vaddr, length, what), length, what)
+
+    def searchable(self, vaddr: int, length: int, what: str) -> tuple[Searchable, int]:
+        return self._src.searchable(self.offset(vaddr, length, what), length, what)
