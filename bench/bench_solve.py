@@ -23,10 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from abiprobe.cli import main  # noqa: E402
 from support.indexserver import IndexServer  # noqa: E402
 from support.solve_stacks import serve, solve_stack  # noqa: E402
 from support.stacks import PY_TAG  # noqa: E402
+
+from abiprobe.cli import main  # noqa: E402
 
 
 def run(server: IndexServer, cache: Path, out: Path, *extra: str) -> dict[str, object]:
@@ -34,8 +35,8 @@ def run(server: IndexServer, cache: Path, out: Path, *extra: str) -> dict[str, o
     tracemalloc.start()
     started = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
-        rc = main(["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--index", server.index_url,
-                   "--cache-dir", str(cache), "--out-dir", str(out), *extra])
+        rc = main(["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG,
+                   "--index", server.index_url, "--cache-dir", str(cache), "--out-dir", str(out), *extra])
     seconds = time.perf_counter() - started
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -66,7 +67,8 @@ def main_bench() -> int:
         print(f"all served wheels: {wheel_bytes} bytes (a naive loop downloads each candidate whole)")
         for name, r in results.items():
             print(f"{name:>14}: rc={r['rc']} {r['seconds']:.2f}s peak {r['peak_mib']} MiB, "
-                  f"fetched {r['bytes_fetched']} bytes, {r['analyses']} analyses (naive {r['naive_analyses']})")
+                  f"fetched {r['bytes_fetched']} bytes, {r['analyses']} analyses "
+                  f"(naive {r['naive_analyses']})")
     return 0
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -147,12 +150,26 @@ def test_pip_accepts_the_lock_file_with_require_hashes(solved: tuple[int, Path],
 
 
 @pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed on this machine")
-def test_uv_accepts_the_lock_file(solved: tuple[int, Path], server: IndexServer, tmp_path: Path) -> None:
-    lock = solved[1] / "matrices" / f"{NAME}.lock.txt"
-    cmd = ["uv", "pip", "install", "--dry-run", "--no-deps", "--require-hashes", "--python", sys.executable,
-           "-r", str(lock)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+def test_uv_accepts_the_lock_file(
+    solved: tuple[int, Path], server: IndexServer, stack: SolveStack, tmp_path: Path
+) -> None:
+    # uv probes file URLs with HEAD, which the fixture index does not answer: serve the same wheels from a
+    # plain static server and point the lock's URLs there (the lines' shape is what is under test)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(stack.root / "wheels"))
+    static = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=static.serve_forever, daemon=True).start()
+    try:
+        prefix = server.file_url("x")[:-1]
+        text = (solved[1] / "matrices" / f"{NAME}.lock.txt").read_text()
+        lock = tmp_path / "lock.txt"
+        lock.write_text(text.replace(prefix, f"http://127.0.0.1:{static.server_address[1]}/"))
+        cmd = ["uv", "pip", "install", "--dry-run", "--no-deps", "--require-hashes",
+               "--python", sys.executable, "--no-cache", "-r", str(lock)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    finally:
+        static.shutdown()
     assert done.returncode == 0, done.stderr
+    assert "Would install 6 packages" in done.stderr
 
 
 def test_unreachable_index_is_reported_and_exit_code_is_3(server: IndexServer, tmp_path: Path) -> None:

@@ -73,7 +73,8 @@ def _excluded(excluded: list[dict[str, str]]) -> list[str]:
     if not excluded:
         return []
     tags = Counter(e["role"] for e in excluded if e["check"] == "tags")
-    other = [e for e in excluded if e["check"] != "tags"]
+    pre = Counter(e["role"] for e in excluded if e["reason"].startswith("pre-release"))
+    other = [e for e in excluded if e["check"] != "tags" and not e["reason"].startswith("pre-release")]
     out = ["### Not candidates"]
     seen: set[tuple[str, str]] = set()
     for e in other:
@@ -82,6 +83,8 @@ def _excluded(excluded: list[dict[str, str]]) -> list[str]:
             continue
         seen.add(key)
         out.append(f"- `{e['name']} {e['version']}`: {_esc(e['reason'])}")
+    for role, n in sorted(pre.items()):
+        out.append(f"- {n} {role} pre-release wheel(s) (use --pre)")
     for role, n in sorted(tags.items()):
         out.append(f"- {n} {role} wheel(s) for other Python versions or platforms")
     out.append("")

@@ -8,7 +8,7 @@ Rows are base (torch) candidates, columns the second role, later roles a per-cel
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -328,20 +328,20 @@ def build_groups(
     companions: Mapping[str, Mapping[str, Sequence[StackCandidate]]],
     stack: Stack,
     match: Callable[..., dict[str, StackCandidate | None]],
+    listed: Collection[str] | None = None,
 ) -> dict[str, tuple[Group, ...]]:
     """Turn each role's kept core candidates into groups with their version-matched companions.
 
-    A companion counts as missing only when the indexes list it in other versions; one no index lists
-    at all (flashinfer-jit-cache outside flashinfer's index) is simply not part of the set.
+    A companion counts as missing only when it is in ``listed`` (some index lists it in other versions);
+    one no index lists at all (flashinfer-jit-cache outside flashinfer's index) is not part of the set.
     """
     out: dict[str, tuple[Group, ...]] = {}
     for member in stack.members:
         groups: list[Group] = []
         for core in role_candidates.get(member.role, ()):
-            listed = companions.get(member.role, {})
-            found = match(core.version, listed)
+            found = match(core.version, companions.get(member.role, {}))
             comps = tuple(c for c in found.values() if c is not None)
-            missing = tuple(name for name, c in found.items() if c is None and listed.get(name))
+            missing = tuple(n for n, c in found.items() if c is None and (listed is None or n in listed))
             groups.append(Group(member.role, core, comps, missing))
         out[member.role] = tuple(groups)
     return out

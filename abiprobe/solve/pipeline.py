@@ -98,6 +98,7 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Colle
     excluded: list[Exclusion] = []
     cores: dict[str, list[StackCandidate]] = {}
     companions: dict[str, dict[str, list[StackCandidate]]] = {}
+    listed_companions: set[str] = set()
     for member in stack.members:
         ordered: list[StackCandidate] = []
         for name in member.names:
@@ -112,6 +113,8 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Colle
         wanted = {public_version(c.version) for c in kept}
         for comp in member.companions:
             every_version = collector.candidates(comp.name)
+            if every_version:
+                listed_companions.add(comp.name)
             listed, dropped = prefilter(member.role, every_version, SpecifierSet(), target, options)
             excluded += [d for d in dropped if d.check != "tags"]
             listed = [c for c in listed if public_version(c.version) in wanted]
@@ -119,7 +122,7 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Colle
             found, dropped = select_window(member.role, listed, collector.facts, target, every)
             companions.setdefault(member.role, {})[comp.name] = found
             excluded += dropped
-    groups = build_groups(cores, companions, stack, matching_companions)
+    groups = build_groups(cores, companions, stack, matching_companions, listed_companions)
     required = {c.name for m in stack.members for c in m.companions if c.required}
     final: dict[str, tuple[Group, ...]] = {}
     for role, gs in groups.items():
@@ -254,7 +257,7 @@ def near_misses(
                     reasons.append(f"with {other.id}: {why}")
             out.append(NearMiss(role, g.id, "; ".join(reasons) or "not preferred by the resolver"))
         for e in excluded:
-            if e.check == "tags" or e.role != role or chosen_version is None:
+            if e.check == "tags" or e.role != role or chosen_version is None or e.reason.startswith("pre-"):
                 continue
             if public_version(Version(e.version)) > public_version(chosen_version):
                 out.append(NearMiss(role, f"{e.name}=={e.version}", e.reason))
