@@ -23,7 +23,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "and imports their packages in order, in a clean subprocess. On hosts without a CUDA driver a "
         "stub libcuda.so.1 stands in for it; with a GPU a smoke test runs one kernel.",
     )
-    p.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL")
+    p.add_argument("wheels", nargs="*", type=Path, metavar="WHEEL")
+    p.add_argument(
+        "--installed",
+        action="store_true",
+        help="probe the environment of --python as it is (WHEELs, if any, are tried on top of it)",
+    )
     p.add_argument("--python", help="target Python: a version (3.12) or an interpreter path")
     p.add_argument(
         "--import-order",
@@ -76,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         order = default_import_order(wheels)
     if not order:
         raise UsageError("nothing to import: pass --import-order")
+    if not wheels and not args.installed:
+        raise UsageError("give the wheels of a set, or --installed to probe an existing environment")
     options = ProbeOptions(
         python=args.python,
         timeout=args.timeout,
@@ -89,7 +96,12 @@ def run(args: argparse.Namespace) -> int:
     label = " + ".join(w.name for w in wheels)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        results = probe_sets([ProbeSet(tuple(wheels), order, label, expected=args.expect)], options)
+        if args.installed:
+            from abiprobe.probe.environment import probe_environment
+
+            results = [probe_environment(args.python or sys.executable, order, options, wheels)]
+        else:
+            results = probe_sets([ProbeSet(tuple(wheels), order, label, expected=args.expect)], options)
     finally:
         signal.signal(signal.SIGTERM, previous)
     if args.json:

@@ -13,6 +13,7 @@ from typing import Any
 from abiprobe.probe.classify import Failure, classify_exit, classify_report, crash
 from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet
 from abiprobe.probe.procs import Finished, ProcessRegistry
+from abiprobe.probe.stub import driver_library_dirs
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ def child_env(venv_bin: Path, home: Path, stub_dir: Path | None) -> dict[str, st
             env[key] = os.environ[key]
     if stub_dir is not None:
         env["LD_LIBRARY_PATH"] = str(stub_dir)
+    elif driver_dirs := driver_library_dirs():
+        env["LD_LIBRARY_PATH"] = ":".join(driver_dirs)
     return env
 
 

@@ -111,6 +111,12 @@ def build_stub(out_dir: Path, symbols: Iterable[tuple[str, str | None]], driver_
     return out_dir
 
 
+def driver_library_dirs() -> tuple[str, ...]:
+    """LD_LIBRARY_PATH entries holding the real driver: a probe's clean environment keeps only these."""
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    return tuple(d for d in dirs if (Path(d) / DRIVER_SONAME).exists())
+
+
 def host_has_driver() -> bool:
     """Whether the host's loader can find a real libcuda.so.1 (ld.so cache, LD_LIBRARY_PATH, WSL)."""
     dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]

@@ -1,0 +1,83 @@
+"""Probe an existing environment (``probe --installed``): import its stack in a clean subprocess.
+
+Nothing is installed: the interpreter's own site-packages is imported from, optionally with extra
+wheels unpacked into an overlay directory placed first on ``sys.path`` (a candidate tried on top of a
+working stack). The driver stub is used only where the host has no driver and the stack needs one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from abiprobe.errors import UsageError
+from abiprobe.installed import installed_distributions
+from abiprobe.probe.execute import PreparedSet, RunContext, run_fresh
+from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet
+from abiprobe.probe.procs import ProcessRegistry
+from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver, needs_driver
+from abiprobe.probe.venv import unpack_wheel
+from abiprobe.wheel import wheel_facts_from_path
+
+_RUNNER = Path(__file__).with_name("runner.py")
+_PATHS = "import json, sys, sysconfig; print(json.dumps([sysconfig.get_paths()['purelib'], sys.version.split()[0]]))"
+
+
+def _site_of(python: str) -> tuple[Path, str]:
+    try:
+        out = subprocess.run(
+            [python, "-I", "-c", _PATHS], capture_output=True, text=True, timeout=60, check=True
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise UsageError(f"cannot run the interpreter {python}: {exc}") from None
+    site, version = json.loads(out.stdout)
+    return Path(site), str(version)
+
+
+def probe_environment(
+    python: str, import_order: Sequence[str], options: ProbeOptions, overlay: Sequence[Path] = ()
+) -> ProbeResult:
+    """Import ``import_order`` with ``python`` as installed (plus ``overlay`` wheels on top)."""
+    site, version = _site_of(python)
+    installed = installed_distributions(python)
+    wanted = set(import_order)
+    stack = [d.facts for d in installed if wanted & set(d.facts.metadata.top_level)]
+    extra = [wheel_facts_from_path(w) for w in overlay]
+    root = Path(tempfile.mkdtemp(prefix="abiprobe-env-", dir=options.temp_dir))
+    try:
+        overlay_dir = root / "overlay" if overlay else None
+        for w in overlay:
+            assert overlay_dir is not None
+            unpack_wheel(w, overlay_dir)
+        stub = None
+        facts = stack + extra
+        wants_stub = options.stub_driver == "always" or (
+            options.stub_driver == "auto" and not host_has_driver() and needs_driver(facts)
+        )
+        if wants_stub:
+            stub = build_stub(root / "stub", driver_symbols(facts), options.driver_version)
+        label = f"installed ({python})" + (" + " + ", ".join(w.name for w in overlay) if overlay else "")
+        probe = ProbeSet(tuple(overlay), tuple(import_order), label)
+        names = {canonicalize_name(f.metadata.name) for f in facts}
+        prepared = PreparedSet(
+            0, probe, Path(python), site, overlay_dir, root / "set", tuple(sorted(names)), stub
+        )
+        ctx = RunContext(
+            procs=ProcessRegistry(),
+            runner=_RUNNER,
+            options=options,
+            interpreter=Path(python),
+            python_label=version,
+            installer="none (installed environment)",
+            temp_root=root,
+        )
+        return run_fresh(ctx, prepared)
+    finally:
+        if not options.keep:
+            shutil.rmtree(root, ignore_errors=True)
