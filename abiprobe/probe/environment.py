@@ -26,7 +26,10 @@ from abiprobe.probe.venv import unpack_wheel
 from abiprobe.wheel import wheel_facts_from_path
 
 _RUNNER = Path(__file__).with_name("runner.py")
-_PATHS = "import json, sys, sysconfig; print(json.dumps([sysconfig.get_paths()['purelib'], sys.version.split()[0]]))"
+_PATHS = (
+    "import json, sys, sysconfig; "
+    "print(json.dumps([sysconfig.get_paths()['purelib'], sys.version.split()[0]]))"
+)
 
 
 def _site_of(python: str) -> tuple[Path, str]:
