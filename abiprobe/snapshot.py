@@ -1,0 +1,308 @@
+"""An environment before an upgrade: each distribution, where it came from, and its binaries' fingerprints.
+
+The snapshot is versioned JSON (``snapshot.schema.json``). A wheel's sha256 is known only when the
+installer recorded it (``direct_url.json``) or the wheel file is found in a directory given to us and
+its RECORD matches what is installed; otherwise the RECORD-derived content fingerprint stands in.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import datetime as _dt
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from abiprobe import __version__
+from abiprobe.errors import UsageError
+from abiprobe.facts import ElfFacts
+from abiprobe.installed import InstalledDist, installed_distributions
+from abiprobe.wheel import installed_path, sha256_of_file
+
+SNAPSHOT_KIND = "abiprobe-snapshot"
+SNAPSHOT_SCHEMA_VERSION = 1
+SourceKind = Literal["index", "url", "file", "dir", "editable", "vcs"]
+
+# dist-info files an installer writes itself: never part of the wheel's content.
+_INSTALLER_FILES = frozenset({"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"})
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a distribution came from, as far as the installer recorded it."""
+
+    kind: SourceKind
+    url: str | None = None
+    sha256: str | None = None  # the archive hash from direct_url.json
+    commit: str | None = None  # vcs_info.commit_id
+
+
+@dataclass(frozen=True)
+class WheelFile:
+    """The wheel file a distribution was installed from, proven by a matching content fingerprint."""
+
+    filename: str
+    sha256: str
+    path: str | None = None  # where it was found (a --wheels-dir), None when known from direct_url.json
+
+
+@dataclass(frozen=True)
+class Extension:
+    """One ELF object of a distribution: what the loader and the GPU driver will look at."""
+
+    path: str
+    sha256: str | None
+    size: int
+    needed: tuple[str, ...]
+    cuda_majors: tuple[int, ...]
+    gpu_code: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SnapshotDist:
+    name: str
+    version: str
+    installer: str | None
+    location: str
+    source: Source
+    content_sha256: str  # sha256 over the sorted (path, RECORD hash) lines of the installed payload
+    files: int
+    wheel: WheelFile | None = None
+    extensions: tuple[Extension, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return canonicalize_name(self.name)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    python: str
+    executable: str
+    created: str
+    index_url: str | None
+    index_origin: str | None
+    wheel_dirs: tuple[str, ...]
+    dists: tuple[SnapshotDist, ...]
+    generated_by: str = field(default=f"abiprobe {__version__}")
+
+    def dist(self, name: str) -> SnapshotDist | None:
+        key = canonicalize_name(name)
+        return next((d for d in self.dists if d.key == key), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": SNAPSHOT_KIND,
+            "schema_version": SNAPSHOT_SCHEMA_VERSION,
+            "generated_by": self.generated_by,
+            "created": self.created,
+            "python": self.python,
+            "executable": self.executable,
+            "index": {"url": self.index_url, "origin": self.index_origin},
+            "wheel_dirs": list(self.wheel_dirs),
+            "dists": [asdict(d) for d in self.dists],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Snapshot:
+        try:
+            dists = tuple(_dist_from_json(d) for d in data["dists"])
+            return cls(
+                python=data["python"],
+                executable=data["executable"],
+                created=data["created"],
+                index_url=data["index"]["url"],
+                index_origin=data["index"]["origin"],
+                wheel_dirs=tuple(data["wheel_dirs"]),
+                dists=dists,
+                generated_by=data.get("generated_by", ""),
+            )
+        except (KeyError, TypeError) as exc:
+            raise UsageError(f"snapshot is missing or has a malformed field: {exc}") from None
+
+
+def _dist_from_json(d: dict[str, Any]) -> SnapshotDist:
+    wheel = WheelFile(**d["wheel"]) if d.get("wheel") else None
+    exts = tuple(
+        Extension(e["path"], e["sha256"], e["size"], tuple(e["needed"]), tuple(e["cuda_majors"]),
+                  tuple(e["gpu_code"]))
+        for e in d.get("extensions", ())
+    )
+    return SnapshotDist(
+        name=d["name"], version=d["version"], installer=d["installer"], location=d["location"],
+        source=Source(**d["source"]), content_sha256=d["content_sha256"], files=d["files"],
+        wheel=wheel, extensions=exts,
+    )
+
+
+def load_snapshot(path: Path) -> Snapshot:
+    """Read a snapshot file; refuses other kinds and newer schema versions with one line."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("kind") != SNAPSHOT_KIND:
+        raise UsageError(f"{path} is not an abiprobe snapshot")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > SNAPSHOT_SCHEMA_VERSION:
+        raise UsageError(f"{path}: snapshot schema version {version!r} is newer than this abiprobe reads")
+    return Snapshot.from_json(data)
+
+
+def parse_direct_url(text: str | None) -> Source:
+    """PEP 610 ``direct_url.json`` -> Source; no file means the installer took it from an index."""
+    if not text:
+        return Source("index")
+    try:
+        data = json.loads(text)
+        url = str(data["url"])
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return Source("index")
+    if "vcs_info" in data:
+        info = data["vcs_info"] or {}
+        return Source("vcs", f"{info.get('vcs', 'git')}+{url}", commit=info.get("commit_id"))
+    if "dir_info" in data:
+        editable = bool((data["dir_info"] or {}).get("editable"))
+        return Source("editable" if editable else "dir", url)
+    archive = data.get("archive_info") or {}
+    sha = (archive.get("hashes") or {}).get("sha256")
+    if sha is None and str(archive.get("hash", "")).startswith("sha256="):
+        sha = str(archive["hash"])[len("sha256="):]
+    return Source("file" if url.startswith("file:") else "url", url, sha256=sha)
+
+
+def record_rows(text: str) -> list[tuple[str, str]]:
+    """(path, hash) rows of a RECORD file that carry a hash."""
+    rows: list[tuple[str, str]] = []
+    for row in csv.reader(io.StringIO(text)):
+        if len(row) >= 2 and row[1]:
+            rows.append((row[0], row[1]))
+    return rows
+
+
+def _payload(path: str) -> bool:
+    """Whether a site-packages relative path is wheel content an installer copies verbatim."""
+    if path.startswith("..") or path.startswith("/") or "__pycache__/" in path or path.endswith(".pyc"):
+        return False
+    head, _, rest = path.partition("/")
+    if head.endswith(".dist-info"):
+        return rest == "METADATA"
+    return not head.endswith(".data")
+
+
+def content_fingerprint(rows: Iterable[tuple[str, str]]) -> str:
+    """sha256 over the sorted ``path,hash`` lines of the payload; equal for a wheel and its install."""
+    lines = sorted(f"{p},{h}" for p, h in rows if _payload(p))
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def wheel_fingerprint(wheel: Path) -> str | None:
+    """The content fingerprint of a wheel file from its RECORD (None when it has none)."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            record = next((n for n in zf.namelist() if n.endswith(".dist-info/RECORD")), None)
+            if record is None:
+                return None
+            text = zf.read(record).decode("utf-8", errors="replace")
+    except (zipfile.BadZipFile, OSError):
+        return None
+    return content_fingerprint((installed_path(p), h) for p, h in record_rows(text))
+
+
+def record_hash(data: bytes) -> str:
+    """The ``sha256=<urlsafe b64>`` form RECORD files use."""
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+class WheelFinder:
+    """Wheel files under some directories, looked up by (name, version) and proven by fingerprint."""
+
+    def __init__(self, dirs: Sequence[Path]) -> None:
+        self._by_key: dict[tuple[str, str], list[Path]] = {}
+        for d in dirs:
+            for p in sorted(d.rglob("*.whl")) if d.is_dir() else ():
+                try:
+                    name, version, _, _ = parse_wheel_filename(p.name)
+                except InvalidWheelFilename:
+                    continue
+                self._by_key.setdefault((str(name), str(version)), []).append(p)
+
+    def find(self, name: str, version: str, fingerprint: str) -> WheelFile | None:
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            norm = str(Version(version))
+        except InvalidVersion:
+            norm = version
+        for p in self._by_key.get((canonicalize_name(name), norm), ()):
+            if wheel_fingerprint(p) == fingerprint:
+                return WheelFile(p.name, sha256_of_file(p), str(p))
+        return None
+
+
+def extension_of(elf: ElfFacts) -> Extension:
+    return Extension(
+        path=elf.path, sha256=elf.sha256, size=elf.size, needed=elf.needed, cuda_majors=elf.cuda_majors(),
+        gpu_code=tuple(sorted({g.label() for g in elf.gpu_code})),
+    )
+
+
+def snapshot_dist(dist: InstalledDist, finder: WheelFinder) -> SnapshotDist:
+    """One installed distribution -> its snapshot record (reads its RECORD from disk)."""
+    meta = dist.facts.metadata
+    info = next((f.split("/", 1)[0] for f in dist.facts.files if f.split("/", 1)[0].endswith(".dist-info")
+                 and f.endswith("/RECORD")), None)
+    rows: list[tuple[str, str]] = []
+    if info is not None:
+        try:
+            text = (dist.location / info / "RECORD").read_text(encoding="utf-8", errors="replace")
+            rows = record_rows(text)
+        except OSError:
+            rows = []
+    fingerprint = content_fingerprint(rows)
+    source = parse_direct_url(dist.direct_url)
+    wheel = finder.find(meta.name, meta.version, fingerprint)
+    if wheel is None and source.sha256 and source.url:
+        wheel = WheelFile(source.url.rsplit("/", 1)[-1], source.sha256)
+    return SnapshotDist(
+        name=meta.name, version=meta.version, installer=dist.installer, location=str(dist.location),
+        source=source, content_sha256=fingerprint, files=len(dist.facts.files), wheel=wheel,
+        extensions=tuple(extension_of(e) for e in dist.facts.elf),
+    )
+
+
+_ENV_SCRIPT = "import json, sys; print(json.dumps([sys.version.split()[0], sys.executable]))"
+
+
+def take_snapshot(python: str | None = None, wheel_dirs: Sequence[Path] = (), *,
+                  now: _dt.datetime | None = None) -> Snapshot:
+    """Snapshot the environment of ``python`` (default: this interpreter)."""
+    from abiprobe.index.config import default_index
+
+    exe = python or sys.executable
+    try:
+        out = subprocess.run([exe, "-I", "-c", _ENV_SCRIPT], capture_output=True, text=True, timeout=60)
+        version, executable = json.loads(out.stdout)
+    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError, ValueError) as exc:
+        raise UsageError(f"cannot run the interpreter {exe}: {exc}") from None
+    finder = WheelFinder([d.absolute() for d in wheel_dirs])
+    dists = sorted((snapshot_dist(d, finder) for d in installed_distributions(exe)), key=lambda d: d.key)
+    index_url, origin = default_index(os.environ, Path.cwd())
+    stamp = (now or _dt.datetime.now(_dt.timezone.utc)).replace(microsecond=0).isoformat()
+    return Snapshot(
+        python=version, executable=executable, created=stamp, index_url=index_url, index_origin=origin,
+        wheel_dirs=tuple(str(d.absolute()) for d in wheel_dirs), dists=tuple(dists),
+    )
