@@ -80,7 +80,8 @@ def restored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restored]:
         snap_file = root / "before.json"
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("PIP_INDEX_URL", server.index_url)
-            assert main(["snapshot", "--python", str(py1), "--wheels-dir", str(house), "-o", str(snap_file)]) == 0
+            args = ["snapshot", "--python", str(py1), "--wheels-dir", str(house), "-o", str(snap_file)]
+            assert main(args) == 0
         snap = load_snapshot(snap_file)
         script = render_script(restore_plan(snap))
         py2 = venv(root / "after")
