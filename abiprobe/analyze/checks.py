@@ -164,7 +164,8 @@ def imports_torch_symbols(wheel: WheelFacts) -> bool:
 
 
 def files_verdicts(layout: Layout) -> list[Verdict]:
-    """``files``: two distributions writing the same file or the same import package."""
+    """``files``: two distributions writing the same file (one overwrites the other). Sharing a directory
+    alone is fine: namespace packages (``cuda/``) and unrelated data directories are shared by design."""
     owners: dict[str, set[str]] = {}
     packages: dict[str, set[str]] = {}
     for w in layout.wheels:
@@ -182,13 +183,16 @@ def files_verdicts(layout: Layout) -> list[Verdict]:
             if "/" in path:
                 packages.setdefault(top, set()).add(label)
     out: list[Verdict] = []
-    for pkg, dists in sorted(packages.items()):
+    clashes: dict[str, list[str]] = {}
+    for path, dists in owners.items():
         if len(dists) > 1:
-            shared = sorted(p for p, o in owners.items() if len(o) > 1 and p.split("/", 1)[0] == pkg)
-            names = sorted(dists)
+            clashes.setdefault(path.split("/", 1)[0], []).append(path)
+    for pkg, dists in sorted(packages.items()):
+        shared = sorted(clashes.get(pkg, ()))
+        if len(dists) > 1 and shared:
+            names = sorted({d for p in shared for d in owners[p]})
             text = f"{' and '.join(names)} both install the import package {pkg}/"
-            if shared:
-                text += f" ({len(shared)} identical paths, e.g. {shared[0]})"
+            text += f" ({len(shared)} identical paths, e.g. {shared[0]})"
             evidence = {"package": pkg, "distributions": names, "shared_files": shared}
             out.append(Verdict("files", "fail", text, pkg, evidence))
     for path, dists in sorted(owners.items()):
