@@ -162,7 +162,7 @@ def _string_table(src: ByteSource, amap: AddressMap, dynamic: DynamicTable) -> S
     if size > MAX_TABLE_BYTES:
         raise src.fail(f"bad ELF: dynamic string table of {size} bytes is implausibly large")
     buf, base = amap.searchable(strtab, size, "dynamic string table")
-    return StringTable(src, buf, base, size)
+    return StringTable(src, buf, base, size, amap.view(strtab, size, "dynamic string table"))
 
 
 def _symbol_count(src: ByteSource, amap: AddressMap, hdr: ElfHeader, dynamic: DynamicTable) -> int:

@@ -12,7 +12,7 @@ import sys
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from functools import cached_property
 from itertools import compress, repeat
 
@@ -28,6 +28,10 @@ _VER_FLG_BASE = 1
 # Build one instance the ordinary way so the class's shared key table holds every field: instances
 # built in bulk below then get compact inline attribute storage instead of one dict each.
 _KEY_TABLE_PRIMER = SymbolExport("", None, True, "FUNC", "GLOBAL")
+_NO_DEFAULT = object()
+_EXPORT_DEFAULTS = {f.name: f.default for f in fields(SymbolExport) if f.default is not MISSING}
+_NONZERO = bytes([0] + [1] * 255)
+_FLIP = bytes([1, 0]) + bytes(254)
 _ODD_TO_ONE = bytes(i & 1 for i in range(256))
 _KINDS = {0: "NOTYPE", 1: "OBJECT", 2: "FUNC", 5: "OBJECT", 6: "TLS", 10: "IFUNC"}
 _BINDINGS = {1: "GLOBAL", 2: "WEAK", 10: "GNU_UNIQUE"}
@@ -36,6 +40,8 @@ _BINDING_OF_INFO = tuple(_BINDINGS.get(i >> 4) for i in range(256))
 _EXPORT_INFO = bytes(int(i >> 4 in _BINDINGS and i & 0xF in _KINDS) for i in range(256))
 _NON_LOCAL = bytes(int(i >> 4 != 0) for i in range(256))
 _VISIBLE = bytes(int(i & 3 not in (1, 2)) for i in range(256))  # the loader never binds hidden/internal
+_KIND_DIFFERS = bytes(int(k != _EXPORT_DEFAULTS.get("kind", _NO_DEFAULT)) for k in _KIND_OF_INFO)
+_BINDING_DIFFERS = bytes(int(b != _EXPORT_DEFAULTS.get("binding", _NO_DEFAULT)) for b in _BINDING_OF_INFO)
 
 
 @dataclass(frozen=True)
@@ -67,12 +73,21 @@ _decode: Callable[..., str] = str
 class StringTable:
     """The dynamic string table, searched in place in the source buffer where it can be."""
 
-    def __init__(self, src: ByteSource, buf: Searchable, base: int, size: int) -> None:
+    def __init__(self, src: ByteSource, buf: Searchable, base: int, size: int, view: memoryview) -> None:
         self._src = src
         self._buf = buf
         self._base = base
         self._size = size
+        self._view = view
         self._cache: dict[int, str] = {}
+
+    @cached_property
+    def _text(self) -> str | None:
+        """The whole table decoded once when it is ASCII, so names are cut as str slices."""
+        try:
+            return str(self._view, "ascii")
+        except UnicodeDecodeError:
+            return None
 
     def names(self, column: Sequence[int], selected: bytes | bytearray, what: str) -> list[str]:
         """Names at the selected offsets of ``column``, cut with lazy C-level maps and no temporaries."""
@@ -82,6 +97,10 @@ class StringTable:
         buf, base, end = self._buf, self._base, self._base + self._size
         if highest + base > buf.rfind(b"\0", base, end):
             raise self._src.fail(f"bad ELF: {what} name is not terminated inside the dynamic string table")
+        text = self._text
+        if text is not None:
+            text_ends = map(text.find, repeat("\0"), compress(column, selected))
+            return list(map(text.__getitem__, map(slice, compress(column, selected), text_ends)))
         starts = map(base.__add__, compress(column, selected))
         ends = map(buf.find, repeat(b"\0"), starts, repeat(end))
         raw = map(buf.__getitem__, map(slice, map(base.__add__, compress(column, selected)), ends))
@@ -276,7 +295,7 @@ class SymbolColumns:
     name: Sequence[int]
     info: bytes
     other: bytes
-    shndx: Sequence[int]
+    defined: bytes  # 1 where st_shndx != SHN_UNDEF
 
     def __len__(self) -> int:
         return len(self.info)
@@ -298,14 +317,24 @@ def _columns(data: memoryview, hdr: ElfHeader, syment: int) -> SymbolColumns:
     base = 24 if hdr.elf_class == 64 else 16
     if syment == base:
         words = _native(data, "I", hdr.endian)
-        halves = _native(data, "H", hdr.endian)
-        if hdr.elf_class == 64:
-            return SymbolColumns(words[0::6], bytes(data[4::24]), bytes(data[5::24]), halves[3::12])
-        return SymbolColumns(words[0::4], bytes(data[12::16]), bytes(data[13::16]), halves[7::8])
+        at = 4 if hdr.elf_class == 64 else 12  # st_info, st_other, then the two bytes of st_shndx
+        shndx_lo, shndx_hi = bytes(data[at + 2 :: base]), bytes(data[at + 3 :: base])
+        defined = int.from_bytes(shndx_lo.translate(_NONZERO), "little") | int.from_bytes(
+            shndx_hi.translate(_NONZERO), "little"
+        )
+        return SymbolColumns(
+            words[0 :: base // 4],
+            bytes(data[at::base]),
+            bytes(data[at + 1 :: base]),
+            defined.to_bytes(len(shndx_lo), "little"),
+        )
     fmt = hdr.endian + ("I8xBBH" if hdr.elf_class == 32 else "IBBH16x") + "x" * (syment - base)
     rows = list(struct.iter_unpack(fmt, data))
     return SymbolColumns(
-        [r[0] for r in rows], bytes(r[1] for r in rows), bytes(r[2] for r in rows), [r[3] for r in rows]
+        [r[0] for r in rows],
+        bytes(r[1] for r in rows),
+        bytes(r[2] for r in rows),
+        bytes(int(r[3] != 0) for r in rows),
     )
 
 
@@ -320,22 +349,37 @@ def _mask_and(count: int, *masks: bytes) -> bytes:
 def _exports(
     strings: StringTable, cols: SymbolColumns, vers: Sequence[int], versions: VersionTables
 ) -> tuple[SymbolExport, ...]:
-    """Defined, loader-visible symbols; each column is mapped at C speed, never per-symbol Python."""
-    defined = bytes(map(bool, cols.shndx))
-    sel = _mask_and(len(cols), cols.info.translate(_EXPORT_INFO), cols.other.translate(_VISIBLE), defined)
-    names = strings.names(cols.name, sel, "symbol")
-    infos = bytes(compress(cols.info, sel))
-    fields: tuple[tuple[str, Iterable[object]], ...] = (
-        ("name", names),
-        ("version", map(versions.export_names.get, compress(vers, sel))),
-        ("default", map(versions.export_hidden.get, compress(vers, sel), repeat(True))),
-        ("kind", map(_KIND_OF_INFO.__getitem__, infos)),
-        ("binding", map(_BINDING_OF_INFO.__getitem__, infos)),
+    """Defined, loader-visible symbols; each column is mapped at C speed, never per-symbol Python.
+
+    Fields equal to the dataclass default are not stored on the instance: attribute lookup then finds
+    the class-level default, so the objects compare, hash and serialise like ordinarily built ones.
+    """
+    sel = _mask_and(
+        len(cols), cols.info.translate(_EXPORT_INFO), cols.other.translate(_VISIBLE), cols.defined
     )
+    names = strings.names(cols.name, sel, "symbol")
     objs = list(map(SymbolExport.__new__, repeat(SymbolExport, len(names))))
     set_field = object.__setattr__
-    for field, values in fields:
-        deque(map(set_field, objs, repeat(field), values), maxlen=0)
+    deque(map(set_field, objs, repeat("name"), names), maxlen=0)
+    infos = bytes(compress(cols.info, sel))
+    for field, table, differs in (
+        ("kind", _KIND_OF_INFO, infos.translate(_KIND_DIFFERS)),
+        ("binding", _BINDING_OF_INFO, infos.translate(_BINDING_DIFFERS)),
+    ):
+        values = map(table.__getitem__, compress(infos, differs))
+        deque(map(set_field, compress(objs, differs), repeat(field), values), maxlen=0)
+    versioned: list[tuple[str, Iterable[object]]] = []
+    if versions.export_names:
+        versioned.append(("version", map(versions.export_names.get, compress(vers, sel))))
+    if versions.export_hidden:
+        versioned.append(("default", map(versions.export_hidden.get, compress(vers, sel), repeat(True))))
+    for field, column in versioned:
+        values_list = list(column)
+        differs_list = list(map(operator.ne, values_list, repeat(_EXPORT_DEFAULTS.get(field, _NO_DEFAULT))))
+        deque(
+            map(set_field, compress(objs, differs_list), repeat(field), compress(values_list, differs_list)),
+            0,
+        )
     return tuple(objs)
 
 
@@ -343,7 +387,7 @@ def _imports(
     strings: StringTable, cols: SymbolColumns, vers: Sequence[int], versions: VersionTables
 ) -> tuple[SymbolImport, ...]:
     """Undefined non-local symbols, with the version and file .gnu.version_r requires them from."""
-    undefined = bytes(map(operator.not_, cols.shndx))
+    undefined = cols.defined.translate(_FLIP)
     sel = bytearray(_mask_and(len(cols), cols.info.translate(_NON_LOCAL), undefined))
     if sel:
         sel[0] = 0

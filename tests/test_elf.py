@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import json
 import mmap
 import re
 import struct
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from elftools.elf.elffile import ELFFile
@@ -16,7 +18,14 @@ from support.cbuild import build_shared, to_big_endian
 
 from abiprobe.elf import list_sections, read_elf
 from abiprobe.errors import ElfFormatError
-from abiprobe.facts import ElfFacts, SymbolExport, SymbolImport, VersionNeed
+from abiprobe.facts import (
+    ElfFacts,
+    SymbolExport,
+    SymbolImport,
+    VersionNeed,
+    elf_facts_from_json,
+    elf_facts_to_json,
+)
 
 NOSTD = ("-nostdlib",)
 LIBA_SRC = """
@@ -179,7 +188,7 @@ def oracle_dynamic(path: Path) -> dict[str, list[str]]:
 def dynamic_entry_offset(data: bytes, tag_name: str) -> int:
     """File offset of a dynamic entry's value, located with pyelftools (not the reader under test)."""
     elf = ELFFile(io.BytesIO(data))
-    dyn = elf.get_section_by_name(".dynamic")
+    dyn: Any = elf.get_section_by_name(".dynamic")
     size = 16 if elf.elfclass == 64 else 8
     for i, tag in enumerate(dyn.iter_tags()):
         if tag.entry.d_tag == tag_name:
@@ -188,7 +197,7 @@ def dynamic_entry_offset(data: bytes, tag_name: str) -> int:
 
 
 def section(data: bytes, name: str) -> tuple[int, int]:
-    sec = ELFFile(io.BytesIO(data)).get_section_by_name(name)
+    sec: Any = ELFFile(io.BytesIO(data)).get_section_by_name(name)
     return int(sec["sh_offset"]), int(sec["sh_size"])
 
 
@@ -413,6 +422,18 @@ def test_big_endian_objects(libs: Fixtures, name: str, machine: int, label: str,
     exports, imports = oracle_symbols(path)
     assert ({e.display() for e in facts.exports}, {i.display() for i in facts.imports}) == (exports, imports)
     assert facts.version_needs == oracle_version_needs(path)
+
+
+def test_facts_survive_the_json_round_trip_of_the_cache(libs: Fixtures) -> None:
+    # GIVEN facts with versioned, hidden, weak, TLS and IFUNC exports, as the cache would store them
+    facts = read(libs.liba)
+    versioned = read(libs.libver)
+    # THEN JSON and back gives equal facts, and each symbol looks exactly like one built by hand
+    for original in (facts, versioned):
+        assert elf_facts_from_json(json.loads(json.dumps(elf_facts_to_json(original)))) == original
+    by_hand = {repr(e) for e in LIBA_EXPORTS}
+    assert {repr(e) for e in facts.exports} == by_hand
+    assert {hash(e) for e in facts.exports} == {hash(e) for e in LIBA_EXPORTS}
 
 
 # --- sources: bytes, mmap, streams ---
