@@ -20,6 +20,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show.add_argument("--format", choices=("table", "md", "html", "json"), default="table")
     show.add_argument("--json", action="store_true", help="same as --format json")
     show.set_defaults(func=run_show)
+    from abiprobe.commands.matrix_diff import register_actions
+
+    register_actions(msub)
 
 
 def run_show(args: argparse.Namespace) -> int:
