@@ -178,7 +178,7 @@ def _exports_file(file: str) -> dict[str, dict[str, list[str]]]:
 
 def _shared_exports(file: str, soname: str, versions: frozenset[str]) -> dict[str, frozenset[str]]:
     """A shared export table cut to ``versions``; glibc nodes older than the oldest kept one fold onto it
-    (aarch64's first glibc is 2.17)."""
+    (aarch64's first glibc is 2.17); unversioned base definitions (``""``, zlib's old API) are kept."""
     table = _exports_file(file).get(soname, {})
     glibc = sorted((v for v in versions if v.startswith("GLIBC_2.")), key=_version_tuple)
     floor = glibc[0] if glibc else None
@@ -186,7 +186,7 @@ def _shared_exports(file: str, soname: str, versions: frozenset[str]) -> dict[st
     for name, defined in table.items():
         kept = set()
         for v in defined:
-            if v in versions:
+            if v in versions or v == "":
                 kept.add(v)
             elif floor and v.startswith("GLIBC_2.") and _version_tuple(v) < _version_tuple(floor):
                 kept.add(floor)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.cbuild import build_shared
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze import analyze_set
@@ -54,3 +55,38 @@ def test_two_distributions_writing_one_file_conflict(pure_wheels: dict[str, Path
             "(1 identical paths, e.g. cuda/bindings/__init__.py)",
         )
     ]
+
+
+ZLIB_USER = """
+#include <zlib.h>
+int use_zlib(z_stream* s, Bytef* out, uLongf* n, const Bytef* in) {
+    return inflate(s, Z_NO_FLUSH) + deflateEnd(s) + compress2(out, n, in, 4, 6) + (int)compressBound(9);
+}
+void* PyInit_zuser(void) { return (void*)0; }
+"""
+
+
+@pytest.fixture(scope="module")
+def zlib_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("zlib")
+    ext = "zuser.cpython-312-x86_64-linux-gnu.so"
+    so = build_shared(out / "build", ext, ZLIB_USER, link_names=["z"])
+    return build_wheel(out, "zuser", "1.0.0", {f"zuser/{ext}": so})
+
+
+def test_unversioned_zlib_imports_bind_to_the_profiles_libz(zlib_wheel: Path) -> None:
+    facts = wheel_facts_from_path(zlib_wheel)
+    imports = {(i.name, i.version) for i in facts.elf[0].imports if i.name in ("inflate", "compressBound")}
+    a = analyze_set([facts], T, P228)
+    (unit,) = a.units
+    assert imports == {("inflate", None), ("compressBound", "ZLIB_1.2.0")}
+    assert [(v.check, v.status) for v in unit.verdicts if v.check in ("sonames", "symbols")] == [
+        ("sonames", "ok"),
+        ("symbols", "ok"),
+    ]
+
+
+def test_profile_keeps_zlib_base_definitions_when_cutting_the_export_table() -> None:
+    libz = P228.library("libz.so.1")
+    assert libz is not None
+    assert (libz.provides("inflate", None), libz.provides("gzgets", None)) == (True, True)
