@@ -43,6 +43,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--expect", choices=("ok", "fail"), help="the static verdict, to flag a disagreement")
     p.add_argument("--no-smoke", action="store_true", help="skip the GPU smoke test even with a GPU")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    job = p.add_argument_group("probe jobs (docs/probe-jobs.md)")
+    job.add_argument("--job", type=Path, metavar="FILE", help="run a job of a `solve --emit-probe-jobs` file")
+    job.add_argument("--job-id", metavar="ID", help="which job of the file (needed when it holds several)")
+    job.add_argument("--result", type=Path, metavar="FILE", help="write the job's result document here")
+    job.add_argument("--wheels-dir", type=Path, metavar="DIR", help="where job wheels are kept / fetched")
+    job.add_argument("--no-download", action="store_true", help="use only wheels already in --wheels-dir")
     p.set_defaults(func=run)
 
 
@@ -71,6 +77,12 @@ def _on_sigterm(signum: int, frame: types.FrameType | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.job is not None:
+        from abiprobe.jobs_run import run_job_command
+
+        return run_job_command(args)
+    if not args.wheels:
+        raise UsageError("give WHEEL files, or --job FILE")
     wheels = [w.absolute() for w in args.wheels]
     for w in wheels:
         if not w.is_file():

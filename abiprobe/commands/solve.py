@@ -65,6 +65,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--no-write", action="store_true", help="write no matrix or lock files")
     p.add_argument("--probe", action="store_true", help="also probe the chosen set in a venv (not yet wired)")
     p.add_argument("--json", action="store_true", help="print the matrix document as JSON")
+    p.add_argument("--emit-probe-jobs", type=Path, metavar="FILE",
+                   help="write probe jobs (set x GPU arch) for `probe --job` (docs/probe-jobs.md)")
+    p.add_argument("--probe-arch", action="append", default=[], metavar="ARCH",
+                   help="GPU arch the probe jobs run on (repeatable; default: the target's)")
+    p.add_argument("--probe-cells", choices=("chosen", "ok", "all"), default="chosen",
+                   help="which sets get probe jobs (default: the chosen one)")
     p.set_defaults(func=run)
 
 
@@ -116,6 +122,10 @@ def run(args: argparse.Namespace) -> int:
             options, runtime=not args.no_runtime,
         )
     doc = matrix_document(result)
+    if args.emit_probe_jobs:
+        from abiprobe.jobs import emit_from_solve
+
+        emit_from_solve(args, doc, result.matrix.groups, None if args.no_runtime else providers.wheels)
     if not args.no_write:
         write_outputs(args, result, doc, providers)
     if args.json:
