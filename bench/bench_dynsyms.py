@@ -118,29 +118,24 @@ def run(lib: Path, runs: int) -> int:
     entries, re_exports, re_imports = readelf_counts(output)
     best_ours, best_theirs = min(ours), min(theirs)
     best_fresh = min(f["import_and_read_s"] for f in fresh)
-    print(
-        f"library           {lib} ({lib.stat().st_size / 1e6:.0f} MB), load average {os.getloadavg()[0]:.2f}"
-    )
-    print(f"readelf           {entries} dynsym entries: {re_exports} exports, {re_imports} imports")
-    print(f"abiprobe.elf      {exports} exports, {imports} imports")
-    print(f"counts agree      {(exports, imports) == (re_exports, re_imports)}")
-    print(
-        f"readelf           best {best_theirs * 1e3:7.1f} ms   cpu {min(theirs_cpu) * 1e3:7.1f} ms   (N={runs})"
-    )
-    print(
-        f"read_elf          best {best_ours * 1e3:7.1f} ms   cpu {min(ours_cpu) * 1e3:7.1f} ms   (in-process)"
-    )
-    print(f"read_elf fresh    best {best_fresh * 1e3:7.1f} ms   (import + read in a new interpreter)")
-    print(
-        f"fresh process     best {min(f['process_wall_s'] for f in fresh) * 1e3:7.1f} ms   (interpreter start included)"
-    )
-    print(
-        f"ratio             {best_theirs / best_ours:.1f}x in-process, {best_theirs / best_fresh:.1f}x fresh import"
-    )
-    print(f"ratio (cpu)       {min(theirs_cpu) / min(ours_cpu):.1f}x")
-    print(
-        f"peak RSS          {max(f['maxrss_kb'] for f in fresh) / 1024:.0f} MB (child: interpreter + import + read)"
-    )
+    best_process = min(f["process_wall_s"] for f in fresh)
+    peak_mb = max(f["maxrss_kb"] for f in fresh) / 1024
+    size_mb = lib.stat().st_size / 1e6
+    ours_ms, theirs_ms = min(ours_cpu) * 1e3, min(theirs_cpu) * 1e3
+    lines = [
+        f"library           {lib} ({size_mb:.0f} MB), load average {os.getloadavg()[0]:.2f}",
+        f"readelf           {entries} dynsym entries: {re_exports} exports, {re_imports} imports",
+        f"abiprobe.elf      {exports} exports, {imports} imports",
+        f"counts agree      {(exports, imports) == (re_exports, re_imports)}",
+        f"readelf           best {best_theirs * 1e3:7.1f} ms   cpu {theirs_ms:7.1f} ms   (N={runs})",
+        f"read_elf          best {best_ours * 1e3:7.1f} ms   cpu {ours_ms:7.1f} ms   (in-process)",
+        f"read_elf fresh    best {best_fresh * 1e3:7.1f} ms   (import + read in a new interpreter)",
+        f"fresh process     best {best_process * 1e3:7.1f} ms   (interpreter start included)",
+        f"ratio             {best_theirs / best_ours:.1f}x in-process, {best_theirs / best_fresh:.1f}x fresh",
+        f"ratio (cpu)       {min(theirs_cpu) / min(ours_cpu):.1f}x",
+        f"peak RSS          {peak_mb:.0f} MB (child: interpreter + import + read)",
+    ]
+    print("\n".join(lines))
     return 0 if (exports, imports) == (re_exports, re_imports) else 1
 
 
