@@ -90,3 +90,70 @@ def test_profile_keeps_zlib_base_definitions_when_cutting_the_export_table() -> 
     libz = P228.library("libz.so.1")
     assert libz is not None
     assert (libz.provides("inflate", None), libz.provides("gzgets", None)) == (True, True)
+
+
+@pytest.fixture(scope="module")
+def cuda_wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """torch + an nvidia wheel holding preloaded libraries, one's DT_NEEDED helper, and dlopen'd plugins."""
+    out = tmp_path_factory.mktemp("cudalibs")
+    b = out / "build"
+    c10 = build_shared(b, "libc10.so", "int c10_marker(void) { return 1; }", soname="libc10.so")
+    absent = build_shared(
+        b / "absent", "libucs.so.0", "int ucs_init(void) { return 0; }", soname="libucs.so.0"
+    )
+    plugin = build_shared(
+        b,
+        "nvshmem_transport_ucx.so.3",
+        "int ucs_init(void);\nint plugin(void) { return ucs_init(); }",
+        soname="nvshmem_transport_ucx.so.3",
+        link=[absent],
+    )
+    helper = build_shared(
+        b,
+        "libcufile_helper.so.1",
+        "int ucs_init(void);\nint helper(void) { return ucs_init(); }",
+        soname="libcufile_helper.so.1",
+        link=[absent],
+    )
+    cufile = build_shared(
+        b,
+        "libcufile.so.0",
+        "int helper(void);\nint cufile(void) { return helper(); }",
+        soname="libcufile.so.0",
+        link=[helper],
+        runpath=["$ORIGIN"],
+    )
+    cudart = build_shared(b, "libcudart.so.13", "int cudart(void) { return 0; }", soname="libcudart.so.13")
+    return {
+        "torch": build_wheel(out, "torch", "2.11.0", {"torch/__init__.py": b"", "torch/lib/libc10.so": c10}),
+        "plugins": build_wheel(
+            out,
+            "nvidia-nvshmem-cu13",
+            "3.4.5",
+            {
+                "nvidia/nvshmem/lib/nvshmem_transport_ucx.so.3": plugin,
+                "nvidia/cu13/lib/libcudart.so.13": cudart,
+            },
+        ),
+        "cufile": build_wheel(
+            out,
+            "nvidia-cufile",
+            "1.15.0",
+            {"nvidia/cu13/lib/libcufile.so.0": cufile, "nvidia/cu13/lib/libcufile_helper.so.1": helper},
+        ),
+    }
+
+
+def _units(wheels: dict[str, Path], *keys: str) -> dict[str, list[tuple[str, str]]]:
+    a = analyze_set([wheel_facts_from_path(wheels[k]) for k in keys], T, P228)
+    return {u.path: [(v.check, v.status) for v in u.verdicts if v.status != "ok"] for u in a.units}
+
+
+def test_plugin_opened_on_demand_is_not_judged_at_torch_import(cuda_wheels: dict[str, Path]) -> None:
+    assert _units(cuda_wheels, "torch", "plugins") == {}
+
+
+def test_dt_needed_closure_of_a_preloaded_library_is_judged(cuda_wheels: dict[str, Path]) -> None:
+    assert _units(cuda_wheels, "torch", "cufile") == {
+        "nvidia/cu13/lib/libcufile.so.0": [("sonames", "fail"), ("symbols", "fail")]
+    }

@@ -1,7 +1,9 @@
 """A simulation of ld.so and CPython loading a wheel set: sonames, search paths, scopes, symbol binding.
 
 Model (mirrors ld.so and CPython; see DESIGN.md): when torch is in the set, importing it first loads the
-CUDA libraries of the nvidia wheels and torch's own ``torch/lib`` libraries globally (RTLD_GLOBAL); every
+CUDA libraries torch preloads from the nvidia wheels (``TORCH_PRELOADS``: libcudart, libcublas, libcudnn ...,
+not plugins such as nvshmem's transports that are opened on demand), torch's own ``torch/lib`` libraries and
+their DT_NEEDED closure globally (RTLD_GLOBAL); every
 extension module is then loaded with RTLD_NOW|RTLD_LOCAL, so its symbols resolve against the global scope
 plus its own dependency tree (breadth first) and stay invisible to other extensions. A DT_NEEDED entry is
 satisfied by an already loaded soname, then DT_RPATH (only without DT_RUNPATH), then DT_RUNPATH with
@@ -23,7 +25,28 @@ from abiprobe.target import Target
 
 # Libraries the interpreter itself has loaded before any import: part of the global scope.
 INTERPRETER_LIBS = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "libutil.so.1")
-_PRELOAD = re.compile(r"^(?:nvidia/[^/]+/lib|torch/lib)/[^/]+\.so(?:\.\d+)*$")
+# The libraries torch's __init__ loads from the nvidia wheels (its cuda_libs table, by file stem).
+TORCH_PRELOADS = (
+    "libcublas",
+    "libcudnn",
+    "libnvrtc",
+    "libcudart",
+    "libcupti",
+    "libcufft",
+    "libcurand",
+    "libnvJitLink",
+    "libcusparse",
+    "libcusparseLt",
+    "libcusolver",
+    "libnccl",
+    "libnvToolsExt",
+    "libnvshmem_host",
+    "libcufile",
+)
+_PRELOAD = re.compile(
+    r"^(?:torch/lib/[^/]+\.so(?:\.\d+)*"
+    rf"|nvidia/[^/]+/lib/(?:{'|'.join(TORCH_PRELOADS)})\.so(?:\.\d+)+)$"
+)
 _IGNORED_IMPORTS = frozenset({"__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable"})
 
 
@@ -156,7 +179,8 @@ class LoaderSimulation:
         return new
 
     def preload_order(self) -> list[InstalledObject]:
-        """What importing torch loads globally: the nvidia wheels' CUDA libraries, then torch/lib."""
+        """What importing torch loads globally: the nvidia libraries torch preloads, then torch/lib (their
+        DT_NEEDED closure follows when each is loaded)."""
         objs = [o for p, o in sorted(self.layout.objects.items()) if _PRELOAD.match(p)]
         return sorted(objs, key=lambda o: (not o.path.startswith("nvidia/"), o.path))
 
