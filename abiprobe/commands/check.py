@@ -1,5 +1,8 @@
 """`abiprobe check`: will this set of wheels (or an installed environment) load on the target?
 
+With --installed only the stack (torch, sgl-kernel, flashinfer and the distributions they require) is
+judged; --all judges every extension, --package NAME chooses.
+
 Exit status: 0 when no check fails (warnings allowed); 1 for an error, 2 for a usage error, 3 when an index
 could not be read; otherwise the OR of these bits, one per failing check family:
 4 a needed library (soname) is missing, 8 an undefined symbol, 16 a symbol version or driver API too new
@@ -56,6 +59,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--driver", help="target NVIDIA driver version (580.95.05); default: matches --cuda")
     p.add_argument(
         "--profile", help=f"system-library profile: a JSON file or one of {', '.join(BUILTIN_PROFILES)}"
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="with --installed: judge every extension of every distribution, not only the stack "
+        "(torch, sgl-kernel, flashinfer and what they require)",
+    )
+    p.add_argument(
+        "--package",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="judge only distribution NAME and what it requires (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print the analysis as JSON")
     p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory (remote items)")
@@ -137,11 +153,39 @@ def _facts_of(item: str, args: argparse.Namespace) -> WheelFacts:
     raise UsageError(f"{item}: not a .whl file, a directory, a wheel URL or PROJECT==VERSION")
 
 
+def scoped(analysis: SetAnalysis, wheels: Sequence[WheelFacts], args: argparse.Namespace) -> SetAnalysis:
+    """--package NAME: those distributions and their requirements; --installed alone: the default stack;
+    --all (or wheel items): everything, failures outside the stack marked optional with --installed."""
+    from packaging.utils import canonicalize_name
+
+    from abiprobe.analyze.scope import DEFAULT_STACK, mark_optional, requirement_closure, restrict
+
+    present = {canonicalize_name(w.metadata.name) for w in wheels}
+    if args.package:
+        if args.all:
+            raise UsageError("give either --all or --package, not both")
+        absent = sorted(n for n in args.package if canonicalize_name(n) not in present)
+        if absent:
+            raise UsageError(f"--package {absent[0]}: not in the checked set")
+        return restrict(analysis, wheels, requirement_closure(wheels, args.package, analysis.target))
+    if not args.installed:
+        return analysis
+    stack = requirement_closure(wheels, DEFAULT_STACK, analysis.target)
+    if args.all:
+        return mark_optional(analysis, wheels, stack)
+    if not stack:
+        raise UsageError(
+            f"none of {', '.join(DEFAULT_STACK)} is installed: pass --all or --package NAME to choose what "
+            "to check"
+        )
+    return restrict(analysis, wheels, stack)
+
+
 def run(args: argparse.Namespace) -> int:
     target = target_from_args(args)
     profile = profile_from_args(args, target)
     wheels = collect_wheels(args)
-    analysis = analyze_set(wheels, target, profile)
+    analysis = scoped(analyze_set(wheels, target, profile), wheels, args)
     if args.json:
         json.dump(analysis.to_json(), sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
