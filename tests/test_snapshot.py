@@ -5,10 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +15,7 @@ import jsonschema
 import pytest
 from support.indexserver import IndexServer
 from support.solve_stacks import solve_stack
+from support.venvs import isolated_env, make_venv, sh
 from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
@@ -25,25 +23,6 @@ from abiprobe.restore import compare, render_script, restore_plan
 from abiprobe.snapshot import Snapshot, content_fingerprint, load_snapshot, parse_direct_url, take_snapshot
 
 SCHEMA = Path(__file__).parent.parent / "abiprobe" / "schemas" / "snapshot.schema.json"
-
-
-def isolated_env(**extra: str) -> dict[str, str]:
-    """The environment without the host's pip / uv settings, so only the test's sources count."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
-    env["PIP_CONFIG_FILE"] = os.devnull
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    return {**env, **extra}
-
-
-def sh(*cmd: str | Path, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env or isolated_env())
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
-
-
-def venv(path: Path) -> Path:
-    sh(sys.executable, "-m", "venv", path)
-    return path / "bin" / "python"
 
 
 @dataclass(frozen=True)
@@ -73,7 +52,7 @@ def restored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restored]:
     with IndexServer() as server:
         for w in (kernel, plain, secret):
             server.add_wheel(w)
-        py1 = venv(root / "before")
+        py1 = make_venv(root / "before")
         sh(py1, "-m", "pip", "install", "--no-deps", "--index-url", server.index_url,
            "sglang-kernel==0.4.0", "plainpkg", "secretpkg")
         sh(py1, "-m", "pip", "install", "--no-deps", direct)
@@ -84,7 +63,7 @@ def restored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restored]:
             assert main(args) == 0
         snap = load_snapshot(snap_file)
         script = render_script(restore_plan(snap))
-        py2 = venv(root / "after")
+        py2 = make_venv(root / "after")
         (root / "restore.sh").write_text(script)
         sh("bash", root / "restore.sh", env=isolated_env(PYTHON=str(py2)))
         yield Restored(house, kernel, snap_file, snap, script, take_snapshot(str(py1), [house]),

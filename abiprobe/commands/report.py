@@ -1,0 +1,53 @@
+"""``abiprobe report``: the upgrade ticket from a snapshot and a solve (Markdown, HTML or JSON)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from abiprobe.errors import UsageError
+from abiprobe.jobs import load_result
+from abiprobe.report.matrix_json import load_document
+from abiprobe.report.ticket import render_markdown, ticket_document
+from abiprobe.report.ticket_html import render_html
+from abiprobe.snapshot import load_snapshot
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("report", help="the upgrade ticket: changes, chosen and rejected sets, probes")
+    p.add_argument("--snapshot", type=Path, required=True, help="`abiprobe snapshot` file (where we are)")
+    p.add_argument("--matrix", type=Path, required=True, help="matrices/<key>.json (where we go)")
+    p.add_argument("--lock", type=Path, help="lock file (default: <matrix stem>.lock.txt next to the matrix)")
+    p.add_argument("--probe", action="append", default=[], type=Path, metavar="RESULT",
+                   help="probe job result files (repeatable)")
+    p.add_argument("--installer", choices=("pip", "uv"), default="pip", help="installer of the restore plan")
+    p.add_argument("--format", choices=("md", "html", "json"), default="md")
+    p.add_argument("--json", action="store_true", help="same as --format json")
+    p.add_argument("-o", "--output", type=Path, help="write the report here (default: stdout)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    snapshot = load_snapshot(args.snapshot)
+    doc = load_document(args.matrix)
+    lock_path: Path = args.lock or args.matrix.with_name(args.matrix.name.removesuffix(".json") + ".lock.txt")
+    if args.lock is not None and not lock_path.is_file():
+        raise UsageError(f"{lock_path} does not exist")
+    lock = lock_path.read_text(encoding="utf-8") if lock_path.is_file() else None
+    results = [load_result(p) for p in args.probe]
+    ticket = ticket_document(snapshot, doc, lock=lock, results=results, installer=args.installer)
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        text = json.dumps(ticket, indent=1) + "\n"
+    elif fmt == "html":
+        text = render_html(ticket)
+    else:
+        text = render_markdown(ticket)
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0

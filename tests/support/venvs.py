@@ -1,0 +1,34 @@
+"""Real venvs for tests, with pip isolated from the host's pip / uv settings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def isolated_env(**extra: str) -> dict[str, str]:
+    """The environment without the host's pip / uv settings, so only the test's sources count."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return {**env, **extra}
+
+
+def sh(*cmd: str | Path, env: dict[str, str] | None = None) -> str:
+    """Run a command; fail with its output when it fails."""
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env or isolated_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def make_venv(path: Path, *, with_pip: bool = True) -> Path:
+    """``python -m venv`` (``--without-pip`` is much faster); returns the venv's interpreter."""
+    sh(sys.executable, "-m", "venv", *([] if with_pip else ["--without-pip"]), path)
+    return path / "bin" / "python"
+
+
+def pip_install(python: Path, *args: str | Path) -> str:
+    """Install into ``python``'s environment with this interpreter's pip (works without pip inside)."""
+    return sh(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", *args)
