@@ -1,0 +1,168 @@
+"""The GitHub workflows: valid against the published workflow schema, and their scripts run here for real
+(the nightly refresh over two fixture-index days; the probe job emission)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from support.indexserver import IndexServer
+from support.solve_stacks import SolveStack, _kernel, serve, solve_stack
+from support.stacks import PY_TAG
+
+REPO = Path(__file__).parent.parent
+WORKFLOWS = REPO / ".github" / "workflows"
+SCHEMA = json.loads((Path(__file__).parent / "data" / "github-workflow.schema.json").read_text())
+NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
+
+
+def workflow(name: str) -> dict[str, Any]:
+    """Parse a workflow; YAML 1.1 reads the bare key ``on`` as True, GitHub reads it as "on"."""
+    data: dict[Any, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
+    if True in data:
+        data["on"] = data.pop(True)
+    return data
+
+
+def step(wf: dict[str, Any], job: str, ident: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(s for s in wf["jobs"][job]["steps"] if s.get("id") == ident)
+    return found
+
+
+@dataclass(frozen=True)
+class Run:
+    rc: int
+    summary: str
+    outputs: dict[str, str]
+    stderr: str
+
+
+def run_step(script: str, cwd: Path, env: dict[str, str]) -> Run:
+    """Run a workflow step's script with bash as the runner would, GitHub's files pointed at temp files."""
+    shim = cwd / ".bin"
+    shim.mkdir(exist_ok=True)
+    if not (shim / "python").exists():
+        (shim / "python").symlink_to(sys.executable)
+    summary, output = cwd / ".summary.md", cwd / ".output"
+    summary.write_text("")
+    output.write_text("")
+    full = {**os.environ, **env, "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output),
+            "PATH": f"{shim}:{os.environ['PATH']}", "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=full, capture_output=True, text=True)
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+    return Run(proc.returncode, summary.read_text(), outputs, proc.stderr)
+
+
+@pytest.mark.parametrize("name", ["nightly.yml", "probe-gpu.yml"])
+def test_workflow_validates_against_the_github_workflow_schema(name: str) -> None:
+    jsonschema.validate(workflow(name), SCHEMA)
+
+
+def test_the_schema_rejects_a_broken_workflow() -> None:
+    broken = copy.deepcopy(workflow("nightly.yml"))
+    broken["schedule"] = broken["on"].pop("schedule")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, SCHEMA)
+
+
+def test_nightly_runs_on_a_schedule_and_commits_matrices_and_the_cache() -> None:
+    wf = workflow("nightly.yml")
+    assert wf["on"]["schedule"] == [{"cron": "17 3 * * *"}]
+    assert wf["permissions"] == {"contents": "write"}
+    steps = wf["jobs"]["refresh"]["steps"]
+    commit = next(s for s in steps if s.get("name") == "Commit matrices and the wheel cache")
+    assert "git add matrices wheel_index_cache" in commit["run"]
+
+
+def test_probe_workflow_fans_out_over_the_emitted_matrix() -> None:
+    probe = workflow("probe-gpu.yml")["jobs"]["probe"]
+    assert probe["strategy"]["matrix"] == "${{ fromJSON(needs.emit.outputs.matrix) }}"
+    assert probe["runs-on"] == "${{ matrix.runs_on }}"
+    assert "abiprobe probe --job probe-jobs.json --job-id" in probe["steps"][4]["run"]
+
+
+@dataclass(frozen=True)
+class Nights:
+    repo: Path
+    first: Run
+    second: Run
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> SolveStack:
+    return solve_stack(tmp_path_factory.mktemp("solve-stack"))
+
+
+@pytest.fixture(scope="module")
+def nights(stack: SolveStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nights]:
+    # GIVEN the nightly refresh script, a checkout with no matrices yet, and two nights of one index:
+    # the second night has a new kernel release and sglang-kernel 0.4.0 re-uploaded without sm_120 code
+    repo = tmp_path_factory.mktemp("checkout")
+    script = step(workflow("nightly.yml"), "refresh", "refresh")["run"]
+    c10 = stack.root / "t29" / "torch-2.9.0" / "libc10.so"
+    cudart = stack.root / "runtime" / "libcudart.so.13"
+    rebuilt = _kernel(repo.parent / "rebuilt-wheels", repo.parent / "rebuilt", "sglang-kernel", "0.4.0",
+                      c10, cudart, unsigned=True, requires=["torch==2.9.0"],
+                      gencode="arch=compute_100a,code=sm_100a")
+    env = {"NIGHTLY_TARGETS": "# cuda arch\n13.0 sm120\n"}
+    with IndexServer() as night1:
+        for key, path in sorted(stack.wheels.items()):
+            if key != "k042_sm100a":
+                night1.add_wheel(path, **({"yanked": "x"} if key in stack.yanked else {}))
+        args = f"--python {PY_TAG} --index {night1.index_url}"
+        first = run_step(script, repo, {**env, "SOLVE_ARGS": args})
+    with IndexServer() as night2:
+        for key, path in sorted(stack.wheels.items()):
+            options = {"yanked": "x"} if key in stack.yanked else {}
+            night2.add_wheel(rebuilt if key == "k040" else path, **options)
+        args = f"--python {PY_TAG} --index {night2.index_url}"
+        second = run_step(script, repo, {**env, "SOLVE_ARGS": args})
+    yield Nights(repo, first, second)
+
+
+def test_first_night_writes_a_new_matrix(nights: Nights) -> None:
+    assert (nights.first.rc, nights.first.outputs) == (0, {"regressions": "false", "broken": "false"})
+    assert f"### New matrix: {NAME}" in nights.first.summary
+    names = sorted(p.name for p in (nights.repo / "matrices").iterdir())
+    assert names == [f"{NAME}.html", f"{NAME}.json", f"{NAME}.lock.txt", f"{NAME}.md"]
+
+
+def test_the_wheel_cache_is_kept_in_the_checkout(nights: Nights) -> None:
+    assert any((nights.repo / "wheel_index_cache" / "facts").rglob("*"))
+
+
+def test_second_night_publishes_the_diff_and_flags_the_regression(nights: Nights) -> None:
+    assert (nights.second.rc, nights.second.outputs) == (0, {"regressions": "true", "broken": "false"})
+    assert "**1 regression(s)** (ok → fail)" in nights.second.summary
+    assert "| torch==2.9.0 + sglang-kernel==0.4.0 | ok | fail | gpu_arch ok→fail |" in nights.second.summary
+
+
+def test_second_night_updates_the_committed_matrix(nights: Nights) -> None:
+    doc = json.loads((nights.repo / "matrices" / f"{NAME}.json").read_text())
+    assert "sglang-kernel==0.4.2" in [g["id"] for g in doc["groups"]["kernel"]]
+
+
+def test_probe_emit_step_outputs_a_github_matrix(stack: SolveStack, tmp_path: Path) -> None:
+    script = step(workflow("probe-gpu.yml"), "emit", "emit")["run"]
+    with IndexServer() as server:
+        serve(server, stack)
+        run = run_step(script, tmp_path, {"CUDA": "13.0", "ARCH": "sm120", "PROBE_ARCHS": "sm120 sm90",
+                                          "CELLS": "chosen",
+                                          "SOLVE_ARGS": f"--python {PY_TAG} --index {server.index_url}"})
+    assert run.rc == 0, run.stderr
+    members = "torch-2.9.0-sglang-kernel-0.4.0-flashinfer-python-0.5.3"
+    assert json.loads(run.outputs["matrix"]) == {"include": [
+        {"id": f"sm120-{members}", "runs_on": ["self-hosted", "linux", "gpu", "sm120"]},
+        {"id": f"sm90-{members}", "runs_on": ["self-hosted", "linux", "gpu", "sm90"]},
+    ]}
+    assert run.outputs["count"] == "2"
