@@ -22,7 +22,7 @@ from abiprobe.analyze.explain import (
     symbols_verdict,
     version_verdict,
 )
-from abiprobe.analyze.layout import dist_label
+from abiprobe.analyze.layout import InstalledObject, dist_label
 from abiprobe.analyze.loader import LoaderSimulation, LoadResult
 from abiprobe.facts import WheelFacts
 from abiprobe.profiles import Profile
@@ -116,19 +116,37 @@ def unit_verdicts(sim: LoaderSimulation, result: LoadResult) -> tuple[Verdict, .
     return tuple(verdicts)
 
 
+def never_imported(obj: InstalledObject, target: Target) -> bool:
+    """An extension tagged for another CPython (``cpython-310`` on 3.12) inside a wheel that does install
+    on the target: the import system skips its file name, so the loader never opens it."""
+    py = obj.extension_python
+    if not (isinstance(py, tuple) and target.implementation == "cp" and py != target.python):
+        return False
+    tags = obj.wheel.metadata.tags
+    return bool(tags) and any(target.accepts_tag(t) for t in tags)
+
+
+def _demoted(verdicts: tuple[Verdict, ...], why: str) -> tuple[Verdict, ...]:
+    """Failures of a unit the running program never loads become warnings that say why."""
+    return tuple(
+        replace(v, status="warn", explanation=f"{v.explanation} ({why})") if v.status == "fail" else v
+        for v in verdicts
+    )
+
+
 def _unit(sim: LoaderSimulation, result: LoadResult) -> UnitAnalysis:
     obj = sim.layout.objects[result.path]
     verdicts = unit_verdicts(sim, result)
     selected = runtime_selection(result.path, sim.target)
     if selected is False:
-        verdicts = tuple(
-            replace(
-                v, status="warn", explanation=v.explanation + " (the package does not load it on this GPU)"
-            )
-            if v.status == "fail"
-            else v
-            for v in verdicts
-        )
+        verdicts = _demoted(verdicts, "the package does not load it on this GPU")
+    elif never_imported(obj, sim.target):
+        py = obj.extension_python
+        assert isinstance(py, tuple)
+        major, minor = sim.target.python
+        why = f"CPython {major}.{minor} never imports a cpython-{py[0]}{py[1]} module"
+        verdicts = _demoted(verdicts, why)
+        selected = False
     kind = "preloaded" if result.is_global else "extension"
     return UnitAnalysis(result.path, obj.dist, kind, verdicts, selected)
 
