@@ -7,7 +7,6 @@ its RECORD matches what is installed; otherwise the RECORD-derived content finge
 
 from __future__ import annotations
 
-import base64
 import csv
 import datetime as _dt
 import hashlib
@@ -220,11 +219,6 @@ def wheel_fingerprint(wheel: Path) -> str | None:
     except (zipfile.BadZipFile, OSError):
         return None
     return content_fingerprint((installed_path(p), h) for p, h in record_rows(text))
-
-
-def record_hash(data: bytes) -> str:
-    """The ``sha256=<urlsafe b64>`` form RECORD files use."""
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
 class WheelFinder:
