@@ -17,6 +17,7 @@ from typing import Any, Literal
 from abiprobe import __version__
 from abiprobe.cuda_arch import parse_arch
 from abiprobe.errors import UsageError
+from abiprobe.jsondoc import load_versioned
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group, explain
 from abiprobe.verdict import Verdict, worst
@@ -46,8 +47,13 @@ def job_id(arch: str, members: Sequence[str]) -> str:
 
 def _wheel(w: StackCandidate) -> dict[str, Any]:
     f = w.candidate.file
-    return {"name": str(w.name), "version": str(w.version), "filename": f.filename, "url": f.url,
-            "sha256": f.sha256 or (w.facts.sha256 if w.facts else None)}
+    return {
+        "name": str(w.name),
+        "version": str(w.version),
+        "filename": f.filename,
+        "url": f.url,
+        "sha256": f.sha256 or (w.facts.sha256 if w.facts else None),
+    }
 
 
 def _tops(w: StackCandidate) -> tuple[str, ...]:
@@ -94,26 +100,39 @@ def probe_jobs(
         for arch in wanted:
             a = parse_arch(arch)
             job_target = {**target, "arch": f"{a.major}.{a.minor}{a.variant}"}
-            jobs.append({
-                "id": job_id(arch, cell["members"]),
-                "name": f"{' + '.join(cell['members'])} on sm_{a.sm}{a.variant}",
-                "runs_on": labels(arch),
-                "matrix": target["key"],
-                "target": job_target,
-                "cell": {"row": cell["row"], "col": cell["col"]},
-                "python": f"{major}.{minor}",
-                "wheels": [_wheel(w) for w in (*wheels, *runtime_wheels)],
-                "import_order": order,
-                "expected": cell["status"],
-                "expected_gpu": cell["checks"].get("gpu_arch", "ok") if job_target == target else None,
-            })
-    return {"kind": JOBS_KIND, "schema_version": JOBS_SCHEMA_VERSION,
-            "generated_by": f"abiprobe {__version__}", "matrix": target["key"], "include": jobs}
+            jobs.append(
+                {
+                    "id": job_id(arch, cell["members"]),
+                    "name": f"{' + '.join(cell['members'])} on sm_{a.sm}{a.variant}",
+                    "runs_on": labels(arch),
+                    "matrix": target["key"],
+                    "target": job_target,
+                    "cell": {"row": cell["row"], "col": cell["col"]},
+                    "python": f"{major}.{minor}",
+                    "wheels": [_wheel(w) for w in (*wheels, *runtime_wheels)],
+                    "import_order": order,
+                    "expected": cell["status"],
+                    "expected_gpu": cell["checks"].get("gpu_arch", "ok") if job_target == target else None,
+                }
+            )
+    return {
+        "kind": JOBS_KIND,
+        "schema_version": JOBS_SCHEMA_VERSION,
+        "generated_by": f"abiprobe {__version__}",
+        "matrix": target["key"],
+        "include": jobs,
+    }
 
 
-def write_probe_jobs(path: Path, doc: dict[str, Any], groups: Mapping[str, tuple[Group, ...]],
-                     runtime: RuntimeWheels, *, archs: Sequence[str] = (),
-                     cells: CellSelection = "chosen") -> int:
+def write_probe_jobs(
+    path: Path,
+    doc: dict[str, Any],
+    groups: Mapping[str, tuple[Group, ...]],
+    runtime: RuntimeWheels,
+    *,
+    archs: Sequence[str] = (),
+    cells: CellSelection = "chosen",
+) -> int:
     """Write the job file; returns how many jobs it holds."""
     jobs = probe_jobs(doc, groups, runtime, archs=archs, cells=cells)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -121,27 +140,24 @@ def write_probe_jobs(path: Path, doc: dict[str, Any], groups: Mapping[str, tuple
     return len(jobs["include"])
 
 
-def emit_from_solve(args: Any, doc: dict[str, Any], groups: Mapping[str, tuple[Group, ...]],
-                    runtime: RuntimeWheels | None) -> None:
+def emit_from_solve(
+    args: Any, doc: dict[str, Any], groups: Mapping[str, tuple[Group, ...]], runtime: RuntimeWheels | None
+) -> None:
     """``solve --emit-probe-jobs FILE [--probe-arch A]... [--probe-cells C]``."""
-    n = write_probe_jobs(args.emit_probe_jobs, doc, groups, runtime or (lambda _g: ()), archs=args.probe_arch,
-                         cells=args.probe_cells)
+    n = write_probe_jobs(
+        args.emit_probe_jobs,
+        doc,
+        groups,
+        runtime or (lambda _g: ()),
+        archs=args.probe_arch,
+        cells=args.probe_cells,
+    )
     if not args.json:
         print(f"  probe jobs: {n} written to {args.emit_probe_jobs}")
 
 
 def _load(path: Path, kind: str) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path} is not JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("kind") != kind:
-        raise UsageError(f"{path} is not an {kind} file")
-    if not isinstance(data.get("schema_version"), int) or data["schema_version"] > JOBS_SCHEMA_VERSION:
-        raise UsageError(f"{path}: schema version {data.get('schema_version')!r} is newer than this abiprobe")
-    return data
+    return load_versioned(path, kind, JOBS_SCHEMA_VERSION, f"{kind} file")
 
 
 def load_jobs(path: Path) -> dict[str, Any]:
@@ -165,8 +181,9 @@ def select_job(jobs: dict[str, Any], ident: str | None) -> dict[str, Any]:
     raise UsageError(f"no job {ident!r} in the job file")
 
 
-def result_document(job: dict[str, Any], result: dict[str, Any], verdicts: Iterable[Verdict],
-                    host: dict[str, Any]) -> dict[str, Any]:
+def result_document(
+    job: dict[str, Any], result: dict[str, Any], verdicts: Iterable[Verdict], host: dict[str, Any]
+) -> dict[str, Any]:
     """What one job reports: which job, on which host, the probe result and its verdicts."""
     return {
         "kind": RESULT_KIND,

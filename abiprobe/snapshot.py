@@ -27,6 +27,7 @@ from abiprobe import __version__
 from abiprobe.errors import UsageError
 from abiprobe.facts import ElfFacts
 from abiprobe.installed import InstalledDist, installed_distributions
+from abiprobe.jsondoc import load_versioned
 from abiprobe.wheel import installed_path, sha256_of_file
 
 SNAPSHOT_KIND = "abiprobe-snapshot"
@@ -134,31 +135,32 @@ class Snapshot:
 def _dist_from_json(d: dict[str, Any]) -> SnapshotDist:
     wheel = WheelFile(**d["wheel"]) if d.get("wheel") else None
     exts = tuple(
-        Extension(e["path"], e["sha256"], e["size"], tuple(e["needed"]), tuple(e["cuda_majors"]),
-                  tuple(e["gpu_code"]))
+        Extension(
+            e["path"],
+            e["sha256"],
+            e["size"],
+            tuple(e["needed"]),
+            tuple(e["cuda_majors"]),
+            tuple(e["gpu_code"]),
+        )
         for e in d.get("extensions", ())
     )
     return SnapshotDist(
-        name=d["name"], version=d["version"], installer=d["installer"], location=d["location"],
-        source=Source(**d["source"]), content_sha256=d["content_sha256"], files=d["files"],
-        wheel=wheel, extensions=exts,
+        name=d["name"],
+        version=d["version"],
+        installer=d["installer"],
+        location=d["location"],
+        source=Source(**d["source"]),
+        content_sha256=d["content_sha256"],
+        files=d["files"],
+        wheel=wheel,
+        extensions=exts,
     )
 
 
 def load_snapshot(path: Path) -> Snapshot:
     """Read a snapshot file; refuses other kinds and newer schema versions with one line."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path} is not JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("kind") != SNAPSHOT_KIND:
-        raise UsageError(f"{path} is not an abiprobe snapshot")
-    version = data.get("schema_version")
-    if not isinstance(version, int) or version > SNAPSHOT_SCHEMA_VERSION:
-        raise UsageError(f"{path}: snapshot schema version {version!r} is newer than this abiprobe reads")
-    return Snapshot.from_json(data)
+    return Snapshot.from_json(load_versioned(path, SNAPSHOT_KIND, SNAPSHOT_SCHEMA_VERSION, "snapshot"))
 
 
 def parse_direct_url(text: str | None) -> Source:
@@ -179,7 +181,7 @@ def parse_direct_url(text: str | None) -> Source:
     archive = data.get("archive_info") or {}
     sha = (archive.get("hashes") or {}).get("sha256")
     if sha is None and str(archive.get("hash", "")).startswith("sha256="):
-        sha = str(archive["hash"])[len("sha256="):]
+        sha = str(archive["hash"])[len("sha256=") :]
     return Source("file" if url.startswith("file:") else "url", url, sha256=sha)
 
 
@@ -249,7 +251,11 @@ class WheelFinder:
 
 def extension_of(elf: ElfFacts) -> Extension:
     return Extension(
-        path=elf.path, sha256=elf.sha256, size=elf.size, needed=elf.needed, cuda_majors=elf.cuda_majors(),
+        path=elf.path,
+        sha256=elf.sha256,
+        size=elf.size,
+        needed=elf.needed,
+        cuda_majors=elf.cuda_majors(),
         gpu_code=tuple(sorted({g.label() for g in elf.gpu_code})),
     )
 
@@ -257,8 +263,14 @@ def extension_of(elf: ElfFacts) -> Extension:
 def snapshot_dist(dist: InstalledDist, finder: WheelFinder) -> SnapshotDist:
     """One installed distribution -> its snapshot record (reads its RECORD from disk)."""
     meta = dist.facts.metadata
-    info = next((f.split("/", 1)[0] for f in dist.facts.files if f.split("/", 1)[0].endswith(".dist-info")
-                 and f.endswith("/RECORD")), None)
+    info = next(
+        (
+            f.split("/", 1)[0]
+            for f in dist.facts.files
+            if f.split("/", 1)[0].endswith(".dist-info") and f.endswith("/RECORD")
+        ),
+        None,
+    )
     rows: list[tuple[str, str]] = []
     if info is not None:
         try:
@@ -272,8 +284,14 @@ def snapshot_dist(dist: InstalledDist, finder: WheelFinder) -> SnapshotDist:
     if wheel is None and source.sha256 and source.url:
         wheel = WheelFile(source.url.rsplit("/", 1)[-1], source.sha256)
     return SnapshotDist(
-        name=meta.name, version=meta.version, installer=dist.installer, location=str(dist.location),
-        source=source, content_sha256=fingerprint, files=len(dist.facts.files), wheel=wheel,
+        name=meta.name,
+        version=meta.version,
+        installer=dist.installer,
+        location=str(dist.location),
+        source=source,
+        content_sha256=fingerprint,
+        files=len(dist.facts.files),
+        wheel=wheel,
         extensions=tuple(extension_of(e) for e in dist.facts.elf),
     )
 
@@ -281,8 +299,9 @@ def snapshot_dist(dist: InstalledDist, finder: WheelFinder) -> SnapshotDist:
 _ENV_SCRIPT = "import json, sys; print(json.dumps([sys.version.split()[0], sys.executable]))"
 
 
-def take_snapshot(python: str | None = None, wheel_dirs: Sequence[Path] = (), *,
-                  now: _dt.datetime | None = None) -> Snapshot:
+def take_snapshot(
+    python: str | None = None, wheel_dirs: Sequence[Path] = (), *, now: _dt.datetime | None = None
+) -> Snapshot:
     """Snapshot the environment of ``python`` (default: this interpreter)."""
     from abiprobe.index.config import default_index
 
@@ -297,6 +316,11 @@ def take_snapshot(python: str | None = None, wheel_dirs: Sequence[Path] = (), *,
     index_url, origin = default_index(os.environ, Path.cwd())
     stamp = (now or _dt.datetime.now(_dt.timezone.utc)).replace(microsecond=0).isoformat()
     return Snapshot(
-        python=version, executable=executable, created=stamp, index_url=index_url, index_origin=origin,
-        wheel_dirs=tuple(str(d.absolute()) for d in wheel_dirs), dists=tuple(dists),
+        python=version,
+        executable=executable,
+        created=stamp,
+        index_url=index_url,
+        index_origin=origin,
+        wheel_dirs=tuple(str(d.absolute()) for d in wheel_dirs),
+        dists=tuple(dists),
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe import __version__
-from abiprobe.errors import UsageError
+from abiprobe.jsondoc import load_versioned
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group, Matrix
 from abiprobe.solve.result import SolveResult
@@ -126,18 +126,7 @@ def matrix_schema() -> dict[str, Any]:
 
 def load_document(path: Path) -> dict[str, Any]:
     """Read a matrix JSON file written by ``solve``; refuses other kinds and newer schema versions."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path} is not JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("kind") != MATRIX_KIND:
-        raise UsageError(f"{path} is not an abiprobe matrix")
-    version = data.get("schema_version")
-    if not isinstance(version, int) or version > MATRIX_SCHEMA_VERSION:
-        raise UsageError(f"{path}: matrix schema version {version!r} is newer than this abiprobe reads")
-    return data
+    return load_versioned(path, MATRIX_KIND, MATRIX_SCHEMA_VERSION, "matrix")
 
 
 def title_of(doc: dict[str, Any]) -> str:
