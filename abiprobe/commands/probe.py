@@ -81,8 +81,8 @@ def run(args: argparse.Namespace) -> int:
         from abiprobe.jobs_run import run_job_command
 
         return run_job_command(args)
-    if not args.wheels:
-        raise UsageError("give WHEEL files, or --job FILE")
+    if not args.wheels and not args.installed:
+        raise UsageError("give WHEEL files, --installed to probe an existing environment, or --job FILE")
     wheels = [w.absolute() for w in args.wheels]
     for w in wheels:
         if not w.is_file():
@@ -93,8 +93,6 @@ def run(args: argparse.Namespace) -> int:
         order = default_import_order(wheels)
     if not order:
         raise UsageError("nothing to import: pass --import-order")
-    if not wheels and not args.installed:
-        raise UsageError("give the wheels of a set, or --installed to probe an existing environment")
     options = ProbeOptions(
         python=args.python,
         timeout=args.timeout,

@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from abiprobe.cache import Cache, default_cache_root
 from abiprobe.errors import UsageError
@@ -43,18 +44,35 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--python", default="cp312", help="target Python (cp312, 3.12)")
     p.add_argument("--platform", default="manylinux_2_28_x86_64", help="target platform tag")
     p.add_argument("--driver", help="target driver version (580.95.05)")
-    p.add_argument("--with", dest="with_", action="append", default=[], metavar="REQ",
-                   help="add a package to the stack (name and optional bounds)")
-    p.add_argument("--constraint", action="append", default=[], metavar="REQ",
-                   help="narrow a stack member, e.g. 'torch>=2.9'")
+    p.add_argument(
+        "--with",
+        dest="with_",
+        action="append",
+        default=[],
+        metavar="REQ",
+        help="add a package to the stack (name and optional bounds)",
+    )
+    p.add_argument(
+        "--constraint",
+        action="append",
+        default=[],
+        metavar="REQ",
+        help="narrow a stack member, e.g. 'torch>=2.9'",
+    )
     p.add_argument("--stack", type=Path, help="TOML stack file ([stack] members / with / constraints)")
     p.add_argument("--pre", action="store_true", help="consider pre-releases")
     p.add_argument("--all-versions", action="store_true", help="every version, not the newest few")
     p.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="versions per package (default 3)")
-    p.add_argument("--index", action="append", default=[], metavar="URL",
-                   help="index to read (repeatable); replaces the default CUDA indexes and the default index")
-    p.add_argument("--extra-index", action="append", default=[], metavar="URL",
-                   help="index read before the rest")
+    p.add_argument(
+        "--index",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="index to read (repeatable); replaces the default CUDA indexes and the default index",
+    )
+    p.add_argument(
+        "--extra-index", action="append", default=[], metavar="URL", help="index read before the rest"
+    )
     p.add_argument("--index-strategy", choices=("first-index", "best-match"), help="multi-index strategy")
     p.add_argument("--offline", action="store_true", help="answer from wheel_index_cache/ alone")
     p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory")
@@ -63,14 +81,38 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--out-dir", type=Path, default=Path("matrices"), help="where matrix files go")
     p.add_argument("--lock", type=Path, help="lock file path (default: <out-dir>/<key>.lock.txt)")
     p.add_argument("--no-write", action="store_true", help="write no matrix or lock files")
-    p.add_argument("--probe", action="store_true", help="also probe the chosen set in a venv (not yet wired)")
+    p.add_argument(
+        "--probe",
+        action="store_true",
+        help="also import the probed cells (--probe-cells, default the chosen set) in throwaway venvs "
+        "and fold the outcome into the matrix",
+    )
+    p.add_argument(
+        "--wheels-dir",
+        type=Path,
+        metavar="DIR",
+        help="where --probe keeps downloaded wheel files (default: a folder in the temp dir)",
+    )
     p.add_argument("--json", action="store_true", help="print the matrix document as JSON")
-    p.add_argument("--emit-probe-jobs", type=Path, metavar="FILE",
-                   help="write probe jobs (set x GPU arch) for `probe --job` (docs/probe-jobs.md)")
-    p.add_argument("--probe-arch", action="append", default=[], metavar="ARCH",
-                   help="GPU arch the probe jobs run on (repeatable; default: the target's)")
-    p.add_argument("--probe-cells", choices=("chosen", "ok", "all"), default="chosen",
-                   help="which sets get probe jobs (default: the chosen one)")
+    p.add_argument(
+        "--emit-probe-jobs",
+        type=Path,
+        metavar="FILE",
+        help="write probe jobs (set x GPU arch) for `probe --job` (docs/probe-jobs.md)",
+    )
+    p.add_argument(
+        "--probe-arch",
+        action="append",
+        default=[],
+        metavar="ARCH",
+        help="GPU arch the probe jobs run on (repeatable; default: the target's)",
+    )
+    p.add_argument(
+        "--probe-cells",
+        choices=("chosen", "ok", "all"),
+        default="chosen",
+        help="which sets get probe jobs (default: the chosen one)",
+    )
     p.set_defaults(func=run)
 
 
@@ -99,12 +141,16 @@ def index_urls(args: argparse.Namespace, target: Target) -> tuple[list[str], lis
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.probe:
-        raise UsageError("--probe is not wired into solve yet; run `abiprobe probe` on the lock file")
     if args.window < 1:
         raise UsageError("--window must be at least 1")
-    target = Target.parse(cuda=args.cuda, arch=args.arch, python=args.python, platform=args.platform,
-                          driver=args.driver, base=Target())
+    target = Target.parse(
+        cuda=args.cuda,
+        arch=args.arch,
+        python=args.python,
+        platform=args.platform,
+        driver=args.driver,
+        base=Target(),
+    )
     stack = build_stack(args)
     primary, extras = index_urls(args, target)
     config = load_index_config(
@@ -114,14 +160,21 @@ def run(args: argparse.Namespace) -> int:
     options = FilterOptions(pre=args.pre, window=None if args.all_versions else args.window)
     cache = Cache(args.cache_dir or default_cache_root())
     with Http(progress=not args.json) as http:
-        client = IndexClient(config.sources, cache, http, offline=args.offline, strategy=config.strategy,
-                             pins=config.pins)
+        client = IndexClient(
+            config.sources, cache, http, offline=args.offline, strategy=config.strategy, pins=config.pins
+        )
         result, providers = solve(
-            stack, target, profile, client,
+            stack,
+            target,
+            profile,
+            client,
             lambda f: wheel_facts_for(f, http, cache, offline=args.offline),
-            options, runtime=not args.no_runtime,
+            options,
+            runtime=not args.no_runtime,
         )
     doc = matrix_document(result)
+    if args.probe:
+        doc = probe_here(args, doc, result, providers)
     if args.emit_probe_jobs:
         from abiprobe.jobs import emit_from_solve
 
@@ -133,6 +186,26 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_summary(result, doc)
     return result.exit_code
+
+
+def probe_here(
+    args: argparse.Namespace, doc: dict[str, Any], result: SolveResult, providers: RuntimeProviders
+) -> dict[str, Any]:
+    """Run the probe jobs of the selected cells on this host and merge their verdicts into the matrix."""
+    import tempfile
+
+    from abiprobe.jobs import merge_results, probe_jobs
+    from abiprobe.jobs_run import run_job
+    from abiprobe.probe import ProbeOptions
+
+    runtime = (lambda _g: ()) if args.no_runtime else providers.wheels
+    archs = args.probe_arch or ([] if result.matrix.target.arch else ["sm90"])
+    jobs = probe_jobs(doc, result.matrix.groups, runtime, archs=archs, cells=args.probe_cells)["include"]
+    wheels_dir = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
+    python = f"{result.matrix.target.python[0]}.{result.matrix.target.python[1]}"
+    results = [run_job(job, wheels_dir, ProbeOptions(python=python)) for job in jobs]
+    merged, _report = merge_results(doc, results)
+    return merged
 
 
 def write_outputs(
