@@ -5,26 +5,30 @@ from __future__ import annotations
 import re
 
 # Libraries whose soname major follows the CUDA toolkit major (libcudart.so.13 -> CUDA 13).
-# Sources: the nvidia-* runtime wheels on PyTorch's cu126/cu128/cu130 indexes (their file lists).
+# Sources: the file lists of the nvidia-* runtime wheels (CUDA 12: nvidia/<component>/lib/, CUDA 13:
+# nvidia/cu13/lib/, as installed with torch 2.11+cu130: libcudart.so.13, libnvrtc.so.13, libcupti.so.13,
+# libnvJitLink.so.13, libcublas.so.13, libcublasLt.so.13, libcufft.so.12, libcusolver.so.12,
+# libcusparse.so.12, libcurand.so.10, libcufile.so.0).
 _TOOLKIT_LIBS: dict[str, str] = {
     "libcudart": "nvidia-cuda-runtime",
     "libnvrtc": "nvidia-cuda-nvrtc",
     "libnvrtc-builtins": "nvidia-cuda-nvrtc",
     "libcupti": "nvidia-cuda-cupti",
     "libnvJitLink": "nvidia-nvjitlink",
-    "libnvToolsExt": "nvidia-nvtx",
-    "libcufile": "nvidia-cufile",
-    "libcufile_rdma": "nvidia-cufile",
+    "libcublas": "nvidia-cublas",
+    "libcublasLt": "nvidia-cublas",
 }
-# Libraries with their own major numbering: soname major -> CUDA major.
+# Libraries with their own major numbering: soname major -> CUDA major, only where the major tells the
+# CUDA release apart. libcusparse.so.12 (CUDA 12 and 13), libcurand.so.10, libcufile.so.0 and
+# libnvToolsExt.so.1 are shared by several CUDA releases, so they say nothing about the CUDA major.
 _OWN_NUMBERING: dict[str, tuple[str, dict[int, int]]] = {
-    "libcublas": ("nvidia-cublas", {11: 11, 12: 12, 13: 13}),
-    "libcublasLt": ("nvidia-cublas", {11: 11, 12: 12, 13: 13}),
     "libcufft": ("nvidia-cufft", {10: 11, 11: 12, 12: 13}),
     "libcufftw": ("nvidia-cufft", {10: 11, 11: 12, 12: 13}),
-    "libcurand": ("nvidia-curand", {10: 12}),
-    "libcusolver": ("nvidia-cusolver", {11: 12, 12: 13}),
-    "libcusparse": ("nvidia-cusparse", {11: 11, 12: 12}),
+    "libcusolver": ("nvidia-cusolver", {12: 13}),
+    "libcusparse": ("nvidia-cusparse", {11: 11}),
+    "libcurand": ("nvidia-curand", {}),
+    "libcufile": ("nvidia-cufile", {}),
+    "libnvToolsExt": ("nvidia-nvtx", {}),
     "libnpp": ("nvidia-npp", {12: 12, 13: 13}),
 }
 _CUDA_SUFFIXED: dict[str, str] = {
