@@ -72,6 +72,9 @@ class ProcessRegistry:
                 raise AbiprobeError(f"cannot run {argv[0]}: {exc}") from exc
             with self._lock:
                 self._live.add(proc)
+                started_after_cancel = self.cancelled.is_set()
+            if started_after_cancel:  # cancel() ran between the check above and Popen: it missed this one
+                _kill_group(proc)
             stdout_b: bytes | None = None
             stderr_b: bytes | None = None
             try:
@@ -93,8 +96,8 @@ class ProcessRegistry:
 
     def cancel(self) -> None:
         """Refuse new processes and kill the groups of the live ones."""
-        self.cancelled.set()
         with self._lock:
+            self.cancelled.set()
             live = list(self._live)
         for proc in live:
             _kill_group(proc)
