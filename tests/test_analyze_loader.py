@@ -230,3 +230,24 @@ def test_set_analysis_json_carries_schema_checks_and_units(stacks: FixtureStacks
     doc = _analyze(stacks, "torch_v2", "cuda13_runtime", "sgl_kernel_v1").to_json()
     assert (doc["schema_version"], doc["ok"], doc["checks"]["symbols"]) == (1, False, "fail")
     assert [Path(u["path"]).name.split(".")[0] for u in doc["units"]] == ["common_ops", "_C"]
+
+
+def test_module_without_code_for_the_gpu_only_warns_when_a_sibling_runs_natively(
+    stacks: FixtureStacks,
+) -> None:
+    # GIVEN a kernel wheel whose sm120a_ops runs natively on 12.0 and whose hopper_ops carries sm_90a only
+    v = _verdict(_analyze(stacks, "gpu_kernel"), "gpu_arch", "gpu_kernel/hopper_ops.abi3.so")
+    # THEN hopper_ops loses only its own kernels: a warning that says why, not a failure of the wheel
+    assert v.status == "warn"
+    assert v.explanation == (
+        "nothing runs on 12.0: carries sm_90a (only this module's kernels are missing: "
+        "other extensions of gpu-kernel 0.1.0 run natively here)"
+    )
+
+
+def test_no_native_module_at_all_keeps_the_failure(stacks: FixtureStacks) -> None:
+    # GIVEN the same wheel on 12.1, where no module has native code (ptx_ops only JIT-compiles)
+    t = Target.parse(cuda="13.0", arch="sm121", python=PY, platform="manylinux_2_28_x86_64")
+    v = _verdict(_analyze(stacks, "gpu_kernel", target=t), "gpu_arch", "gpu_kernel/hopper_ops.abi3.so")
+    # THEN the modules without code still fail
+    assert (v.status, v.explanation) == ("fail", "nothing runs on 12.1: carries sm_90a")

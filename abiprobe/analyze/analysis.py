@@ -151,10 +151,36 @@ def _unit(sim: LoaderSimulation, result: LoadResult) -> UnitAnalysis:
     return UnitAnalysis(result.path, obj.dist, kind, verdicts, selected)
 
 
+def spare_partial_gpu(units: Sequence[UnitAnalysis]) -> list[UnitAnalysis]:
+    """A wheel with an extension that runs natively on the target GPU is usable there: its other
+    extensions with no code for that GPU (sgl-kernel's Hopper-only ``flash_ops`` on a Blackwell card)
+    lose only their own kernels, so their gpu_arch failure becomes a warning that says so."""
+    native = {
+        u.dist
+        for u in units
+        if u.selected is not False
+        for v in u.verdicts
+        if v.check == "gpu_arch" and v.evidence.get("arch_status") == "native"
+    }
+    out: list[UnitAnalysis] = []
+    for u in units:
+        if u.dist in native and any(v.check == "gpu_arch" and v.status == "fail" for v in u.verdicts):
+            why = f"only this module's kernels are missing: other extensions of {u.dist} run natively here"
+            verdicts = tuple(
+                replace(v, status="warn", explanation=f"{v.explanation} ({why})")
+                if v.check == "gpu_arch" and v.status == "fail"
+                else v
+                for v in u.verdicts
+            )
+            u = replace(u, verdicts=verdicts)
+        out.append(u)
+    return out
+
+
 def analyze_set(wheels: Sequence[WheelFacts], target: Target, profile: Profile) -> SetAnalysis:
     """Every check of a candidate set under a target: pure, no I/O."""
     sim = LoaderSimulation(wheels, target, profile)
-    units = [_unit(sim, r) for r in sim.load_all()]
+    units = spare_partial_gpu([_unit(sim, r) for r in sim.load_all()])
     units = [u for u in units if u.kind == "extension" or u.status != "ok"]
     set_verdicts: list[Verdict] = [
         *metadata_verdicts(wheels),
@@ -211,7 +237,7 @@ def analyze_extension(
         _SIMULATIONS[sim_key] = base
     sim = base.with_wheel(wheel)
     results = [sim.load_extension(o.path) for o in sim.layout.extensions() if o.wheel is wheel]
-    units = tuple(_unit(sim, r) for r in sorted(results, key=lambda r: r.path))
+    units = tuple(spare_partial_gpu([_unit(sim, r) for r in sorted(results, key=lambda r: r.path)]))
     if cache is not None:
         cache[key] = units
     return units

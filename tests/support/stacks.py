@@ -354,6 +354,7 @@ def build_stacks(out: Path) -> FixtureStacks:
             "gpu_kernel/__init__.py": b"",
             "gpu_kernel/sm120a_ops.abi3.so": _gpu_module(g, "sm120a_ops", "arch=compute_120a,code=sm_120a"),
             "gpu_kernel/ptx_ops.abi3.so": _gpu_module(g, "ptx_ops", "arch=compute_90,code=compute_90"),
+            "gpu_kernel/hopper_ops.abi3.so": _gpu_module(g, "hopper_ops", "arch=compute_90a,code=sm_90a"),
         },
         tag=ABI3_TAG,
     )
