@@ -31,8 +31,12 @@ TARGET = Target(cuda=(13, 0), python=(3, 12), platform="manylinux_2_28_x86_64")
 
 def cands(*filenames: str, **file_options: object) -> list:  # type: ignore[type-arg]
     files = [
-        IndexFile(filename=f, url=f"http://x/{f}", hashes={"sha256": hashlib.sha256(f.encode()).hexdigest()},
-                  **file_options)  # type: ignore[arg-type]
+        IndexFile(
+            filename=f,
+            url=f"http://x/{f}",
+            hashes={"sha256": hashlib.sha256(f.encode()).hexdigest()},
+            **file_options,
+        )  # type: ignore[arg-type]
         for f in filenames
     ]
     return list(candidates_from_files(files)[0])
@@ -42,8 +46,13 @@ def facts(
     name: str, version: str, requires: tuple[str, ...] = (), needed: tuple[str, ...] = ()
 ) -> WheelFacts:
     elf = (ElfFacts(path=f"{name}/_x.so", elf_class=64, machine="x86_64", needed=needed),) if needed else ()
-    return WheelFacts(filename=f"{name}-{version}.whl", sha256="0" * 64, size=1,
-                      metadata=DistMetadata(name=name, version=version, requires_dist=requires), elf=elf)
+    return WheelFacts(
+        filename=f"{name}-{version}.whl",
+        sha256="0" * 64,
+        size=1,
+        metadata=DistMetadata(name=name, version=version, requires_dist=requires),
+        elf=elf,
+    )
 
 
 def test_default_stack_has_torch_kernel_under_both_names_and_flashinfer_companions() -> None:
@@ -89,6 +98,22 @@ def test_metadata_cuda_toolkit_pin_means_cuda_13() -> None:
 
     v = variant_from_requirements([Requirement("cuda-toolkit[cudart]==13.0.2")])
     assert v.majors == (13,)
+
+
+def test_open_lower_bound_on_a_cuda_meta_project_says_nothing_about_the_major() -> None:
+    # flashinfer-python 0.7.x on the default index requires cuda-python>=12.0, which CUDA 13 releases satisfy
+    from packaging.requirements import Requirement
+
+    v = variant_from_requirements(
+        [Requirement("cuda-python>=12.0"), Requirement("nvidia-cuda-runtime>=12.8")]
+    )
+    assert v.majors == ()
+
+
+def test_a_range_inside_one_major_pins_it() -> None:
+    from packaging.requirements import Requirement
+
+    assert variant_from_requirements([Requirement("cuda-python>=13.0.3,<14")]).majors == (13,)
 
 
 def test_unlabelled_wheel_needing_cuda12_sonames_is_cuda_12() -> None:
@@ -148,8 +173,10 @@ def test_resolver_backtracks_to_an_older_torch_when_the_kernel_fails_with_the_ne
     stack = default_stack()
     stack = type(stack)(stack.members[:2])
     groups = {
-        "torch": (group("torch", "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl"),
-                  group("torch", "torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl")),
+        "torch": (
+            group("torch", "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl"),
+            group("torch", "torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl"),
+        ),
         "kernel": (group("kernel", "sgl_kernel-0.3.0-cp310-abi3-manylinux_2_28_x86_64.whl"),),
     }
     compat = FixedCompat({("torch==2.9.0", "sgl-kernel==0.3.0"): "fail"})
@@ -176,8 +203,10 @@ def test_kernel_role_never_picks_both_names() -> None:
     stack = type(default_stack())(default_stack().members[:2])
     groups = {
         "torch": (group("torch", "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl"),),
-        "kernel": (group("kernel", "sglang_kernel-0.4.0-cp310-abi3-manylinux_2_28_x86_64.whl"),
-                   group("kernel", "sgl_kernel-0.3.0-cp310-abi3-manylinux_2_28_x86_64.whl")),
+        "kernel": (
+            group("kernel", "sglang_kernel-0.4.0-cp310-abi3-manylinux_2_28_x86_64.whl"),
+            group("kernel", "sgl_kernel-0.3.0-cp310-abi3-manylinux_2_28_x86_64.whl"),
+        ),
     }
     result = resolve(stack, build_picks(stack, groups, TARGET, FixedCompat({})), TARGET)
     assert result.chosen == {"torch": "torch==2.9.0", "kernel": "sglang-kernel==0.4.0"}

@@ -47,6 +47,7 @@ _PRELOAD = re.compile(
     r"^(?:torch/lib/[^/]+\.so(?:\.\d+)*"
     rf"|nvidia/[^/]+/lib/(?:{'|'.join(TORCH_PRELOADS)})\.so(?:\.\d+)+)$"
 )
+_TORCH_C = re.compile(r"^torch/_C(?:\.[^/]*)?\.so$")
 _IGNORED_IMPORTS = frozenset({"__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable"})
 
 
@@ -182,7 +183,36 @@ class LoaderSimulation:
         """What importing torch loads globally: the nvidia libraries torch preloads, then torch/lib (their
         DT_NEEDED closure follows when each is loaded)."""
         objs = [o for p, o in sorted(self.layout.objects.items()) if _PRELOAD.match(p)]
+        reached = self._torch_lib_closure()
+        if reached is not None:
+            objs = [o for o in objs if not o.path.startswith("torch/lib/") or o.path in reached]
         return sorted(objs, key=lambda o: (not o.path.startswith("nvidia/"), o.path))
+
+    def _torch_lib_closure(self) -> set[str] | None:
+        """The torch/lib libraries ``import torch`` really loads: libtorch_global_deps.so and the DT_NEEDED
+        closure of torch._C (a library nothing needs, such as torch 2.15's libgfortran.so.5, stays on disk).
+        None when the wheel has no torch._C to start from."""
+        roots = [o for p, o in self.layout.objects.items() if _TORCH_C.match(p)]
+        if not roots:
+            return None
+        in_lib = {o.path: o for p, o in self.layout.objects.items() if p.startswith("torch/lib/")}
+        by_name: dict[str, InstalledObject] = {}
+        for o in in_lib.values():
+            by_name.setdefault(o.path.rsplit("/", 1)[-1], o)
+            if o.facts.soname:
+                by_name.setdefault(o.facts.soname, o)
+        if "torch/lib/libtorch_global_deps.so" in in_lib:
+            roots.append(in_lib["torch/lib/libtorch_global_deps.so"])
+        reached: set[str] = set()
+        todo = list(roots)
+        while todo:
+            obj = todo.pop()
+            for name in obj.facts.needed:
+                dep = by_name.get(name)
+                if dep is not None and dep.path not in reached:
+                    reached.add(dep.path)
+                    todo.append(dep)
+        return reached | {r.path for r in roots}
 
     def load_extension(self, path: str) -> LoadResult:
         """Load one extension module (RTLD_LOCAL) after the global preloads; the global state is unchanged."""

@@ -123,10 +123,17 @@ def variant_from_requirements(requirements: Iterable[Requirement]) -> CudaVarian
 
 
 def _pinned_major(spec: SpecifierSet) -> int | None:
-    for s in spec:
-        if s.operator in ("==", "===", "~=", ">=") and re.match(r"^\d+", s.version):
-            return int(re.match(r"^\d+", s.version).group(0))  # type: ignore[union-attr]
-    return None
+    """The one CUDA major a specifier admits (``==13.0.2``, ``~=13.0``, ``>=13,<14``); None for open
+    ranges such as ``cuda-python>=12.0``, which CUDA 13 releases satisfy too."""
+    if not any(re.match(r"^\d+", s.version) for s in spec):
+        return None
+    admitted = {
+        major
+        for major in range(9, 21)
+        for probe in (f"{major}.0", f"{major}.0.2", f"{major}.4.1", f"{major}.9.99")
+        if spec.contains(probe, prereleases=True)
+    }
+    return admitted.pop() if len(admitted) == 1 else None
 
 
 def variant_from_facts(facts: WheelFacts) -> CudaVariant:
