@@ -41,6 +41,7 @@ from abiprobe.cache_maint import (
 )
 from abiprobe.errors import CacheError
 from abiprobe.facts import WheelFacts
+from abiprobe.hosts import concrete_bytes, neutral, neutral_bytes
 
 T = TypeVar("T")
 
@@ -123,7 +124,7 @@ class Cache:
                 return None
             return CachedPage(
                 url=record.url,
-                body=body,
+                body=concrete_bytes(body),
                 content_type=record.content_type,
                 etag=record.etag,
                 last_modified=record.last_modified,
@@ -137,7 +138,8 @@ class Cache:
         if self.readonly:
             return
         key = strip_credentials(page.url)
-        body_sha = sha256_hex(page.body)
+        stored = neutral_bytes(page.body)
+        body_sha = sha256_hex(stored)
         record = PageRecord(
             url=key,
             content_type=page.content_type,
@@ -145,12 +147,12 @@ class Cache:
             last_modified=page.last_modified,
             fetched_at=float(page.fetched_at),
             body_sha256=body_sha,
-            body_size=len(page.body),
+            body_size=len(stored),
         )
         meta_path = entries.page_path(self.root, key)
         with self.lock():
             old = self._current_page_record(meta_path, key)
-            self._write(entries.body_path(self.root, key, body_sha), entries.encode_body(page.body))
+            self._write(entries.body_path(self.root, key, body_sha), entries.encode_body(stored))
             self._write(meta_path, entries.encode_page(record))
             if old is not None and old.body_sha256 != body_sha:
                 remove_quietly(entries.body_path(self.root, key, old.body_sha256))
@@ -229,7 +231,7 @@ class Cache:
 
     def host_note(self, host: str, key: str) -> object | None:
         """A note the network layer left about ``host`` (e.g. that it ignores range requests)."""
-        return self._host_notes().get(_host_key(host), {}).get(key)
+        return self._host_notes().get(neutral(_host_key(host)), {}).get(key)
 
     def set_host_note(self, host: str, key: str, value: object) -> None:
         """Remember a JSON-serialisable ``value`` about ``host``; None forgets the note."""
@@ -241,15 +243,15 @@ class Cache:
             raise CacheError(f"host note {key!r} for {host} is not JSON-serialisable") from exc
         with self.lock():
             notes = self._host_notes()
-            host_notes = dict(notes.get(_host_key(host), {}))
+            host_notes = dict(notes.get(neutral(_host_key(host)), {}))
             if value is None:
                 host_notes.pop(key, None)
             else:
                 host_notes[key] = value
             if host_notes:
-                notes[_host_key(host)] = host_notes
+                notes[neutral(_host_key(host))] = host_notes
             else:
-                notes.pop(_host_key(host), None)
+                notes.pop(neutral(_host_key(host)), None)
             self._write(self.root / entries.HOSTS_FILE, entries.encode_hosts(notes))
 
     def _host_notes(self) -> dict[str, dict[str, Any]]:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from abiprobe.cache_io import canonical_json, gzip_bytes, is_sha256_hex, plain, pretty_json, sha256_hex
 from abiprobe.errors import CacheError
 from abiprobe.facts import FACTS_SCHEMA_VERSION, WheelFacts
+from abiprobe.hosts import concrete, neutral
 
 CACHE_SCHEMA_VERSION = 1
 
@@ -155,14 +156,14 @@ def _gunzip(data: bytes, kind: str) -> bytes:
 
 
 def encode_page(record: PageRecord) -> bytes:
-    return _seal("page", plain(record))
+    return _seal("page", plain(replace(record, url=neutral(record.url))))
 
 
 def decode_page(data: bytes, expected_url_hash: str) -> PageRecord:
     record = _unseal(data, "page")
     try:
         page = PageRecord(
-            url=_typed(record["url"], str),
+            url=concrete(_typed(record["url"], str)),
             content_type=_typed(record["content_type"], str),
             etag=_optional_str(record["etag"]),
             last_modified=_optional_str(record["last_modified"]),
@@ -235,12 +236,13 @@ def decode_facts(data: bytes, expected_sha256: str) -> WheelFacts:
 
 
 def encode_metadata(key: str, data: bytes) -> bytes:
-    return _frame("metadata", key, data)
+    return _frame("metadata", neutral(key), data)
 
 
 def decode_metadata(data: bytes, expected_name: str) -> tuple[str, bytes]:
     header, payload = _unframe(data, "metadata")
     key = header.get("key")
+    key = concrete(key) if isinstance(key, str) else key
     if not isinstance(key, str) or metadata_name(key) != expected_name:
         raise CorruptEntryError("metadata entry is filed under another key's name")
     return key, payload

@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe.errors import UsageError
+from abiprobe.hosts import concrete
 
 
 def load_versioned(path: Path, kind: str, max_version: int, what: str) -> dict[str, Any]:
     """The JSON object in ``path`` whose ``kind`` is ``kind`` and whose schema version we can read."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(concrete(path.read_text(encoding="utf-8")))
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe.errors import UsageError
+from abiprobe.hosts import neutral
 from abiprobe.jobs import load_result, merge_results
 from abiprobe.report.diff import diff_matrices, render_markdown
 from abiprobe.report.matrix_json import dumps, load_document
@@ -84,7 +85,7 @@ def run_merge(args: argparse.Namespace) -> int:
         report[str(path)] = list(rep.merged)
         out = (args.out_dir / path.name) if args.out_dir else path
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(dumps(merged), encoding="utf-8")
+        out.write_text(neutral(dumps(merged)), encoding="utf-8")
     unmatched = [r["job"]["id"] for r in results if r["job"]["id"] not in placed]
     if args.json:
         sys.stdout.write(json.dumps({"merged": report, "unmatched": unmatched}, indent=1) + "\n")

@@ -13,6 +13,7 @@ from typing import Any
 
 from abiprobe.cache import Cache, default_cache_root
 from abiprobe.errors import UsageError
+from abiprobe.hosts import neutral
 from abiprobe.http import Http
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import load_index_config
@@ -214,9 +215,10 @@ def write_outputs(
     name = matrix_name(result.matrix.target)
     out: Path = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(dumps(doc), encoding="utf-8")
-    (out / f"{name}.md").write_text(render_markdown(doc), encoding="utf-8")
-    (out / f"{name}.html").write_text(render_html(doc), encoding="utf-8")
+    # registry host names become tokens in files meant to be committed (abiprobe.hosts)
+    (out / f"{name}.json").write_text(neutral(dumps(doc)), encoding="utf-8")
+    (out / f"{name}.md").write_text(neutral(render_markdown(doc)), encoding="utf-8")
+    (out / f"{name}.html").write_text(neutral(render_html(doc)), encoding="utf-8")
     lock_path: Path = args.lock or out / f"{name}.lock.txt"
     text = lock_text(result, providers, runtime=not args.no_runtime)
     if text is not None:

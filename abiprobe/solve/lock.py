@@ -1,15 +1,20 @@
-"""The chosen set as a requirements file pip and uv install as is: exact wheel URLs with sha256 hashes.
+"""The chosen set as a requirements file pip and uv install as is: exact wheels pinned by sha256.
 
 Each line is ``name @ URL --hash=sha256:...``; installing with ``--no-deps --require-hashes`` installs
-exactly these wheels and nothing resolved at install time.
+exactly these wheels and nothing resolved at install time. Wheels served by the default registry are
+written ``name==version --hash=sha256:...`` instead: the installer takes them from the user's own index
+configuration (a mirror works too) and the hash still admits only that one file, and no registry host
+name lands in a committed lock file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from abiprobe.errors import AbiprobeError
+from abiprobe.hosts import registry_file_host
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.target import Target
 
@@ -46,8 +51,12 @@ def render_lock(wheels: Sequence[LockedWheel], target: Target, *, note: str = ""
     ]
     if note:
         lines.append(f"# {note}")
+    registry_files = registry_file_host()
     for w in wheels:
         lines.append(f"# {w.role}: {w.name} {w.version}")
-        lines.append(f"{w.name} @ {w.url} \\")
+        if registry_files is not None and urlsplit(w.url).hostname == registry_files:
+            lines.append(f"{w.name}=={w.version} \\")
+        else:
+            lines.append(f"{w.name} @ {w.url} \\")
         lines.append(f"    --hash=sha256:{w.sha256}")
     return "\n".join(lines) + "\n"

@@ -1,0 +1,58 @@
+"""Registry host names as tokens in what abiprobe writes to disk, real names again when it reads.
+
+The default registry's hosts are never written literally into files abiprobe produces for committing
+(wheel_index_cache/, matrices/): they become ``{registry}`` and ``{registry-files}``, resolved at run time
+from pip's own built-in default (the same place the default index URL comes from). Other hosts (the
+PyTorch, sglang and flashinfer indexes, a private mirror) are kept as they are.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+
+REGISTRY = "{registry}"
+REGISTRY_FILES = "{registry-files}"
+
+
+@functools.cache
+def _pairs() -> tuple[tuple[str, str], ...]:
+    """(host, token) pairs, longest host first; empty when pip is not importable."""
+    try:
+        module = importlib.import_module("pip._internal.models.index")
+        files, index = str(module.PyPI.file_storage_domain), str(module.PyPI.netloc)
+    except (ImportError, AttributeError):
+        return ()
+    pairs = [(files, REGISTRY_FILES), (index, REGISTRY)]
+    return tuple(sorted((p for p in pairs if p[0]), key=lambda p: -len(p[0])))
+
+
+def neutral(text: str) -> str:
+    """Registry host names replaced by their tokens."""
+    for host, token in _pairs():
+        text = text.replace(host, token)
+    return text
+
+
+def concrete(text: str) -> str:
+    """Tokens replaced by the registry host names of this machine's pip."""
+    for host, token in _pairs():
+        text = text.replace(token, host)
+    return text
+
+
+def neutral_bytes(data: bytes) -> bytes:
+    for host, token in _pairs():
+        data = data.replace(host.encode(), token.encode())
+    return data
+
+
+def concrete_bytes(data: bytes) -> bytes:
+    for host, token in _pairs():
+        data = data.replace(token.encode(), host.encode())
+    return data
+
+
+def registry_file_host() -> str | None:
+    """The host the default registry serves wheel files from, per pip; None without pip."""
+    return next((host for host, token in _pairs() if token == REGISTRY_FILES), None)
