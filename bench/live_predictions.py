@@ -161,17 +161,18 @@ def static_summary(doc: dict[str, Any]) -> tuple[str, str]:
     """(ok/fail, one line naming the first failing verdict) of an ``abiprobe check --json`` document."""
     if not doc:
         return "error", "no analysis"
-    verdicts = list(doc.get("set_verdicts", []))
+    verdicts = [(1, v) for v in doc.get("set_verdicts", [])]
     for unit in doc.get("units", []):
-        verdicts.extend(unit.get("verdicts", []))
-    fails = [v for v in verdicts if v["status"] == "fail"]
+        rank = 0 if unit.get("selected") else 2  # the extension the package picks for the GPU first
+        verdicts.extend((rank, v) for v in unit.get("verdicts", []))
+    fails = [(rank, v) for rank, v in verdicts if v["status"] == "fail"]
     if not fails:
-        warns = [v for v in verdicts if v["status"] == "warn"]
-        extra = f"; warn: {warns[0]['check']}: {warns[0]['explanation']}" if warns else ""
+        warns = [v for _, v in verdicts if v["status"] == "warn" and v["check"] == "gpu_arch"]
+        extra = f"; warn: gpu_arch: {warns[0]['subject']}: {warns[0]['explanation']}" if warns else ""
         return "ok", f"all load checks pass{extra}"
     order = ("sonames", "symbols", "symbol_versions", "driver", "tags", "requires", "gpu_arch")
-    fails.sort(key=lambda v: order.index(v["check"]) if v["check"] in order else len(order))
-    v = fails[0]
+    fails.sort(key=lambda rv: (rv[0], order.index(rv[1]["check"]) if rv[1]["check"] in order else 9))
+    v = fails[0][1]
     more = f" (+{len(fails) - 1} more)" if len(fails) > 1 else ""
     return "fail", f"{v['check']}: {v['subject']}: {v['explanation']}{more}"
 

@@ -75,12 +75,11 @@ def test_other_cpython_module_in_a_wheel_that_does_not_install_still_fails(
 
 # --- live: the static column of docs/live-results.md -------------------------------------------------
 
-CACHE = Path(__file__).resolve().parent.parent / "wheel_index_cache"
 TARGET = ["--cuda", "13.0", "--arch", "sm90", "--python", "3.12", "--platform", "manylinux_2_28_x86_64"]
 
 
-def _check(*items: str) -> tuple[int, dict[str, object]]:
-    argv = [sys.executable, "-m", "abiprobe", "check", *items, *TARGET, "--json", "--cache-dir", str(CACHE)]
+def _check(cache: Path, *items: str) -> tuple[int, dict[str, object]]:
+    argv = [sys.executable, "-m", "abiprobe", "check", *items, *TARGET, "--json", "--cache-dir", str(cache)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800, env=dict(os.environ))
     if proc.returncode == 3:
         pytest.skip(f"index unreachable: {proc.stderr.strip()[-200:]}")
@@ -88,9 +87,9 @@ def _check(*items: str) -> tuple[int, dict[str, object]]:
 
 
 @pytest.mark.live
-def test_live_sgl_kernel_0_3_21_on_torch_2_11_misses_the_cuda_12_runtime() -> None:
-    # GIVEN torch 2.11.0 (CUDA 13 runtime wheels) and sgl-kernel 0.3.21 (built for CUDA 12)
-    rc, doc = _check("torch==2.11.0", "nvidia-cuda-runtime==13.0.96", "sgl-kernel==0.3.21")
+def test_live_sgl_kernel_0_3_21_on_torch_2_11_misses_the_cuda_12_runtime(tmp_path: Path) -> None:
+    # GIVEN torch 2.11.0 (CUDA 13 runtime wheels) and sgl-kernel 0.3.21 (built for CUDA 12), read by range
+    rc, doc = _check(tmp_path, "torch==2.11.0", "nvidia-cuda-runtime==13.0.96", "sgl-kernel==0.3.21")
     # THEN the selected sm90 extension fails: libcudart.so.12 is not in the set (exit bit 4)
     assert rc & 4
     units = {u["path"]: u for u in doc["units"]}  # type: ignore[attr-defined]

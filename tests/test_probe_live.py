@@ -4,7 +4,7 @@ Each test runs one row of bench/live_predictions.py: lock torch for CPython 3.12
 download the exact wheels (3-5 GB per torch release, reused from $ABIPROBE_LIVE_WORK), ``abiprobe check``
 them, then ``abiprobe probe`` them (driver stub on GPU-less hosts) and compare. Run by hand::
 
-    ABIPROBE_LIVE_WORK=/var/tmp/live pytest -m live tests/test_probe_live.py
+    ABIPROBE_LIVE_WORK=/var/tmp/live ABIPROBE_LIVE_PYTHON=python3.12 pytest -m live tests/test_probe_live.py
 """
 
 from __future__ import annotations
@@ -20,12 +20,15 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 NEEDED_FREE = 25 * 10**9
 
-# (set, static load verdict, probe outcome, a string the probe message or static line must contain)
+# (set, static load verdict, probe outcome, a string the probe message or static line must contain);
+# the static verdict is the one under manylinux_2_28 plus the host libraries the probe's loader can see
 ROWS = [
     ("torch==2.9.1:sgl-kernel==0.3.21", "ok", "ok", ""),
     ("torch==2.11.0:sgl-kernel==0.3.21", "fail", "missing_soname", ".so.12"),
     ("torch==2.9.1:sglang-kernel==0.4.0", "ok", "ok", ""),
     ("torch==2.9.1:sglang-kernel==0.4.10", "fail", "missing_soname", ".so.13"),
+    ("torch==2.11.0:sglang-kernel==0.4.10", "fail", "undefined_symbol", "CUDAErrorLogCapture"),
+    ("torch==2.14.1:sglang-kernel==0.4.10", "ok", "ok", ""),
 ]
 
 
@@ -40,9 +43,9 @@ def _work() -> Path:
 
 
 def _python312() -> str:
-    found = shutil.which("python3.12")
+    found = os.environ.get("ABIPROBE_LIVE_PYTHON") or shutil.which("python3.12")
     if found is None:
-        pytest.skip("no python3.12 on PATH for the probe venvs")
+        pytest.skip("no python3.12 on PATH (or $ABIPROBE_LIVE_PYTHON) for the probe venvs")
     return found
 
 
