@@ -67,10 +67,12 @@ class Collector:
 
     def _skip_dead(self, outcomes: Sequence[IndexOutcome]) -> None:
         """An index that could not be reached once is not asked again during this solve."""
+        c = self.client
+        if c.offline:  # a page missing from the cache says nothing about the index's other pages
+            return
         dead = {o.index for o in outcomes if o.status == "failed" and not o.from_cache}
         if not dead:
             return
-        c = self.client
         alive = [s for s in c.sources if s.label not in dead]
         self.client = IndexClient(alive, c.cache, c.http, c.offline, strategy=c.strategy, pins=c.pins,
                                   stale_after=c.stale_after)
@@ -147,24 +149,25 @@ class RuntimeProviders:
         self.options = FilterOptions(pre=options.pre, yanked=options.yanked, window=1)
         self._memo: dict[str, tuple[WheelFacts, ...]] = {}
         self._picked: dict[str, StackCandidate | None] = {}
+        self._chosen: dict[str, tuple[StackCandidate, ...]] = {}
 
     def __call__(self, base: Group) -> Sequence[WheelFacts]:
         if base.key not in self._memo:
-            found: dict[str, WheelFacts] = {}
+            found: dict[str, StackCandidate] = {}
             for w in base.wheels:
                 if w.facts is not None:
                     self._expand(w.facts, frozenset(), found, depth=0)
-            self._memo[base.key] = tuple(found[k] for k in sorted(found))
+            self._chosen[base.key] = tuple(found[k] for k in sorted(found))
+            self._memo[base.key] = tuple(sc.facts for sc in self._chosen[base.key] if sc.facts is not None)
         return self._memo[base.key]
 
     def wheels(self, base: Group) -> list[StackCandidate]:
-        """The provider candidates last picked for ``base`` (for the lock file)."""
+        """The provider wheels picked for ``base``'s own pins (for the lock file)."""
         self(base)
-        names = {canonicalize_name(f.metadata.name) for f in self._memo[base.key]}
-        return [sc for sc in self._picked.values() if sc is not None and sc.name in names]
+        return list(self._chosen[base.key])
 
     def _expand(
-        self, facts: WheelFacts, extras: frozenset[str], found: dict[str, WheelFacts], depth: int
+        self, facts: WheelFacts, extras: frozenset[str], found: dict[str, StackCandidate], depth: int
     ) -> None:
         target = self.collector.target
         for req in _requirements_with_extras(facts.metadata.requires_dist, target, extras):
@@ -174,7 +177,7 @@ class RuntimeProviders:
             sc = self._pick(req)
             if sc is None or sc.facts is None:
                 continue
-            found[name] = sc.facts
+            found[name] = sc
             self._expand(sc.facts, frozenset(req.extras), found, depth + 1)
 
     def _pick(self, req: Requirement) -> StackCandidate | None:
