@@ -1,0 +1,105 @@
+"""Benchmark the real ``abiprobe solve --cuda 13.0 --arch sm120`` against the live indexes (run by hand).
+
+Three scenarios, each in a fresh interpreter: fully cold (empty cache), fresh machine (the committed
+``wheel_index_cache/`` exported from git, nothing else), warm re-solve (the same cache right after).
+Prints wall time, peak RSS, bytes fetched, and those bytes against the candidate wheels' total size and
+against what the naive loop (a venv per set, install, import) downloads for the same sets.
+
+    python bench/bench_solve_real.py [--skip-cold] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ARGS = ["--cuda", "13.0", "--arch", "sm120", "--python", "3.12", "--platform", "manylinux_2_28_x86_64"]
+
+# Runs inside the child: counts every byte the solve's HTTP clients receive.
+CHILD = r"""
+import json, sys
+import abiprobe.http as H
+total = [0]
+orig_exit = H.Http.__exit__
+def counting_exit(self, *exc):
+    total[0] += self.bytes_received
+    return orig_exit(self, *exc)
+H.Http.__exit__ = counting_exit
+from abiprobe.cli import main
+import contextlib, io
+with contextlib.redirect_stdout(io.StringIO()):
+    rc = main(["solve", *sys.argv[2:], "--cache-dir", sys.argv[1], "--no-write", "--json"])
+print(json.dumps({"rc": rc, "bytes": total[0]}))
+"""
+
+
+def run(cache: Path) -> dict[str, float]:
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(cache), *ARGS], capture_output=True, text=True,
+                          cwd=ROOT, check=False)  # fmt: skip
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"seconds": round(seconds, 1), "peak_rss_mb_max_so_far": round(peak), "bytes": out["bytes"],
+            "rc": out["rc"]}  # fmt: skip
+
+
+def export_committed_cache(dest: Path) -> None:
+    archive = subprocess.run(["git", "archive", "HEAD", "wheel_index_cache"], cwd=ROOT, capture_output=True,
+                             check=True).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+
+
+def wheel_totals() -> tuple[int, int]:
+    """(candidate wheels' bytes, the naive loop's downloads) from the committed matrix.
+
+    The naive loop: for each cell, a fresh venv and ``uv pip install`` of the cell's set with no cache
+    shared between cells. Only the stack wheels are counted (not the runtime wheels torch pins), so this
+    is a lower bound of what that loop downloads.
+    """
+    doc = json.loads(next((ROOT / "matrices").glob("cu130-sm120-cp312-*.json")).read_text())
+    size_of: dict[str, int] = {}
+    for groups in doc["groups"].values():
+        for g in groups:
+            size_of[g["id"]] = sum(int(w.get("size") or 0) for w in g["wheels"])
+    naive = sum(sum(size_of.get(m, 0) for m in cell["members"]) for cell in doc["cells"])
+    return sum(size_of.values()), naive
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--skip-cold", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    results: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        if not args.skip_cold:
+            results["cold"] = run(t / "cold")
+        export_committed_cache(t / "fresh")
+        results["fresh"] = run(t / "fresh" / "wheel_index_cache")
+        results["warm"] = run(t / "fresh" / "wheel_index_cache")
+    candidates, naive = wheel_totals()
+    results["candidate_wheels_bytes"] = candidates
+    results["naive_loop_bytes_lower_bound"] = naive
+    for name in ("cold", "fresh", "warm"):
+        r = results.get(name)
+        if isinstance(r, dict):
+            r["share_of_candidate_wheels"] = f"{r['bytes'] / candidates:.3%}"
+            r["share_of_naive_loop"] = f"{r['bytes'] / naive:.3%}"
+    text = json.dumps(results, indent=1)
+    print(text)
+    if args.json:
+        args.json.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
