@@ -52,6 +52,7 @@ def run(cache: Path) -> dict[str, float]:
 
 
 def export_committed_cache(dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
     archive = subprocess.run(["git", "archive", "HEAD", "wheel_index_cache"], cwd=ROOT, capture_output=True,
                              check=True).stdout  # fmt: skip
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
