@@ -46,6 +46,18 @@ def _processes_mentioning(text: str) -> list[int]:
     return pids
 
 
+def _runner_started(tmp: Path) -> bool:
+    """The in-venv runner (not only the CLI) is running: its spec file is on a live command line."""
+    return any(b"spec.json" in _cmdline(pid) for pid in _processes_mentioning(str(tmp)))
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def test_json_result_and_failing_exit_code(wheels: ProbeWheels, tmp_path: Path) -> None:
     # GIVEN a set whose extension imports a symbol nothing exports
     proc = _cli([str(wheels.base), str(wheels.undefined), "--json", "--expect", "ok"], tmp_path)
@@ -62,7 +74,9 @@ def test_ctrl_c_kills_the_probe_and_removes_every_temporary_file(wheels: ProbeWh
     # GIVEN a probe stuck in an import that never ends
     proc = _cli([str(wheels.base), str(wheels.sleeper), "--timeout", "300"], tmp_path)
     deadline = time.monotonic() + 90
-    while not list(tmp_path.glob("abiprobe-probe-*/layer*/set*/home")) and time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (
+        list(tmp_path.glob("abiprobe-probe-*/layer*/set*/home")) and _runner_started(tmp_path)
+    ):
         time.sleep(0.1)
     assert _processes_mentioning(str(tmp_path)), "the probe child never started"
     # WHEN the user presses Ctrl-C

@@ -271,10 +271,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._sent_this_request = 0
         path = unquote(urlsplit(self.path).path)
         fault = self._fault(path)
-        status = self._answer(path, fault)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        # counted before answering: a client may assert on the counters as soon as it has the body
         with self.state.lock:
             self.state.requests[path] += 1
-            self.state.log.append((path, {k.lower(): v for k, v in self.headers.items()}, status))
+            entry = len(self.state.log)
+            self.state.log.append((path, headers, 0))
+        status = self._answer(path, fault)
+        with self.state.lock:
+            if entry < len(self.state.log) and self.state.log[entry][0] == path:
+                self.state.log[entry] = (path, headers, status)
 
     def _answer(self, path: str, fault: Fault | None) -> int:
         if fault is not None and fault.delay:
