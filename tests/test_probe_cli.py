@@ -30,6 +30,9 @@ def _cli(args: list[str], tmp: Path) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
+        # as in a terminal: a test run started in the background inherits SIGINT ignored, and Python
+        # installs no KeyboardInterrupt handler for an ignored SIGINT
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
