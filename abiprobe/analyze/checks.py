@@ -166,9 +166,14 @@ def imports_torch_symbols(wheel: WheelFacts) -> bool:
 def files_verdicts(layout: Layout) -> list[Verdict]:
     """``files``: two distributions writing the same file (one overwrites the other). Sharing a directory
     alone is fine: namespace packages (``cuda/``) and unrelated data directories are shared by design."""
+    return files_verdicts_of(layout.wheels)
+
+
+def files_verdicts_of(wheels: Sequence[WheelFacts]) -> list[Verdict]:
+    """:func:`files_verdicts` from the wheels' file lists alone (no loader layout needed)."""
     owners: dict[str, set[str]] = {}
     packages: dict[str, set[str]] = {}
-    for w in layout.wheels:
+    for w in wheels:
         label = dist_label(w)
         for f in w.files:
             path = installed_path(f)

@@ -14,8 +14,7 @@ from typing import Protocol
 
 from packaging.utils import canonicalize_name
 
-from abiprobe.analyze.checks import files_verdicts
-from abiprobe.analyze.layout import Layout
+from abiprobe.analyze.checks import files_verdicts_of
 from abiprobe.solve.candidates import StackCandidate, applicable_requirements
 from abiprobe.solve.stack import Stack
 from abiprobe.target import Target
@@ -161,7 +160,7 @@ def set_checks(a: Group, b: Group, target: Target) -> tuple[Verdict, ...]:
     """Checks between two groups of different roles: shared import packages, Requires-Dist both ways."""
     verdicts: list[Verdict] = []
     facts = [w.facts for g in (a, b) for w in g.wheels if w.facts is not None]
-    verdicts += [v for v in files_verdicts(Layout(facts)) if v.status != "ok"]
+    verdicts += [v for v in files_verdicts_of(facts) if v.status != "ok"]
     verdicts += _requires(a, b, target) + _requires(b, a, target)
     return tuple(verdicts)
 
