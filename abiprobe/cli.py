@@ -11,13 +11,15 @@ from abiprobe import __version__
 from abiprobe.errors import AbiprobeError
 
 # Order is the order `abiprobe --help` lists them in.
-COMMANDS = ("solve", "inspect", "check", "probe", "index", "cache", "matrix", "report", "snapshot", "restore_plan")
+COMMANDS = (
+    "solve", "inspect", "check", "probe", "index", "cache", "matrix", "report", "snapshot", "restore_plan",
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="abiprobe",
-        description="Which torch / sgl-kernel / flashinfer wheels will load and run on a CUDA version and GPU.",
+        description="Which torch / sgl-kernel / flashinfer wheels load and run on a CUDA version and GPU.",
     )
     parser.add_argument("--version", action="version", version=f"abiprobe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -18,6 +18,7 @@ from abiprobe import __version__
 from abiprobe.cuda_arch import parse_arch
 from abiprobe.errors import UsageError
 from abiprobe.jsondoc import load_versioned
+from abiprobe.report.matrix_json import wheel_entry
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group, explain
 from abiprobe.verdict import Verdict, worst
@@ -46,14 +47,10 @@ def job_id(arch: str, members: Sequence[str]) -> str:
 
 
 def _wheel(w: StackCandidate) -> dict[str, Any]:
-    f = w.candidate.file
-    return {
-        "name": str(w.name),
-        "version": str(w.version),
-        "filename": f.filename,
-        "url": f.url,
-        "sha256": f.sha256 or (w.facts.sha256 if w.facts else None),
-    }
+    return {k: v for k, v in wheel_entry(w).items() if k in _JOB_WHEEL_FIELDS}
+
+
+_JOB_WHEEL_FIELDS = ("name", "version", "filename", "url", "sha256")
 
 
 def _tops(w: StackCandidate) -> tuple[str, ...]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from packaging.markers import InvalidMarker, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from abiprobe.analyze.layout import Layout, dist_label, installed_path
 from abiprobe.facts import WheelFacts
+from abiprobe.requirements import applicable_requirements
 from abiprobe.target import Target
 from abiprobe.verdict import Verdict
 
@@ -86,40 +86,14 @@ def tag_verdicts(wheels: Sequence[WheelFacts], target: Target) -> list[Verdict]:
     return out
 
 
-def marker_environment(target: Target) -> dict[str, str]:
-    """PEP 508 marker values for the target (Linux, CPython or PyPy, the target's machine)."""
-    py = f"{target.python[0]}.{target.python[1]}"
-    return {
-        "python_version": py,
-        "python_full_version": f"{py}.0",
-        "implementation_name": "cpython" if target.implementation == "cp" else "pypy",
-        "platform_python_implementation": "CPython" if target.implementation == "cp" else "PyPy",
-        "implementation_version": f"{py}.0",
-        "os_name": "posix",
-        "sys_platform": "linux",
-        "platform_system": "Linux",
-        "platform_machine": target.machine,
-        "platform_release": "",
-        "platform_version": "",
-        "extra": "",
-    }
-
-
 def requires_verdicts(wheels: Sequence[WheelFacts], target: Target) -> list[Verdict]:
     """``requires``: every Requires-Dist whose marker holds on the target is met by the set's versions."""
-    env = marker_environment(target)
     versions = {canonicalize_name(w.metadata.name): w.metadata.version for w in wheels}
     out: list[Verdict] = []
     for w in wheels:
         unmet: list[str] = []
         absent: list[str] = []
-        for text in w.metadata.requires_dist:
-            try:
-                req = Requirement(text)
-                if req.marker is not None and not req.marker.evaluate(env):
-                    continue
-            except (InvalidRequirement, InvalidMarker, UndefinedEnvironmentName):
-                continue
+        for req in applicable_requirements(w.metadata.requires_dist, target):
             have = versions.get(canonicalize_name(req.name))
             if have is None:
                 absent.append(str(req))

@@ -10,14 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from packaging.markers import InvalidMarker, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis
-from abiprobe.analyze.checks import marker_environment
 from abiprobe.analyze.layout import dist_label
 from abiprobe.facts import WheelFacts
+from abiprobe.requirements import applicable_requirements
 from abiprobe.target import Target
 from abiprobe.verdict import Verdict
 
@@ -36,7 +34,6 @@ OPTIONAL_NOTE = "optional: loaded only when its module is imported, not by impor
 def requirement_closure(wheels: Sequence[WheelFacts], roots: Iterable[str], target: Target) -> frozenset[str]:
     """Canonical names of the ``roots`` present in ``wheels`` and of every distribution they require
     (transitively, markers evaluated for the target, extras not followed)."""
-    env = marker_environment(target)
     by_name = {canonicalize_name(w.metadata.name): w for w in wheels}
     todo = [n for n in (canonicalize_name(r) for r in roots) if n in by_name]
     seen: set[str] = set()
@@ -45,13 +42,7 @@ def requirement_closure(wheels: Sequence[WheelFacts], roots: Iterable[str], targ
         if name in seen:
             continue
         seen.add(name)
-        for text in by_name[name].metadata.requires_dist:
-            try:
-                req = Requirement(text)
-                if req.marker is not None and not req.marker.evaluate(env):
-                    continue
-            except (InvalidRequirement, InvalidMarker, UndefinedEnvironmentName):
-                continue
+        for req in applicable_requirements(by_name[name].metadata.requires_dist, target):
             dep = canonicalize_name(req.name)
             if dep in by_name and dep not in seen:
                 todo.append(dep)

@@ -7,7 +7,7 @@ import re
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Outcome = Literal[
     "ok",
@@ -21,18 +21,7 @@ Outcome = Literal[
     "install_failed",
     "no_kernel_image",
 ]
-OUTCOMES: tuple[str, ...] = (
-    "ok",
-    "missing_soname",
-    "undefined_symbol",
-    "symbol_version",
-    "loader_error",
-    "python_exception",
-    "crash",
-    "timeout",
-    "install_failed",
-    "no_kernel_image",
-)
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 _MISSING = re.compile(r"(?P<soname>[^\s:]+): cannot open shared object file")
 _UNDEFINED = re.compile(r"(?:(?P<file>[^\s:]+): )?undefined symbol: (?P<symbol>[^\s,;'\"]+)")

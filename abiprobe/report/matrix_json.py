@@ -30,7 +30,8 @@ def target_json(target: Target) -> dict[str, Any]:
     }
 
 
-def _wheel(w: StackCandidate) -> dict[str, Any]:
+def wheel_entry(w: StackCandidate) -> dict[str, Any]:
+    """A wheel as the matrix (and the probe jobs) describe it."""
     f = w.candidate.file
     return {
         "name": str(w.name),
@@ -45,7 +46,7 @@ def _wheel(w: StackCandidate) -> dict[str, Any]:
 
 
 def _group(g: Group) -> dict[str, Any]:
-    return {"id": g.id, "wheels": [_wheel(w) for w in g.wheels], "missing_companions": list(g.missing)}
+    return {"id": g.id, "wheels": [wheel_entry(w) for w in g.wheels], "missing_companions": list(g.missing)}
 
 
 def _verdict(v: Verdict) -> dict[str, Any]:

@@ -12,14 +12,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from abiprobe.facts import WheelFacts
 from abiprobe.index.models import Candidate
+from abiprobe.requirements import applicable_requirements
 from abiprobe.sonames import cuda_major_of_soname
 from abiprobe.target import Target
 
@@ -53,41 +53,6 @@ class CudaVariant:
 
     def to_json(self) -> dict[str, Any]:
         return {"majors": list(self.majors), "cpu": self.cpu, "evidence": list(self.evidence)}
-
-
-def marker_environment(target: Target) -> dict[str, str]:
-    """PEP 508 marker values of the *target* (not this host), for evaluating Requires-Dist."""
-    full = f"{target.python[0]}.{target.python[1]}"
-    impl = "cpython" if target.implementation == "cp" else "pypy"
-    return {
-        "python_version": full,
-        "python_full_version": f"{full}.0",
-        "implementation_name": impl,
-        "platform_python_implementation": "CPython" if impl == "cpython" else "PyPy",
-        "implementation_version": f"{full}.0",
-        "sys_platform": "linux",
-        "platform_system": "Linux",
-        "os_name": "posix",
-        "platform_machine": target.machine,
-        "platform_release": "",
-        "platform_version": "",
-        "extra": "",
-    }
-
-
-def applicable_requirements(requires_dist: Iterable[str], target: Target) -> tuple[Requirement, ...]:
-    """Requires-Dist entries that apply on the target without extras; unparsable ones are skipped."""
-    env = marker_environment(target)
-    out: list[Requirement] = []
-    for text in requires_dist:
-        try:
-            req = Requirement(text)
-            if req.marker is not None and not req.marker.evaluate(env):
-                continue
-        except (InvalidRequirement, InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
-            continue
-        out.append(req)
-    return tuple(out)
 
 
 def variant_from_label(version: Version) -> CudaVariant:

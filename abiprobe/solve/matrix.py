@@ -15,7 +15,8 @@ from typing import Protocol
 from packaging.utils import canonicalize_name
 
 from abiprobe.analyze.checks import files_verdicts_of
-from abiprobe.solve.candidates import StackCandidate, applicable_requirements
+from abiprobe.requirements import applicable_requirements
+from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.stack import Stack
 from abiprobe.target import Target
 from abiprobe.verdict import CHECKS, STATUS_ORDER, Status, Verdict, worst
@@ -188,8 +189,12 @@ def _requires(src: Group, dst: Group, target: Target) -> list[Verdict]:
 
 def _missing_companions(g: Group) -> tuple[Verdict, ...]:
     return tuple(
-        Verdict("metadata", "warn", f"no {name} {g.core.version.public} found: the companion is left out",
-                subject=g.id)
+        Verdict(
+            "metadata",
+            "warn",
+            f"no {name} {g.core.version.public} found: the companion is left out",
+            subject=g.id,
+        )
         for name in g.missing
     )
 

@@ -22,12 +22,11 @@ from abiprobe.index.client import IndexClient
 from abiprobe.index.models import Candidate, IndexFile
 from abiprobe.index.multi import IndexOutcome
 from abiprobe.profiles import Profile
+from abiprobe.requirements import applicable_requirements, marker_environment
 from abiprobe.solve.candidates import (
     Exclusion,
     FilterOptions,
     StackCandidate,
-    applicable_requirements,
-    marker_environment,
     matching_companions,
     prefilter,
     public_version,
@@ -74,8 +73,9 @@ class Collector:
         if not dead:
             return
         alive = [s for s in c.sources if s.label not in dead]
-        self.client = IndexClient(alive, c.cache, c.http, c.offline, strategy=c.strategy, pins=c.pins,
-                                  stale_after=c.stale_after)
+        self.client = IndexClient(
+            alive, c.cache, c.http, c.offline, strategy=c.strategy, pins=c.pins, stale_after=c.stale_after
+        )
 
     def facts(self, sc: StackCandidate) -> WheelFacts | None:
         key = sc.candidate.file.url
@@ -133,8 +133,11 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Colle
             lacking = [n for n in g.missing if n in required]
             if lacking:
                 reason = f"required companion {', '.join(lacking)} {g.core.version.public} not found"
-                excluded.append(Exclusion(role, str(g.core.name), str(g.core.version), g.core.filename,
-                                          "metadata", reason))
+                excluded.append(
+                    Exclusion(
+                        role, str(g.core.name), str(g.core.version), g.core.filename, "metadata", reason
+                    )
+                )
                 continue
             keep.append(g)
         final[role] = tuple(keep)
@@ -236,8 +239,11 @@ def near_misses(
         groups = matrix.groups.get(role, ())
         if chosen is None:
             if groups:
-                best = min((c for c in matrix.cells if groups[0].id in c.members),
-                           key=lambda c: ("ok", "unknown", "warn", "fail").index(c.status), default=None)
+                best = min(
+                    (c for c in matrix.cells if groups[0].id in c.members),
+                    key=lambda c: ("ok", "unknown", "warn", "fail").index(c.status),
+                    default=None,
+                )
                 if best is not None:
                     out.append(NearMiss(role, groups[0].id, best.explanation))
             continue

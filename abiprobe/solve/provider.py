@@ -17,7 +17,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
 
-from abiprobe.solve.candidates import applicable_requirements
+from abiprobe.requirements import applicable_requirements
 from abiprobe.solve.matrix import Group
 from abiprobe.solve.stack import Stack
 from abiprobe.target import Target
@@ -176,8 +176,11 @@ def resolve(stack: Stack, picks: Mapping[str, Sequence[Pick]], target: Target) -
     """Newest passing set by stack order (torch first), or the conflicts that rule every set out."""
     provider = StackProvider(picks, [CUDA_ID, *stack.roles])
     roots: list[Need] = [
-        Need(CUDA_ID, f"target CUDA {target.cuda[0]}.{target.cuda[1]}",
-             SpecifierSet(f"=={target.cuda[0]}.{target.cuda[1]}"))
+        Need(
+            CUDA_ID,
+            f"target CUDA {target.cuda[0]}.{target.cuda[1]}",
+            SpecifierSet(f"=={target.cuda[0]}.{target.cuda[1]}"),
+        )
     ]
     for m in stack.members:
         roots.append(Need(m.role, f"stack role {m.role} {m.specifier}".strip(), m.specifier))

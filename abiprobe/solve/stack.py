@@ -181,7 +181,7 @@ def _list_of(value: Any, key: str, kind: type) -> Sequence[Any]:
 def _member_from_mapping(m: Mapping[str, Any]) -> StackMember:
     role, names = m.get("role"), m.get("names")
     if not isinstance(role, str) or not isinstance(names, list) or not names:
-        raise UsageError("stack file: each member needs role = \"...\" and names = [\"...\"]")
+        raise UsageError('stack file: each member needs role = "..." and names = ["..."]')
     companions = tuple(
         Companion(canonicalize_name(str(c["name"])), bool(c.get("required", False)))
         if isinstance(c, Mapping)

@@ -1,0 +1,45 @@
+"""Requires-Dist evaluated for a *target*, not this host: PEP 508 marker values and the entries that apply."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+
+from abiprobe.target import Target
+
+
+def marker_environment(target: Target) -> dict[str, str]:
+    """PEP 508 marker values of the *target* (not this host), for evaluating Requires-Dist."""
+    full = f"{target.python[0]}.{target.python[1]}"
+    impl = "cpython" if target.implementation == "cp" else "pypy"
+    return {
+        "python_version": full,
+        "python_full_version": f"{full}.0",
+        "implementation_name": impl,
+        "platform_python_implementation": "CPython" if impl == "cpython" else "PyPy",
+        "implementation_version": f"{full}.0",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "os_name": "posix",
+        "platform_machine": target.machine,
+        "platform_release": "",
+        "platform_version": "",
+        "extra": "",
+    }
+
+
+def applicable_requirements(requires_dist: Iterable[str], target: Target) -> tuple[Requirement, ...]:
+    """Requires-Dist entries that apply on the target without extras; unparsable ones are skipped."""
+    env = marker_environment(target)
+    out: list[Requirement] = []
+    for text in requires_dist:
+        try:
+            req = Requirement(text)
+            if req.marker is not None and not req.marker.evaluate(env):
+                continue
+        except (InvalidRequirement, InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+            continue
+        out.append(req)
+    return tuple(out)
