@@ -11,11 +11,14 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from email.parser import HeaderParser
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from abiprobe.errors import BinaryFormatError, HashMismatchError, WheelFormatError
+
+if TYPE_CHECKING:
+    from abiprobe.cache import Cache
 from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts
 from abiprobe.objects import inspect_stream, looks_like_binary_member
 
@@ -230,3 +233,21 @@ def facts_from_tree(root: Path, files: Sequence[str], filename: str, metadata: D
         elf=tuple(elf),
         errors=tuple(errors),
     )
+
+
+def cached_wheel_facts(path: Path, cache: Cache | None = None) -> WheelFacts:
+    """Facts of a local wheel from the cache by its sha256 (hashing is far cheaper than inflating and
+    reading a multi-GB torch wheel's libraries), computed and stored on a miss."""
+    from abiprobe.cache import Cache
+
+    store = cache if cache is not None else Cache()
+    try:
+        digest = sha256_of_file(path)
+    except OSError as exc:
+        raise WheelFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    hit = store.load_facts(digest)
+    if hit is not None:
+        return hit
+    facts = wheel_facts_from_path(path, expected_sha256=digest)
+    store.store_facts(facts)
+    return facts

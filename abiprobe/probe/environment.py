@@ -23,7 +23,7 @@ from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet
 from abiprobe.probe.procs import ProcessRegistry
 from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver, needs_driver
 from abiprobe.probe.venv import unpack_wheel
-from abiprobe.wheel import wheel_facts_from_path
+from abiprobe.wheel import cached_wheel_facts
 
 _RUNNER = Path(__file__).with_name("runner.py")
 _PATHS = (
@@ -51,7 +51,7 @@ def probe_environment(
     installed = installed_distributions(python)
     wanted = set(import_order)
     stack = [d.facts for d in installed if wanted & set(d.facts.metadata.top_level)]
-    extra = [wheel_facts_from_path(w) for w in overlay]
+    extra = [cached_wheel_facts(w) for w in overlay]
     root = Path(tempfile.mkdtemp(prefix="abiprobe-env-", dir=options.temp_dir))
     try:
         overlay_dir = root / "overlay" if overlay else None

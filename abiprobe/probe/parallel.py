@@ -31,7 +31,7 @@ from abiprobe.probe.venv import (
     site_packages,
     unpack_wheel,
 )
-from abiprobe.wheel import installed_path, top_level_of, wheel_facts_from_path
+from abiprobe.wheel import cached_wheel_facts, installed_path, top_level_of
 
 FactsLoader = Callable[[Path], WheelFacts]
 _RUNNER = Path(__file__).with_name("runner.py")
@@ -190,7 +190,7 @@ def probe_sets(
     parent = options.temp_dir or Path(tempfile.gettempdir())
     jobs = options.jobs or default_jobs(sets, parent)
     root = Path(tempfile.mkdtemp(prefix="abiprobe-probe-", dir=parent))
-    prober = _Prober(sets, options, facts or wheel_facts_from_path)
+    prober = _Prober(sets, options, facts or cached_wheel_facts)
     try:
         runner = root / "runner.py"
         shutil.copyfile(_RUNNER, runner)
