@@ -27,9 +27,9 @@ from abiprobe.probe.venv import (
     InstallError,
     create_venv,
     find_installer,
+    install_overlay,
     install_wheels,
     site_packages,
-    unpack_wheel,
 )
 from abiprobe.wheel import cached_wheel_facts, installed_path, top_level_of
 
@@ -132,7 +132,8 @@ class _Prober:
         started = time.monotonic()
         try:
             py = create_venv(self.procs, ctx.interpreter, ldir / "venv", tmp)
-            install_wheels(self.procs, find_installer(self.options.installer), py, layer.wheels, tmp)
+            installer = find_installer(self.options.installer)
+            install_wheels(self.procs, installer, py, layer.wheels, tmp)
             site = site_packages(ldir / "venv")
             fork = self.options.fork == "always" or (self.options.fork == "auto" and len(layer.members) > 1)
             fork = fork and bool(layer.preload)
@@ -141,9 +142,8 @@ class _Prober:
                 probe = self.sets[m]
                 extra = overlay_wheels(probe, layer)
                 overlay = ldir / f"set{m}" / "site" if extra else None
-                for w in extra:
-                    assert overlay is not None
-                    unpack_wheel(w, overlay)
+                if overlay is not None:
+                    install_overlay(self.procs, installer, py, extra, overlay, tmp)
                 stub = self.stub_for(probe.wheels, ctx.temp_root)
                 dists = tuple(dist_name(w) for w in probe.wheels)
                 prepared.append(PreparedSet(m, probe, py, site, overlay, ldir / f"set{m}", dists, stub))
