@@ -51,7 +51,6 @@ def installed_path(member: str) -> str:
         scheme, _, inner = rest.partition("/")
         if scheme in ("purelib", "platlib"):
             return inner
-        return f"{head}/{rest}"
     return member
 
 

@@ -9,11 +9,12 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from abiprobe.analyze.layout import Layout, dist_label, installed_path
+from abiprobe.analyze.layout import Layout, dist_label
 from abiprobe.facts import WheelFacts
 from abiprobe.requirements import applicable_requirements
 from abiprobe.target import Target
 from abiprobe.verdict import Verdict
+from abiprobe.wheel import installed_path
 
 # Companions whose version must equal the core distribution's (flashinfer checks it at import).
 COMPANIONS: dict[str, str] = {

@@ -9,19 +9,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from abiprobe.facts import ElfFacts, WheelFacts
+from abiprobe.wheel import installed_path
 
 _EXT_SUFFIX = re.compile(r"\.(?:cpython-(?P<ver>\d)(?P<minor>\d+)[a-z]*-[A-Za-z0-9_-]+|(?P<abi3>abi3))\.so$")
 _ORIGIN = re.compile(r"^\$(?:ORIGIN|\{ORIGIN\})(?=/|$)")
-
-
-def installed_path(member: str) -> str:
-    """Where a wheel member lands relative to site-packages (``*.data/purelib|platlib/`` unwrapped)."""
-    head, _, rest = member.partition("/")
-    if head.endswith(".data") and rest:
-        scheme, _, inner = rest.partition("/")
-        if scheme in ("purelib", "platlib"):
-            return inner
-    return member
 
 
 def dist_label(wheel: WheelFacts) -> str:
