@@ -42,7 +42,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         out.append("### Near misses")
         out += [f"- `{n['id']}`: {_esc(n['reason'])}" for n in doc["near_misses"]]
         out.append("")
-    out += _excluded(doc["excluded"])
+    out += excluded_lines(doc["excluded"])
     s = doc["stats"]
     out.append(
         f"<sub>{s['cells']} cells from {s['analyses']} pair analyses "
@@ -69,7 +69,8 @@ def _grid(doc: dict[str, Any], axes: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _excluded(excluded: list[dict[str, str]]) -> list[str]:
+def excluded_lines(excluded: list[dict[str, str]]) -> list[str]:
+    """Wheels that were no candidates: each other reason once, tag and pre-release misses counted."""
     if not excluded:
         return []
     tags = Counter(e["role"] for e in excluded if e["check"] == "tags")

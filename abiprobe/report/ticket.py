@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from abiprobe import __version__
-from abiprobe.report.matrix_md import SYMBOL
+from abiprobe.report.matrix_md import SYMBOL, excluded_lines
 from abiprobe.restore import render_script, restore_plan
 from abiprobe.snapshot import Snapshot
 
@@ -193,8 +193,7 @@ def render_markdown(t: dict[str, Any]) -> str:
     out += [f"- {SYMBOL.get(r['status'], r['status'])} `{r['set']}` ({', '.join(r['checks'])}): "
             f"{_esc(r['explanation'])}" for r in t["rejected"]] or ["None."]
     if t["excluded"]:
-        out += ["", "Not candidates:", ""]
-        out += [f"- `{e['filename']}`: {_esc(e['reason'])}" for e in t["excluded"]]
+        out += ["", "Not candidates:", "", *excluded_lines(t["excluded"])[1:]]
     out += ["", "## Probes", ""]
     out += [f"- {SYMBOL.get(p['status'], p['status'])} {p['check']} `{p['job']}`"
             f"{' on ' + p['host'] if p['host'] else ''}: {_esc(p['explanation'])}" for p in t["probes"]] or [
