@@ -57,8 +57,13 @@ def run_job(
     """Fetch and probe one job; the result document ``matrix merge`` reads."""
     with Http() as http:
         wheels = [fetch_wheel(w, wheels_dir, http if download else None) for w in job["wheels"]]
-    probe = ProbeSet(tuple(wheels), tuple(job["import_order"]), job["id"], expected=_status(job["expected"]),
-                     expected_gpu=_status(job.get("expected_gpu")))
+    probe = ProbeSet(
+        tuple(wheels),
+        tuple(job["import_order"]),
+        job["id"],
+        expected=_status(job["expected"]),
+        expected_gpu=_status(job.get("expected_gpu")),
+    )
     (result,) = probe_sets([probe], options)
     return result_document(job, result.to_json(), result.to_verdicts(), {**host_facts(), **_gpu(result)})
 
@@ -79,9 +84,14 @@ def run_job_command(args: argparse.Namespace) -> int:
     job = select_job(load_jobs(args.job), args.job_id)
     wheels_dir = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
     opts = ProbeOptions(
-        python=args.python or job["python"], timeout=args.timeout, jobs=args.jobs, keep=args.keep,
-        installer=args.installer, stub_driver=args.stub_driver,
-        driver_version=parse_driver_version(args.driver_version), smoke=not args.no_smoke,
+        python=args.python or job["python"],
+        timeout=args.timeout,
+        jobs=args.jobs,
+        keep=args.keep,
+        installer=args.installer,
+        stub_driver=args.stub_driver,
+        driver_version=parse_driver_version(args.driver_version),
+        smoke=not args.no_smoke,
     )
     doc = run_job(job, wheels_dir, opts, download=not args.no_download)
     text = json.dumps(doc, indent=1) + "\n"

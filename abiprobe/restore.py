@@ -39,8 +39,13 @@ class RestorePlan:
 
     def to_json(self) -> dict[str, Any]:
         def line(r: RestoreLine) -> dict[str, Any]:
-            return {"name": r.name, "version": r.version, "requirement": r.requirement,
-                    "sha256": r.sha256, "note": r.note}
+            return {
+                "name": r.name,
+                "version": r.version,
+                "requirement": r.requirement,
+                "sha256": r.sha256,
+                "note": r.note,
+            }
 
         return {
             "python": self.python,
@@ -61,13 +66,23 @@ def restore_line(d: SnapshotDist) -> RestoreLine:
         return RestoreLine(d.name, d.version, f"{d.name} @ {src.url}", sha or src.sha256)
     if src.kind == "vcs" and src.url:
         ref = f"@{src.commit}" if src.commit else ""
-        return RestoreLine(d.name, d.version, f"{d.name} @ {src.url}{ref}", None,
-                           "from version control: no archive hash exists")
+        return RestoreLine(
+            d.name,
+            d.version,
+            f"{d.name} @ {src.url}{ref}",
+            None,
+            "from version control: no archive hash exists",
+        )
     if src.kind == "editable" and src.url:
         return RestoreLine(d.name, d.version, f"-e {src.url}", None, "editable install of a local directory")
     if src.kind == "dir" and src.url:
-        return RestoreLine(d.name, d.version, f"{d.name} @ {src.url}", None,
-                           "built from a local directory: no archive hash exists")
+        return RestoreLine(
+            d.name,
+            d.version,
+            f"{d.name} @ {src.url}",
+            None,
+            "built from a local directory: no archive hash exists",
+        )
     if sha is None:
         note = f"wheel sha256 unknown (wheel file not found); content fingerprint {d.content_sha256}"
         return RestoreLine(d.name, d.version, f"{d.name}=={d.version}", None, note)
@@ -146,8 +161,11 @@ def render_script(plan: RestorePlan, installer: Installer = "pip", *, no_index: 
     ]
     for name, lines in (("hashed", plan.hashed), ("unhashed", plan.unhashed)):
         if lines:
-            out += [f"cat > \"$REQ/{name}.txt\" <<'ABIPROBE_EOF'", requirements_text(lines).rstrip("\n"),
-                    "ABIPROBE_EOF"]
+            out += [
+                f"cat > \"$REQ/{name}.txt\" <<'ABIPROBE_EOF'",
+                requirements_text(lines).rstrip("\n"),
+                "ABIPROBE_EOF",
+            ]
     out.append(f"# {installer}:")
     out += install_commands(plan, installer, no_index=no_index)
     out.append(f"# or with {other}:")

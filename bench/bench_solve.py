@@ -35,15 +35,36 @@ def run(server: IndexServer, cache: Path, out: Path, *extra: str) -> dict[str, o
     tracemalloc.start()
     started = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
-        rc = main(["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG,
-                   "--index", server.index_url, "--cache-dir", str(cache), "--out-dir", str(out), *extra])
+        rc = main(
+            [
+                "solve",
+                "--cuda",
+                "13.0",
+                "--arch",
+                "sm120",
+                "--python",
+                PY_TAG,
+                "--index",
+                server.index_url,
+                "--cache-dir",
+                str(cache),
+                "--out-dir",
+                str(out),
+                *extra,
+            ]
+        )
     seconds = time.perf_counter() - started
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     doc = json.loads(next(out.glob("*.json")).read_text())
-    return {"rc": rc, "seconds": round(seconds, 3), "peak_mib": round(peak / 2**20, 1),
-            "bytes_fetched": server.total_bytes, "analyses": doc["stats"]["analyses"],
-            "naive_analyses": doc["stats"]["naive_analyses"]}
+    return {
+        "rc": rc,
+        "seconds": round(seconds, 3),
+        "peak_mib": round(peak / 2**20, 1),
+        "bytes_fetched": server.total_bytes,
+        "analyses": doc["stats"]["analyses"],
+        "naive_analyses": doc["stats"]["naive_analyses"],
+    }
 
 
 def main_bench() -> int:
@@ -66,9 +87,11 @@ def main_bench() -> int:
     else:
         print(f"all served wheels: {wheel_bytes} bytes (a naive loop downloads each candidate whole)")
         for name, r in results.items():
-            print(f"{name:>14}: rc={r['rc']} {r['seconds']:.2f}s peak {r['peak_mib']} MiB, "
-                  f"fetched {r['bytes_fetched']} bytes, {r['analyses']} analyses "
-                  f"(naive {r['naive_analyses']})")
+            print(
+                f"{name:>14}: rc={r['rc']} {r['seconds']:.2f}s peak {r['peak_mib']} MiB, "
+                f"fetched {r['bytes_fetched']} bytes, {r['analyses']} analyses "
+                f"(naive {r['naive_analyses']})"
+            )
     return 0
 
 

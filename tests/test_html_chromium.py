@@ -12,8 +12,16 @@ from test_matrix_render import sample_document
 from abiprobe.report.matrix_html import render_html
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--enable-logging=stderr", "--v=0")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--enable-logging=stderr",
+    "--v=0",
+)
 
 
 @pytest.fixture(scope="module")

@@ -57,13 +57,47 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IndexServer]:
 def ran(server: IndexServer, tmp_path_factory: pytest.TempPathFactory) -> Ran:
     root = tmp_path_factory.mktemp("jobs")
     jobs_file = root / "probe-jobs.json"
-    rc = main(["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--index", server.index_url,
-               "--cache-dir", str(root / "cache"), "--out-dir", str(root / "matrices"), "--json",
-               "--emit-probe-jobs", str(jobs_file), "--probe-arch", "sm120", "--probe-arch", "sm90"])
+    rc = main(
+        [
+            "solve",
+            "--cuda",
+            "13.0",
+            "--arch",
+            "sm120",
+            "--python",
+            PY_TAG,
+            "--index",
+            server.index_url,
+            "--cache-dir",
+            str(root / "cache"),
+            "--out-dir",
+            str(root / "matrices"),
+            "--json",
+            "--emit-probe-jobs",
+            str(jobs_file),
+            "--probe-arch",
+            "sm120",
+            "--probe-arch",
+            "sm90",
+        ]
+    )
     assert rc == 0
     result = root / "results" / f"sm120-{MEMBERS}.json"
-    probe_rc = main(["probe", "--job", str(jobs_file), "--job-id", f"sm120-{MEMBERS}",
-                     "--result", str(result), "--wheels-dir", str(root / "wheels"), "--timeout", "60"])
+    probe_rc = main(
+        [
+            "probe",
+            "--job",
+            str(jobs_file),
+            "--job-id",
+            f"sm120-{MEMBERS}",
+            "--result",
+            str(result),
+            "--wheels-dir",
+            str(root / "wheels"),
+            "--timeout",
+            "60",
+        ]
+    )
     matrix = root / "matrices" / f"{NAME}.json"
     merge_rc = main(["matrix", "merge", str(matrix), str(result), "--out-dir", str(root / "merged")])
     merged = load(root / "merged" / f"{NAME}.json")
@@ -89,12 +123,20 @@ def test_one_job_per_gpu_arch_for_the_chosen_set(ran: Ran) -> None:
 def test_job_carries_the_set_the_runtime_wheels_and_the_import_order(ran: Ran) -> None:
     job = ran.jobs["include"][0]
     assert [w["name"] for w in job["wheels"]] == [
-        "torch", "sglang-kernel", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache",
+        "torch",
+        "sglang-kernel",
+        "flashinfer-python",
+        "flashinfer-cubin",
+        "flashinfer-jit-cache",
         "nvidia-cuda-runtime",
     ]
     assert all(len(w["sha256"]) == 64 for w in job["wheels"])
     assert job["import_order"] == [
-        "torch", "sgl_kernel", "flashinfer", "flashinfer_cubin", "flashinfer_jit_cache",
+        "torch",
+        "sgl_kernel",
+        "flashinfer",
+        "flashinfer_cubin",
+        "flashinfer_jit_cache",
     ]
     assert (job["expected"], job["expected_gpu"], job["python"]) == ("ok", "ok", f"{PY_TAG[2]}.{PY_TAG[3:]}")
 

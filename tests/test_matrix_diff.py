@@ -31,8 +31,24 @@ class Days:
 
 
 def solve_day(server: IndexServer, cache: Path, out: Path) -> Path:
-    rc = main(["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--index", server.index_url,
-               "--cache-dir", str(cache), "--out-dir", str(out), "--json"])
+    rc = main(
+        [
+            "solve",
+            "--cuda",
+            "13.0",
+            "--arch",
+            "sm120",
+            "--python",
+            PY_TAG,
+            "--index",
+            server.index_url,
+            "--cache-dir",
+            str(cache),
+            "--out-dir",
+            str(out),
+            "--json",
+        ]
+    )
     assert rc in (0, 1)
     return out / f"{NAME}.json"
 
@@ -41,8 +57,17 @@ def rebuilt_k040(stack: SolveStack, out: Path) -> Path:
     """sglang-kernel 0.4.0 under the same filename, rebuilt with only sm_100a code."""
     c10 = stack.root / "t29" / "torch-2.9.0" / "libc10.so"
     cudart = stack.root / "runtime" / "libcudart.so.13"
-    return _kernel(out / "wheels", out, "sglang-kernel", "0.4.0", c10, cudart, unsigned=True,
-                   requires=["torch==2.9.0"], gencode="arch=compute_100a,code=sm_100a")
+    return _kernel(
+        out / "wheels",
+        out,
+        "sglang-kernel",
+        "0.4.0",
+        c10,
+        cudart,
+        unsigned=True,
+        requires=["torch==2.9.0"],
+        gencode="arch=compute_100a,code=sm_100a",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -130,5 +155,7 @@ def test_a_fail_to_ok_flip_is_not_a_regression(days: Days) -> None:
 
 def test_new_cells_are_listed_not_flipped(days: Days) -> None:
     d = diff_matrices(load(days.old), load(days.new))
-    assert {(r, c) for r, c, _ in d.new_cells} == {("torch==2.9.0", "sglang-kernel==0.4.2"),
-                                                    ("torch==2.8.0", "sglang-kernel==0.4.2")}
+    assert {(r, c) for r, c, _ in d.new_cells} == {
+        ("torch==2.9.0", "sglang-kernel==0.4.2"),
+        ("torch==2.8.0", "sglang-kernel==0.4.2"),
+    }

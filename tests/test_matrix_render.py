@@ -49,14 +49,19 @@ class TableEvaluator:
 def sample_document() -> dict[str, Any]:
     stack = default_stack()
     groups = {
-        "torch": (group("torch", "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl"),
-                  group("torch", "torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl")),
+        "torch": (
+            group("torch", "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl"),
+            group("torch", "torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl"),
+        ),
         "kernel": (group("kernel", "sglang_kernel-0.4.0-cp310-abi3-manylinux_2_28_x86_64.whl"),),
         "flashinfer": (group("flashinfer", "flashinfer_python-0.5.3-py3-none-any.whl"),),
     }
     matrix = MatrixBuilder(stack, TARGET, TableEvaluator()).build(groups)
-    chosen = {"torch": "torch==2.9.0", "kernel": "sglang-kernel==0.4.0",
-              "flashinfer": "flashinfer-python==0.5.3"}
+    chosen = {
+        "torch": "torch==2.9.0",
+        "kernel": "sglang-kernel==0.4.0",
+        "flashinfer": "flashinfer-python==0.5.3",
+    }
     result = SolveResult(matrix, Resolution(chosen), (IndexStatus("local", "http://x/simple", True),))
     return matrix_document(result)
 

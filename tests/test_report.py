@@ -47,26 +47,64 @@ def inputs(stack: SolveStack, tmp_path_factory: pytest.TempPathFactory) -> Itera
     py = make_venv(root / "venv", with_pip=False)
     pip_install(py, stack.wheels["torch_28"], stack.wheels["k030"])
     snapshot = root / "snapshot.json"
-    assert main(["snapshot", "--python", str(py), "--wheels-dir", str(stack.wheels["torch_28"].parent),
-                 "-o", str(snapshot)]) == 0
+    assert (
+        main(
+            [
+                "snapshot",
+                "--python",
+                str(py),
+                "--wheels-dir",
+                str(stack.wheels["torch_28"].parent),
+                "-o",
+                str(snapshot),
+            ]
+        )
+        == 0
+    )
     with IndexServer() as server:
         serve(server, stack)
-        assert main(["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--index",
-                     server.index_url, "--cache-dir", str(root / "cache"), "--out-dir", str(root / "m"),
-                     "--json"]) == 0
+        assert (
+            main(
+                [
+                    "solve",
+                    "--cuda",
+                    "13.0",
+                    "--arch",
+                    "sm120",
+                    "--python",
+                    PY_TAG,
+                    "--index",
+                    server.index_url,
+                    "--cache-dir",
+                    str(root / "cache"),
+                    "--out-dir",
+                    str(root / "m"),
+                    "--json",
+                ]
+            )
+            == 0
+        )
     matrix = root / "m" / f"{NAME}.json"
     cell = {"row": "torch==2.9.0", "col": "sglang-kernel==0.4.0"}
     job = {"id": JOB, "name": JOB, "matrix": "k", "cell": cell, "target": {}}
     result = ProbeResult(JOB, "ok", "", stubbed=True)
     probe = root / "probe.json"
-    probe.write_text(json.dumps(result_document(job, result.to_json(), result.to_verdicts(),
-                                                {"hostname": "gpu-box-7"})))
+    probe.write_text(
+        json.dumps(result_document(job, result.to_json(), result.to_verdicts(), {"hostname": "gpu-box-7"}))
+    )
     base = ["report", "--snapshot", str(snapshot), "--matrix", str(matrix), "--probe", str(probe)]
     assert main([*base, "--json", "-o", str(root / "t.json")]) == 0
     assert main([*base, "-o", str(root / "t.md")]) == 0
     assert main([*base, "--format", "html", "-o", str(root / "t.html")]) == 0
-    yield Inputs(root, snapshot, matrix, probe, json.loads((root / "t.json").read_text()),
-                 (root / "t.md").read_text(), (root / "t.html").read_text())
+    yield Inputs(
+        root,
+        snapshot,
+        matrix,
+        probe,
+        json.loads((root / "t.json").read_text()),
+        (root / "t.md").read_text(),
+        (root / "t.html").read_text(),
+    )
 
 
 def change(ticket: dict[str, Any], name: str) -> dict[str, Any]:
@@ -81,7 +119,11 @@ def test_torch_is_an_upgrade_from_the_snapshot_version(inputs: Inputs) -> None:
 def test_the_renamed_kernel_is_replaced_not_just_removed(inputs: Inputs) -> None:
     old = change(inputs.ticket, "sgl-kernel")
     assert (old["from"], old["to"], old["change"], old["note"]) == (
-        "0.3.0", None, "removed", "replaced by sglang-kernel 0.4.0")
+        "0.3.0",
+        None,
+        "removed",
+        "replaced by sglang-kernel 0.4.0",
+    )
     assert change(inputs.ticket, "sglang-kernel")["change"] == "new"
 
 
@@ -104,8 +146,15 @@ def test_rejected_sets_carry_the_failing_checks_and_reason(inputs: Inputs) -> No
 
 
 def test_probe_results_are_listed_with_their_host(inputs: Inputs) -> None:
-    assert inputs.ticket["probes"] == [{"job": JOB, "check": "probe", "status": "ok",
-                                        "explanation": "imports (driver stubbed)", "host": "gpu-box-7"}]
+    assert inputs.ticket["probes"] == [
+        {
+            "job": JOB,
+            "check": "probe",
+            "status": "ok",
+            "explanation": "imports (driver stubbed)",
+            "host": "gpu-box-7",
+        }
+    ]
 
 
 def test_lock_file_next_to_the_matrix_is_embedded(inputs: Inputs) -> None:
@@ -129,9 +178,15 @@ def test_markdown_has_every_section(inputs: Inputs) -> None:
         fenced = fenced != line.startswith("```")
         if not fenced and line.startswith("#"):
             heads.append(line)
-    assert heads == [f"# Upgrade to cu13.0-sm_120-{PY_TAG}-manylinux_2_28_x86_64", "## What changes",
-                     "## Chosen set and why", "## Rejected sets", "## Probes", "## Lock file",
-                     "## Restore plan"]
+    assert heads == [
+        f"# Upgrade to cu13.0-sm_120-{PY_TAG}-manylinux_2_28_x86_64",
+        "## What changes",
+        "## Chosen set and why",
+        "## Rejected sets",
+        "## Probes",
+        "## Lock file",
+        "## Restore plan",
+    ]
     assert "| torch | torch | 2.8.0 | 2.9.0 | upgrade |" in inputs.markdown
 
 
@@ -163,8 +218,14 @@ def test_html_is_well_formed_with_the_same_sections(inputs: Inputs) -> None:
     checker = _Checker()
     checker.feed(inputs.html)
     assert (checker.errors, checker.stack) == ([], [])
-    assert checker.h2 == ["What changes", "Chosen set and why", "Rejected sets", "Probes", "Lock file",
-                          "Restore plan"]
+    assert checker.h2 == [
+        "What changes",
+        "Chosen set and why",
+        "Rejected sets",
+        "Probes",
+        "Lock file",
+        "Restore plan",
+    ]
 
 
 def test_report_refuses_a_matrix_for_a_snapshot(inputs: Inputs) -> None:

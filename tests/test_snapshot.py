@@ -43,18 +43,34 @@ def restored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restored]:
     house, elsewhere = root / "wheelhouse", root / "elsewhere"
     house.mkdir()
     kernel = Path(shutil.copy(stack.wheels["k040"], house))
-    plain = build_wheel(house, "plainpkg", "1.0", {
-        "plainpkg/__init__.py": b"VALUE = 1\n",
-        "plainpkg-1.0.data/scripts/plain-tool": b"#!python\nprint('tool')\n",
-    }, tag="py3-none-any")
+    plain = build_wheel(
+        house,
+        "plainpkg",
+        "1.0",
+        {
+            "plainpkg/__init__.py": b"VALUE = 1\n",
+            "plainpkg-1.0.data/scripts/plain-tool": b"#!python\nprint('tool')\n",
+        },
+        tag="py3-none-any",
+    )
     secret = build_wheel(elsewhere, "secretpkg", "2.0", {"secretpkg/__init__.py": b""}, tag="py3-none-any")
     direct = build_wheel(elsewhere, "directpkg", "1.0", {"directpkg/__init__.py": b""}, tag="py3-none-any")
     with IndexServer() as server:
         for w in (kernel, plain, secret):
             server.add_wheel(w)
         py1 = make_venv(root / "before")
-        sh(py1, "-m", "pip", "install", "--no-deps", "--index-url", server.index_url,
-           "sglang-kernel==0.4.0", "plainpkg", "secretpkg")
+        sh(
+            py1,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--index-url",
+            server.index_url,
+            "sglang-kernel==0.4.0",
+            "plainpkg",
+            "secretpkg",
+        )
         sh(py1, "-m", "pip", "install", "--no-deps", direct)
         snap_file = root / "before.json"
         with pytest.MonkeyPatch.context() as mp:
@@ -66,8 +82,15 @@ def restored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restored]:
         py2 = make_venv(root / "after")
         (root / "restore.sh").write_text(script)
         sh("bash", root / "restore.sh", env=isolated_env(PYTHON=str(py2)))
-        yield Restored(house, kernel, snap_file, snap, script, take_snapshot(str(py1), [house]),
-                       take_snapshot(str(py2), [house]))
+        yield Restored(
+            house,
+            kernel,
+            snap_file,
+            snap,
+            script,
+            take_snapshot(str(py1), [house]),
+            take_snapshot(str(py2), [house]),
+        )
 
 
 def dist(snap: Snapshot, name: str) -> Any:
@@ -109,8 +132,10 @@ def test_scripts_rewritten_by_the_installer_do_not_change_the_fingerprint(restor
 def test_wheel_outside_the_wheels_dir_has_an_unknown_hash(restored: Restored) -> None:
     s = dist(restored.snapshot, "secretpkg")
     assert s.wheel is None
-    assert f"# secretpkg 2.0: wheel sha256 unknown (wheel file not found); content fingerprint " \
-           f"{s.content_sha256}\nsecretpkg==2.0\n" in restored.script
+    assert (
+        f"# secretpkg 2.0: wheel sha256 unknown (wheel file not found); content fingerprint "
+        f"{s.content_sha256}\nsecretpkg==2.0\n" in restored.script
+    )
 
 
 def test_direct_file_install_records_its_url(restored: Restored) -> None:
@@ -127,7 +152,7 @@ def test_snapshot_records_the_configured_index(restored: Restored) -> None:
 def test_restore_plan_pins_known_wheels_by_hash(restored: Restored) -> None:
     sha = hashlib.sha256(restored.kernel_wheel.read_bytes()).hexdigest()
     assert f"sglang-kernel==0.4.0 --hash=sha256:{sha}\n" in restored.script
-    assert '--require-hashes --index-url' in restored.script
+    assert "--require-hashes --index-url" in restored.script
 
 
 def test_restore_plan_recreates_the_environment_in_a_fresh_venv(restored: Restored) -> None:
@@ -174,8 +199,9 @@ def test_uv_commands_run_when_uv_is_chosen(restored: Restored) -> None:
 
 
 def test_direct_url_with_an_archive_hash_is_a_hashed_url_source() -> None:
-    text = json.dumps({"url": "https://example.test/x-1.0-py3-none-any.whl",
-                       "archive_info": {"hash": "sha256=" + "a" * 64}})
+    text = json.dumps(
+        {"url": "https://example.test/x-1.0-py3-none-any.whl", "archive_info": {"hash": "sha256=" + "a" * 64}}
+    )
     src = parse_direct_url(text)
     assert (src.kind, src.sha256) == ("url", "a" * 64)
 
@@ -187,6 +213,9 @@ def test_direct_url_of_an_editable_directory() -> None:
 
 def test_fingerprint_ignores_bytecode_and_installer_files() -> None:
     rows = [("a/__init__.py", "sha256=x"), ("a-1.dist-info/METADATA", "sha256=m")]
-    noise = [("a/__pycache__/__init__.cpython-312.pyc", "sha256=p"), ("a-1.dist-info/INSTALLER", "sha256=i"),
-             ("../../bin/tool", "sha256=t")]
+    noise = [
+        ("a/__pycache__/__init__.cpython-312.pyc", "sha256=p"),
+        ("a-1.dist-info/INSTALLER", "sha256=i"),
+        ("../../bin/tool", "sha256=t"),
+    ]
     assert content_fingerprint(rows + noise) == content_fingerprint(rows)

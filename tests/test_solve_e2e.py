@@ -38,8 +38,22 @@ def server(stack: SolveStack) -> Iterator[IndexServer]:
 
 
 def solve_args(server_url: str, tmp: Path, *extra: str) -> list[str]:
-    return ["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--index", server_url,
-            "--cache-dir", str(tmp / "cache"), "--out-dir", str(tmp / "matrices"), *extra]
+    return [
+        "solve",
+        "--cuda",
+        "13.0",
+        "--arch",
+        "sm120",
+        "--python",
+        PY_TAG,
+        "--index",
+        server_url,
+        "--cache-dir",
+        str(tmp / "cache"),
+        "--out-dir",
+        str(tmp / "matrices"),
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +94,9 @@ def test_matrix_axes_hold_the_windowed_cuda13_candidates(solved: tuple[int, Path
     doc = document(solved[1])
     assert [g["id"] for g in doc["groups"]["torch"]] == ["torch==2.9.0", "torch==2.8.0"]
     assert [g["id"] for g in doc["groups"]["kernel"]] == [
-        "sglang-kernel==0.4.2", "sglang-kernel==0.4.0", "sgl-kernel==0.3.0"
+        "sglang-kernel==0.4.2",
+        "sglang-kernel==0.4.0",
+        "sgl-kernel==0.3.0",
     ]
 
 
@@ -133,20 +149,48 @@ def test_near_miss_explains_the_newer_kernel(solved: tuple[int, Path]) -> None:
 def test_lock_file_pins_exact_urls_and_hashes(solved: tuple[int, Path], server: IndexServer) -> None:
     lines = (solved[1] / "matrices" / f"{NAME}.lock.txt").read_text().splitlines()
     reqs = [ln.split(" @ ")[0] for ln in lines if " @ " in ln]
-    assert reqs == ["torch", "sglang-kernel", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache",
-                    "nvidia-cuda-runtime"]
+    assert reqs == [
+        "torch",
+        "sglang-kernel",
+        "flashinfer-python",
+        "flashinfer-cubin",
+        "flashinfer-jit-cache",
+        "nvidia-cuda-runtime",
+    ]
     assert sum(ln.strip().startswith("--hash=sha256:") for ln in lines) == 6
 
 
 def test_pip_accepts_the_lock_file_with_require_hashes(solved: tuple[int, Path], server: IndexServer) -> None:
     lock = solved[1] / "matrices" / f"{NAME}.lock.txt"
-    cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--require-hashes", "--no-index",
-           "--disable-pip-version-check", "--report", "-", "-q", "-r", str(lock)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--dry-run",
+        "--no-deps",
+        "--require-hashes",
+        "--no-index",
+        "--disable-pip-version-check",
+        "--report",
+        "-",
+        "-q",
+        "-r",
+        str(lock),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     names = sorted(i["metadata"]["name"] for i in json.loads(done.stdout)["install"])
-    assert names == sorted(["torch", "sglang-kernel", "flashinfer-python", "flashinfer-cubin",
-                            "flashinfer-jit-cache", "nvidia-cuda-runtime"])
+    assert names == sorted(
+        [
+            "torch",
+            "sglang-kernel",
+            "flashinfer-python",
+            "flashinfer-cubin",
+            "flashinfer-jit-cache",
+            "nvidia-cuda-runtime",
+        ]
+    )
 
 
 @pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed on this machine")
@@ -163,8 +207,19 @@ def test_uv_accepts_the_lock_file(
         text = (solved[1] / "matrices" / f"{NAME}.lock.txt").read_text()
         lock = tmp_path / "lock.txt"
         lock.write_text(text.replace(prefix, f"http://127.0.0.1:{static.server_address[1]}/"))
-        cmd = ["uv", "pip", "install", "--dry-run", "--no-deps", "--require-hashes",
-               "--python", sys.executable, "--no-cache", "-r", str(lock)]
+        cmd = [
+            "uv",
+            "pip",
+            "install",
+            "--dry-run",
+            "--no-deps",
+            "--require-hashes",
+            "--python",
+            sys.executable,
+            "--no-cache",
+            "-r",
+            str(lock),
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     finally:
         static.shutdown()
@@ -199,8 +254,11 @@ def test_offline_resolve_reproduces_the_matrix_from_the_cache(
 
 
 def test_no_passing_set_exits_1_and_names_the_conflicts(server: IndexServer, tmp_path: Path) -> None:
-    rc = main(solve_args(server.index_url, tmp_path, "--constraint", "torch<2.9", "--constraint",
-                         "sglang-kernel>=0.4"))
+    rc = main(
+        solve_args(
+            server.index_url, tmp_path, "--constraint", "torch<2.9", "--constraint", "sglang-kernel>=0.4"
+        )
+    )
     doc = document(tmp_path)
     assert rc == 1
     assert doc["chosen"] is None

@@ -56,8 +56,14 @@ def run_step(script: str, cwd: Path, env: dict[str, str]) -> Run:
     summary, output = cwd / ".summary.md", cwd / ".output"
     summary.write_text("")
     output.write_text("")
-    full = {**os.environ, **env, "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output),
-            "PATH": f"{shim}:{os.environ['PATH']}", "PYTHONPATH": str(REPO)}
+    full = {
+        **os.environ,
+        **env,
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_OUTPUT": str(output),
+        "PATH": f"{shim}:{os.environ['PATH']}",
+        "PYTHONPATH": str(REPO),
+    }
     proc = subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=full, capture_output=True, text=True)
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
     return Run(proc.returncode, summary.read_text(), outputs, proc.stderr)
@@ -111,9 +117,17 @@ def nights(stack: SolveStack, tmp_path_factory: pytest.TempPathFactory) -> Itera
     script = step(workflow("nightly.yml"), "refresh", "refresh")["run"]
     c10 = stack.root / "t29" / "torch-2.9.0" / "libc10.so"
     cudart = stack.root / "runtime" / "libcudart.so.13"
-    rebuilt = _kernel(repo.parent / "rebuilt-wheels", repo.parent / "rebuilt", "sglang-kernel", "0.4.0",
-                      c10, cudart, unsigned=True, requires=["torch==2.9.0"],
-                      gencode="arch=compute_100a,code=sm_100a")
+    rebuilt = _kernel(
+        repo.parent / "rebuilt-wheels",
+        repo.parent / "rebuilt",
+        "sglang-kernel",
+        "0.4.0",
+        c10,
+        cudart,
+        unsigned=True,
+        requires=["torch==2.9.0"],
+        gencode="arch=compute_100a,code=sm_100a",
+    )
     env = {"NIGHTLY_TARGETS": "# cuda arch\n13.0 sm120\n"}
     with IndexServer() as night1:
         for key, path in sorted(stack.wheels.items()):
@@ -156,13 +170,23 @@ def test_probe_emit_step_outputs_a_github_matrix(stack: SolveStack, tmp_path: Pa
     script = step(workflow("probe-gpu.yml"), "emit", "emit")["run"]
     with IndexServer() as server:
         serve(server, stack)
-        run = run_step(script, tmp_path, {"CUDA": "13.0", "ARCH": "sm120", "PROBE_ARCHS": "sm120 sm90",
-                                          "CELLS": "chosen",
-                                          "SOLVE_ARGS": f"--python {PY_TAG} --index {server.index_url}"})
+        run = run_step(
+            script,
+            tmp_path,
+            {
+                "CUDA": "13.0",
+                "ARCH": "sm120",
+                "PROBE_ARCHS": "sm120 sm90",
+                "CELLS": "chosen",
+                "SOLVE_ARGS": f"--python {PY_TAG} --index {server.index_url}",
+            },
+        )
     assert run.rc == 0, run.stderr
     members = "torch-2.9.0-sglang-kernel-0.4.0-flashinfer-python-0.5.3"
-    assert json.loads(run.outputs["matrix"]) == {"include": [
-        {"id": f"sm120-{members}", "runs_on": ["self-hosted", "linux", "gpu", "sm120"]},
-        {"id": f"sm90-{members}", "runs_on": ["self-hosted", "linux", "gpu", "sm90"]},
-    ]}
+    assert json.loads(run.outputs["matrix"]) == {
+        "include": [
+            {"id": f"sm120-{members}", "runs_on": ["self-hosted", "linux", "gpu", "sm120"]},
+            {"id": f"sm90-{members}", "runs_on": ["self-hosted", "linux", "gpu", "sm90"]},
+        ]
+    }
     assert run.outputs["count"] == "2"

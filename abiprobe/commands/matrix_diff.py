@@ -26,8 +26,13 @@ def register_actions(msub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     diff.add_argument("--json", action="store_true", help="same as --format json")
     diff.set_defaults(func=run_diff)
     merge = msub.add_parser("merge", help="fold probe job results into matrices")
-    merge.add_argument("matrices", nargs="+", type=Path, metavar="MATRIX_OR_RESULT",
-                       help="matrix JSON files and probe job result files, in any order")
+    merge.add_argument(
+        "matrices",
+        nargs="+",
+        type=Path,
+        metavar="MATRIX_OR_RESULT",
+        help="matrix JSON files and probe job result files, in any order",
+    )
     merge.add_argument("--out-dir", type=Path, help="write merged matrices here (default: in place)")
     merge.add_argument("--json", action="store_true", help="print what was merged as JSON")
     merge.set_defaults(func=run_merge)
@@ -54,8 +59,11 @@ def print_text(d: dict[str, Any]) -> None:
     for f in d["flips"]:
         style = "red" if f["after"] == "fail" else ("green" if f["after"] == "ok" else "yellow")
         where = f["row"] + (f" + {f['col']}" if f["col"] else "")
-        console.print(f"  [{style}]{f['before']} -> {f['after']}[/] {where}: "
-                      f"{f['reason'] if f['after'] != 'ok' else 'was: ' + f['was']}", highlight=False)
+        console.print(
+            f"  [{style}]{f['before']} -> {f['after']}[/] {where}: "
+            f"{f['reason'] if f['after'] != 'ok' else 'was: ' + f['was']}",
+            highlight=False,
+        )
     for w in d["new_wheels"]:
         console.print(f"  [green]+[/] {w['filename']}", highlight=False)
     for w in d["removed_wheels"]:

@@ -20,8 +20,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--snapshot", type=Path, required=True, help="`abiprobe snapshot` file (where we are)")
     p.add_argument("--matrix", type=Path, required=True, help="matrices/<key>.json (where we go)")
     p.add_argument("--lock", type=Path, help="lock file (default: <matrix stem>.lock.txt next to the matrix)")
-    p.add_argument("--probe", action="append", default=[], type=Path, metavar="RESULT",
-                   help="probe job result files (repeatable)")
+    p.add_argument(
+        "--probe",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="RESULT",
+        help="probe job result files (repeatable)",
+    )
     p.add_argument("--installer", choices=("pip", "uv"), default="pip", help="installer of the restore plan")
     p.add_argument("--format", choices=("md", "html", "json"), default="md")
     p.add_argument("--json", action="store_true", help="same as --format json")

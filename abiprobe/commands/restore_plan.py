@@ -17,14 +17,27 @@ from abiprobe.snapshot import load_snapshot, take_snapshot
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("restore-plan", help="print the commands that restore a snapshotted environment")
     p.add_argument("snapshot", type=Path, metavar="SNAPSHOT")
-    p.add_argument("--installer", choices=("pip", "uv"), default="pip",
-                   help="which installer's commands run; the other's are shown as comments")
-    p.add_argument("--against", metavar="PYTHON",
-                   help="environment to restore: what it has beyond the snapshot is removed")
-    p.add_argument("--no-index", action="store_true",
-                   help="install only from the snapshot's wheel directories (no index)")
-    p.add_argument("--verify", metavar="PYTHON",
-                   help="instead of a plan: check that PYTHON's environment matches the snapshot")
+    p.add_argument(
+        "--installer",
+        choices=("pip", "uv"),
+        default="pip",
+        help="which installer's commands run; the other's are shown as comments",
+    )
+    p.add_argument(
+        "--against",
+        metavar="PYTHON",
+        help="environment to restore: what it has beyond the snapshot is removed",
+    )
+    p.add_argument(
+        "--no-index",
+        action="store_true",
+        help="install only from the snapshot's wheel directories (no index)",
+    )
+    p.add_argument(
+        "--verify",
+        metavar="PYTHON",
+        help="instead of a plan: check that PYTHON's environment matches the snapshot",
+    )
     p.add_argument("--json", action="store_true", help="print the plan (or the verification) as JSON")
     p.set_defaults(func=run)
 

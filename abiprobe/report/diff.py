@@ -24,8 +24,13 @@ class WheelRef:
     sha256: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"role": self.role, "name": self.name, "version": self.version, "filename": self.filename,
-                "sha256": self.sha256}
+        return {
+            "role": self.role,
+            "name": self.name,
+            "version": self.version,
+            "filename": self.filename,
+            "sha256": self.sha256,
+        }
 
 
 @dataclass(frozen=True)
@@ -49,9 +54,16 @@ class Flip:
         return self.before == "ok" and self.after == "fail"
 
     def to_json(self) -> dict[str, Any]:
-        return {"row": self.row, "col": self.col, "before": self.before, "after": self.after,
-                "was": self.was, "reason": self.reason, "regression": self.regression,
-                "checks": [{"check": c, "before": b, "after": a} for c, b, a in self.checks]}
+        return {
+            "row": self.row,
+            "col": self.col,
+            "before": self.before,
+            "after": self.after,
+            "was": self.was,
+            "reason": self.reason,
+            "regression": self.regression,
+            "checks": [{"check": c, "before": b, "after": a} for c, b, a in self.checks],
+        }
 
 
 @dataclass(frozen=True)
@@ -76,8 +88,15 @@ class MatrixDiff:
 
     @property
     def unchanged(self) -> bool:
-        return not (self.new_wheels or self.removed_wheels or self.changed_wheels or self.flips
-                    or self.new_cells or self.removed_cells or self.chosen_before != self.chosen_after)
+        return not (
+            self.new_wheels
+            or self.removed_wheels
+            or self.changed_wheels
+            or self.flips
+            or self.new_cells
+            or self.removed_cells
+            or self.chosen_before != self.chosen_after
+        )
 
     def to_json(self) -> dict[str, Any]:
         def cells(items: Iterable[tuple[str, str | None, str]]) -> list[dict[str, Any]]:
@@ -133,11 +152,23 @@ def diff_matrices(old: dict[str, Any], new: dict[str, Any]) -> MatrixDiff:
         before = oc.get(key)
         if before is None or before["status"] == cell["status"]:
             continue
-        flips.append(Flip(key[0], key[1], before["status"], cell["status"], before["explanation"],
-                          cell["explanation"], _moved_checks(before, cell)))
+        flips.append(
+            Flip(
+                key[0],
+                key[1],
+                before["status"],
+                cell["status"],
+                before["explanation"],
+                cell["explanation"],
+                _moved_checks(before, cell),
+            )
+        )
     flips.sort(key=lambda f: (-STATUS_ORDER[f.after] + STATUS_ORDER[f.before], f.label))
-    changed = tuple((ow[f], nw[f]) for f in sorted(set(ow) & set(nw))
-                    if ow[f].sha256 and nw[f].sha256 and ow[f].sha256 != nw[f].sha256)
+    changed = tuple(
+        (ow[f], nw[f])
+        for f in sorted(set(ow) & set(nw))
+        if ow[f].sha256 and nw[f].sha256 and ow[f].sha256 != nw[f].sha256
+    )
     return MatrixDiff(
         target=new["target"]["key"],
         new_wheels=tuple(nw[f] for f in sorted(set(nw) - set(ow))),
@@ -161,7 +192,8 @@ def render_markdown(d: MatrixDiff) -> str:
     if d.unchanged:
         return "\n".join([*out, "No change.", ""])
     verdict = (f"**{len(d.regressions)} regression(s)** (ok → fail), " if d.regressions else "") + (
-        f"{len(d.flips)} verdict(s) flipped" if d.flips else "no verdict flipped")
+        f"{len(d.flips)} verdict(s) flipped" if d.flips else "no verdict flipped"
+    )
     out += [verdict, ""]
     if d.chosen_before != d.chosen_after:
         out += [f"Chosen set: {_chosen(d.chosen_before)} → **{_chosen(d.chosen_after)}**", ""]

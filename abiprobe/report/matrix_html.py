@@ -85,10 +85,13 @@ def render_html(doc: dict[str, Any]) -> str:
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
-        "<p>" + (
+        "<p>"
+        + (
             "Chosen set: " + ", ".join(f"<code>{escape(v)}</code>" for v in chosen.values())
-            if chosen else "No passing set. " + escape("; ".join(doc["conflicts"]))
-        ) + "</p>",
+            if chosen
+            else "No passing set. " + escape("; ".join(doc["conflicts"]))
+        )
+        + "</p>",
         _indexes(doc),
         "<div class='filters'>",
         *[

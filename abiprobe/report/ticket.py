@@ -87,9 +87,16 @@ def changes(snapshot: Snapshot, doc: dict[str, Any], lock: str | None) -> list[d
         have = snapshot.dist(w["name"])
         before_sha = have.wheel.sha256 if have is not None and have.wheel is not None else None
         same = None if before_sha is None or not w.get("sha256") else before_sha == w["sha256"]
-        out.append({"name": w["name"], "role": w["role"], "from": have.version if have else None,
-                    "to": w["version"], "change": _change(have.version if have else None, w["version"], same),
-                    "note": ""})
+        out.append(
+            {
+                "name": w["name"],
+                "role": w["role"],
+                "from": have.version if have else None,
+                "to": w["version"],
+                "change": _change(have.version if have else None, w["version"], same),
+                "note": "",
+            }
+        )
     incoming = {canonicalize_name(w["name"]) for w in wheels}
     for member in doc["stack"]:
         for name in member["names"]:
@@ -98,8 +105,16 @@ def changes(snapshot: Snapshot, doc: dict[str, Any], lock: str | None) -> list[d
                 continue
             instead = [w for w in wheels if w["role"] == member["role"]]
             note = f"replaced by {instead[0]['name']} {instead[0]['version']}" if instead else ""
-            out.append({"name": have.name, "role": member["role"], "from": have.version, "to": None,
-                        "change": "removed", "note": note})
+            out.append(
+                {
+                    "name": have.name,
+                    "role": member["role"],
+                    "from": have.version,
+                    "to": None,
+                    "change": "removed",
+                    "note": note,
+                }
+            )
     return out
 
 
@@ -112,27 +127,54 @@ def rejected(doc: dict[str, Any]) -> list[dict[str, Any]]:
     order = {"fail": 0, "warn": 1, "unknown": 2}
     bad = [c for c in doc["cells"] if c["status"] != "ok"]
     bad.sort(key=lambda c: order.get(c["status"], 3))
-    return [{"set": _cell_label(c), "status": c["status"],
-             "checks": [k for k, s in c["checks"].items() if s != "ok"], "explanation": c["explanation"]}
-            for c in bad]
+    return [
+        {
+            "set": _cell_label(c),
+            "status": c["status"],
+            "checks": [k for k, s in c["checks"].items() if s != "ok"],
+            "explanation": c["explanation"],
+        }
+        for c in bad
+    ]
 
 
 def probes(doc: dict[str, Any], results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Probe outcomes: result files given, then probe/smoke verdicts already merged into the matrix."""
-    out = [{"job": r["job"]["id"], "check": v["check"], "status": v["status"],
-            "explanation": v["explanation"], "host": r["host"].get("hostname", "")}
-           for r in results for v in r["verdicts"]]
+    out = [
+        {
+            "job": r["job"]["id"],
+            "check": v["check"],
+            "status": v["status"],
+            "explanation": v["explanation"],
+            "host": r["host"].get("hostname", ""),
+        }
+        for r in results
+        for v in r["verdicts"]
+    ]
     seen = {(p["job"], p["check"]) for p in out}
     for c in doc["cells"]:
         for v in c["set_verdicts"]:
             if v["check"] in ("probe", "smoke") and (v["subject"], v["check"]) not in seen:
-                out.append({"job": v["subject"], "check": v["check"], "status": v["status"],
-                            "explanation": v["explanation"], "host": ""})
+                out.append(
+                    {
+                        "job": v["subject"],
+                        "check": v["check"],
+                        "status": v["status"],
+                        "explanation": v["explanation"],
+                        "host": "",
+                    }
+                )
     return out
 
 
-def ticket_document(snapshot: Snapshot, doc: dict[str, Any], *, lock: str | None = None,
-                    results: Sequence[dict[str, Any]] = (), installer: str = "pip") -> dict[str, Any]:
+def ticket_document(
+    snapshot: Snapshot,
+    doc: dict[str, Any],
+    *,
+    lock: str | None = None,
+    results: Sequence[dict[str, Any]] = (),
+    installer: str = "pip",
+) -> dict[str, Any]:
     """Everything the upgrade ticket says, as data."""
     cell = chosen_cell(doc)
     plan = restore_plan(snapshot)
@@ -142,16 +184,22 @@ def ticket_document(snapshot: Snapshot, doc: dict[str, Any], *, lock: str | None
         "generated_by": f"abiprobe {__version__}",
         "title": f"Upgrade to {doc['target']['key']}",
         "target": doc["target"],
-        "environment": {"python": snapshot.python, "executable": snapshot.executable,
-                        "snapshot_created": snapshot.created, "distributions": len(snapshot.dists)},
+        "environment": {
+            "python": snapshot.python,
+            "executable": snapshot.executable,
+            "snapshot_created": snapshot.created,
+            "distributions": len(snapshot.dists),
+        },
         "complete": doc["complete"],
         "problems": doc["problems"],
         "changes": changes(snapshot, doc, lock),
-        "chosen": {"set": dict(doc["chosen"]) if doc.get("chosen") else None,
-                   "status": cell["status"] if cell else None,
-                   "checks": dict(cell["checks"]) if cell else {},
-                   "explanation": cell["explanation"] if cell else "; ".join(doc["conflicts"]),
-                   "newer_rejected": doc["near_misses"]},
+        "chosen": {
+            "set": dict(doc["chosen"]) if doc.get("chosen") else None,
+            "status": cell["status"] if cell else None,
+            "checks": dict(cell["checks"]) if cell else {},
+            "explanation": cell["explanation"] if cell else "; ".join(doc["conflicts"]),
+            "newer_rejected": doc["near_misses"],
+        },
         "rejected": rejected(doc),
         "excluded": doc["excluded"],
         "probes": probes(doc, results),
@@ -167,9 +215,13 @@ def _esc(text: str) -> str:
 def render_markdown(t: dict[str, Any]) -> str:
     """The ticket as Markdown: paste it into the upgrade issue."""
     env = t["environment"]
-    out = [f"# {t['title']}", "",
-           f"From Python {env['python']} at `{env['executable']}` (snapshot {env['snapshot_created']}, "
-           f"{env['distributions']} distributions).", ""]
+    out = [
+        f"# {t['title']}",
+        "",
+        f"From Python {env['python']} at `{env['executable']}` (snapshot {env['snapshot_created']}, "
+        f"{env['distributions']} distributions).",
+        "",
+    ]
     if not t["complete"]:
         why = _esc("; ".join(t["problems"]) or "an index did not answer")
         out += [f"> ⚠️ The solve was incomplete: {why}", ""]
@@ -190,16 +242,32 @@ def render_markdown(t: dict[str, Any]) -> str:
         out += ["", "Newer candidates not taken:", ""]
         out += [f"- `{n['id']}`: {_esc(n['reason'])}" for n in ch["newer_rejected"]]
     out += ["", "## Rejected sets", ""]
-    out += [f"- {SYMBOL.get(r['status'], r['status'])} `{r['set']}` ({', '.join(r['checks'])}): "
-            f"{_esc(r['explanation'])}" for r in t["rejected"]] or ["None."]
+    out += [
+        f"- {SYMBOL.get(r['status'], r['status'])} `{r['set']}` ({', '.join(r['checks'])}): "
+        f"{_esc(r['explanation'])}"
+        for r in t["rejected"]
+    ] or ["None."]
     if t["excluded"]:
         out += ["", "Not candidates:", "", *excluded_lines(t["excluded"])[1:]]
     out += ["", "## Probes", ""]
-    out += [f"- {SYMBOL.get(p['status'], p['status'])} {p['check']} `{p['job']}`"
-            f"{' on ' + p['host'] if p['host'] else ''}: {_esc(p['explanation'])}" for p in t["probes"]] or [
-        "No probe results: run `abiprobe probe --job` (docs/probe-jobs.md)."]
+    out += [
+        f"- {SYMBOL.get(p['status'], p['status'])} {p['check']} `{p['job']}`"
+        f"{' on ' + p['host'] if p['host'] else ''}: {_esc(p['explanation'])}"
+        for p in t["probes"]
+    ] or ["No probe results: run `abiprobe probe --job` (docs/probe-jobs.md)."]
     out += ["", "## Lock file", ""]
     out += ["```", t["lock"].rstrip("\n"), "```"] if t["lock"] else ["No lock file (no set was chosen)."]
-    out += ["", "## Restore plan", "", "If the upgrade goes wrong, this puts the environment back:", "",
-            "```bash", t["restore_plan"].rstrip("\n"), "```", "", f"<sub>{t['generated_by']}</sub>", ""]
+    out += [
+        "",
+        "## Restore plan",
+        "",
+        "If the upgrade goes wrong, this puts the environment back:",
+        "",
+        "```bash",
+        t["restore_plan"].rstrip("\n"),
+        "```",
+        "",
+        f"<sub>{t['generated_by']}</sub>",
+        "",
+    ]
     return "\n".join(out)

@@ -36,9 +36,21 @@ def render_html(t: dict[str, Any]) -> str:
     if not t["complete"]:
         parts.append(f"<p class='warn'>The solve was incomplete: {escape('; '.join(t['problems']))}</p>")
     parts.append("<h2>What changes</h2>")
-    parts.append(_table(["distribution", "role", "now", "after", "change"], [
-        [escape(c["name"]), escape(c["role"]), escape(c["from"] or "—"), escape(c["to"] or "—"),
-         escape(c["change"] + (f" ({c['note']})" if c["note"] else ""))] for c in t["changes"]]))
+    parts.append(
+        _table(
+            ["distribution", "role", "now", "after", "change"],
+            [
+                [
+                    escape(c["name"]),
+                    escape(c["role"]),
+                    escape(c["from"] or "—"),
+                    escape(c["to"] or "—"),
+                    escape(c["change"] + (f" ({c['note']})" if c["note"] else "")),
+                ]
+                for c in t["changes"]
+            ],
+        )
+    )
     parts.append("<h2>Chosen set and why</h2>")
     if ch["set"]:
         members = ", ".join(f"<code>{escape(v)}</code>" for v in ch["set"].values())
@@ -47,22 +59,55 @@ def render_html(t: dict[str, Any]) -> str:
     else:
         parts.append(f"<p><strong>No passing set.</strong> {escape(ch['explanation'])}</p>")
     if ch["newer_rejected"]:
-        parts.append("<p>Newer candidates not taken:</p><ul>" + "".join(
-            f"<li><code>{escape(n['id'])}</code>: {escape(n['reason'])}</li>" for n in ch["newer_rejected"])
-            + "</ul>")
+        parts.append(
+            "<p>Newer candidates not taken:</p><ul>"
+            + "".join(
+                f"<li><code>{escape(n['id'])}</code>: {escape(n['reason'])}</li>"
+                for n in ch["newer_rejected"]
+            )
+            + "</ul>"
+        )
     parts.append("<h2>Rejected sets</h2>")
-    parts.append(_table(["set", "status", "checks", "why"], [
-        [f"<code>{escape(r['set'])}</code>", _status(r["status"]), escape(", ".join(r["checks"])),
-         escape(r["explanation"])] for r in t["rejected"]]) if t["rejected"] else "<p>None.</p>")
+    parts.append(
+        _table(
+            ["set", "status", "checks", "why"],
+            [
+                [
+                    f"<code>{escape(r['set'])}</code>",
+                    _status(r["status"]),
+                    escape(", ".join(r["checks"])),
+                    escape(r["explanation"]),
+                ]
+                for r in t["rejected"]
+            ],
+        )
+        if t["rejected"]
+        else "<p>None.</p>"
+    )
     if t["excluded"]:
-        parts.append("<p>Not candidates:</p><ul>" + "".join(
-            f"<li><code>{escape(e['filename'])}</code>: {escape(e['reason'])}</li>" for e in t["excluded"])
-            + "</ul>")
+        parts.append(
+            "<p>Not candidates:</p><ul>"
+            + "".join(
+                f"<li><code>{escape(e['filename'])}</code>: {escape(e['reason'])}</li>" for e in t["excluded"]
+            )
+            + "</ul>"
+        )
     parts.append("<h2>Probes</h2>")
-    probe_rows = [[f"<code>{escape(p['job'])}</code>", escape(p["check"]), _status(p["status"]),
-                   escape(p["host"]), escape(p["explanation"])] for p in t["probes"]]
-    parts.append(_table(["job", "check", "status", "host", "what happened"], probe_rows)
-                 if probe_rows else "<p>No probe results.</p>")
+    probe_rows = [
+        [
+            f"<code>{escape(p['job'])}</code>",
+            escape(p["check"]),
+            _status(p["status"]),
+            escape(p["host"]),
+            escape(p["explanation"]),
+        ]
+        for p in t["probes"]
+    ]
+    parts.append(
+        _table(["job", "check", "status", "host", "what happened"], probe_rows)
+        if probe_rows
+        else "<p>No probe results.</p>"
+    )
     parts.append("<h2>Lock file</h2>")
     parts.append(f"<pre>{escape(t['lock'])}</pre>" if t["lock"] else "<p>No lock file (no set chosen).</p>")
     parts.append("<h2>Restore plan</h2><p>If the upgrade goes wrong, this puts the environment back:</p>")

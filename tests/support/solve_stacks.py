@@ -47,21 +47,38 @@ def _fatbin(out: Path, name: str, gencode: str) -> Path:
     src.write_text(GPU_SRC)
     fatbin = out / f"{name}.fatbin"
     nvcc = shutil.which("nvcc") or "nvcc"
-    subprocess.run([nvcc, "-fatbin", "-gencode", gencode, "-o", str(fatbin), str(src)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [nvcc, "-fatbin", "-gencode", gencode, "-o", str(fatbin), str(src)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return fatbin
 
 
-def _kernel(w: Path, out: Path, name: str, version: str, c10: Path, cudart: Path, *, unsigned: bool,
-            requires: list[str], gencode: str | None = None) -> Path:
+def _kernel(
+    w: Path,
+    out: Path,
+    name: str,
+    version: str,
+    c10: Path,
+    cudart: Path,
+    *,
+    unsigned: bool,
+    requires: list[str],
+    gencode: str | None = None,
+) -> Path:
     d = out / f"{name}-{version}"
     decls = C10_DECL % ("unsigned int" if unsigned else "int")
     if gencode is not None:
         decls += FATBIN_ASM % _fatbin(d, "gpu", gencode)
-    ops = _module(d, "common_ops.abi3.so", "common_ops", cxx=True, link=(c10, cudart), decls=decls,
-                  body=C10_CALL)
-    files = {"sgl_kernel/__init__.py": b"import torch  # noqa: F401\nfrom sgl_kernel import common_ops\n",
-             "sgl_kernel/common_ops.abi3.so": ops}
+    ops = _module(
+        d, "common_ops.abi3.so", "common_ops", cxx=True, link=(c10, cudart), decls=decls, body=C10_CALL
+    )
+    files = {
+        "sgl_kernel/__init__.py": b"import torch  # noqa: F401\nfrom sgl_kernel import common_ops\n",
+        "sgl_kernel/common_ops.abi3.so": ops,
+    }
     return build_wheel(w, name, version, files, tag=ABI3_TAG, requires_dist=requires)
 
 
@@ -78,32 +95,78 @@ def build_solve_stack(out: Path) -> SolveStack:
     wheels["torch_29_cu128"] = build_wheel(w, "torch", "2.9.0+cu128", {"torch/__init__.py": b""}, tag=CP_TAG)
     wheels["torch_210rc"] = build_wheel(w, "torch", "2.10.0rc1", {"torch/__init__.py": b""}, tag=CP_TAG)
     rt = out / "runtime"
-    cudart13 = _stub(rt, "libcudart.so.13", "libcudart.so.13",
-                     "int cudaRuntimeGetVersion(int* v) { *v = 13000; return 0; }", node="libcudart.so.13")
-    cudart12 = _stub(out / "rt12", "libcudart.so.12", "libcudart.so.12",
-                     "int cudaRuntimeGetVersion(int* v) { *v = 12080; return 0; }", node="libcudart.so.12")
-    wheels["runtime"] = build_wheel(w, "nvidia-cuda-runtime", "13.0.96",
-                                    {"nvidia/cu13/lib/libcudart.so.13": cudart13},
-                                    tag="py3-none-manylinux_2_28_x86_64")
-    wheels["k030"] = _kernel(w, out, "sgl-kernel", "0.3.0", c10_28, cudart13, unsigned=False,
-                             requires=["torch==2.8.0"])
-    wheels["k040"] = _kernel(w, out, "sglang-kernel", "0.4.0", c10_29, cudart13, unsigned=True,
-                             requires=["torch==2.9.0"], gencode="arch=compute_120,code=sm_120")
-    wheels["k041_cu12"] = _kernel(w, out, "sglang-kernel", "0.4.1", c10_29, cudart12, unsigned=True,
-                                  requires=["torch==2.9.0"])
-    wheels["k042_sm100a"] = _kernel(w, out, "sglang-kernel", "0.4.2", c10_29, cudart13, unsigned=True,
-                                    requires=["torch==2.9.0"], gencode="arch=compute_100a,code=sm_100a")
-    wheels["k043_yanked"] = build_wheel(w, "sglang-kernel", "0.4.3", {"sgl_kernel/__init__.py": b""},
-                                        tag=PURE_TAG)
+    cudart13 = _stub(
+        rt,
+        "libcudart.so.13",
+        "libcudart.so.13",
+        "int cudaRuntimeGetVersion(int* v) { *v = 13000; return 0; }",
+        node="libcudart.so.13",
+    )
+    cudart12 = _stub(
+        out / "rt12",
+        "libcudart.so.12",
+        "libcudart.so.12",
+        "int cudaRuntimeGetVersion(int* v) { *v = 12080; return 0; }",
+        node="libcudart.so.12",
+    )
+    wheels["runtime"] = build_wheel(
+        w,
+        "nvidia-cuda-runtime",
+        "13.0.96",
+        {"nvidia/cu13/lib/libcudart.so.13": cudart13},
+        tag="py3-none-manylinux_2_28_x86_64",
+    )
+    wheels["k030"] = _kernel(
+        w, out, "sgl-kernel", "0.3.0", c10_28, cudart13, unsigned=False, requires=["torch==2.8.0"]
+    )
+    wheels["k040"] = _kernel(
+        w,
+        out,
+        "sglang-kernel",
+        "0.4.0",
+        c10_29,
+        cudart13,
+        unsigned=True,
+        requires=["torch==2.9.0"],
+        gencode="arch=compute_120,code=sm_120",
+    )
+    wheels["k041_cu12"] = _kernel(
+        w, out, "sglang-kernel", "0.4.1", c10_29, cudart12, unsigned=True, requires=["torch==2.9.0"]
+    )
+    wheels["k042_sm100a"] = _kernel(
+        w,
+        out,
+        "sglang-kernel",
+        "0.4.2",
+        c10_29,
+        cudart13,
+        unsigned=True,
+        requires=["torch==2.9.0"],
+        gencode="arch=compute_100a,code=sm_100a",
+    )
+    wheels["k043_yanked"] = build_wheel(
+        w, "sglang-kernel", "0.4.3", {"sgl_kernel/__init__.py": b""}, tag=PURE_TAG
+    )
     for version, torch_req in (("0.5.3", ["torch>=2.9"]), ("0.5.2", [])):
-        wheels[f"fi_{version}"] = build_wheel(w, "flashinfer-python", version,
-                                              {"flashinfer/__init__.py": b""}, tag=PURE_TAG,
-                                              requires_dist=torch_req)
-        wheels[f"cubin_{version}"] = build_wheel(w, "flashinfer-cubin", version,
-                                                 {"flashinfer_cubin/__init__.py": b""}, tag=PURE_TAG)
+        wheels[f"fi_{version}"] = build_wheel(
+            w,
+            "flashinfer-python",
+            version,
+            {"flashinfer/__init__.py": b""},
+            tag=PURE_TAG,
+            requires_dist=torch_req,
+        )
+        wheels[f"cubin_{version}"] = build_wheel(
+            w, "flashinfer-cubin", version, {"flashinfer_cubin/__init__.py": b""}, tag=PURE_TAG
+        )
     for label in ("cu130", "cu128"):
-        wheels[f"jit_{label}"] = build_wheel(w, "flashinfer-jit-cache", f"0.5.3+{label}",
-                                             {"flashinfer_jit_cache/__init__.py": b""}, tag=ABI3_TAG)
+        wheels[f"jit_{label}"] = build_wheel(
+            w,
+            "flashinfer-jit-cache",
+            f"0.5.3+{label}",
+            {"flashinfer_jit_cache/__init__.py": b""},
+            tag=ABI3_TAG,
+        )
     return SolveStack(out, wheels, frozenset({"k043_yanked"}))
 
 
