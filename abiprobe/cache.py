@@ -204,6 +204,23 @@ class Cache:
             return
         self._write(path, entries.encode_facts(facts))
 
+    # analysis results, keyed by a digest of everything they depend on (see abiprobe.solve.evaluate)
+
+    def load_analysis(self, key: str) -> list[dict[str, Any]] | None:
+        """Stored verdicts (as JSON objects) for ``key``, or None on a miss or a damaged entry."""
+        if not is_sha256_hex(key):
+            return None
+        path = entries.analysis_path(self.root, key)
+        data = self._read(path)
+        if data is None:
+            return None
+        return self._decode(path, data, lambda d: entries.decode_analysis(d, key))
+
+    def store_analysis(self, key: str, verdicts: list[dict[str, Any]]) -> None:
+        if self.readonly or not is_sha256_hex(key):
+            return
+        self._write(entries.analysis_path(self.root, key), entries.encode_analysis(key, verdicts))
+
     # PEP 658 metadata
 
     def load_metadata(self, key: str) -> bytes | None:

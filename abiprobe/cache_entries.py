@@ -32,6 +32,8 @@ GITIGNORE_TEXT = b"# abiprobe cache: commit all but the lock and unfinished writ
 PAGE_SUFFIX = ".json"
 BODY_SUFFIX = ".body.gz"
 FACTS_SUFFIX = ".facts.gz"
+ANALYSES_DIR = "analyses"
+ANALYSIS_SUFFIX = ".analysis.gz"
 METADATA_SUFFIX = ".metadata"
 
 KINDS = ("pages", "bodies", "facts", "metadata", "hosts")
@@ -78,6 +80,27 @@ def body_path(root: Path, url: str, body_sha256: str) -> Path:
 
 def facts_path(root: Path, sha256: str) -> Path:
     return _fanout(root, FACTS_DIR, sha256, FACTS_SUFFIX)
+
+
+def analysis_path(root: Path, key: str) -> Path:
+    return _fanout(root, ANALYSES_DIR, key, ANALYSIS_SUFFIX)
+
+
+def encode_analysis(key: str, verdicts: list[dict[str, Any]]) -> bytes:
+    return gzip_bytes(_frame("analysis", key, canonical_json(verdicts)))
+
+
+def decode_analysis(data: bytes, expected_key: str) -> list[dict[str, Any]]:
+    header, payload = _unframe(_gunzip(data, "analysis"), "analysis")
+    if header.get("key") != expected_key:
+        raise CorruptEntryError("analysis entry is filed under another key")
+    try:
+        verdicts = json.loads(payload)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise CorruptEntryError("analysis payload is not JSON") from exc
+    if not isinstance(verdicts, list) or not all(isinstance(v, dict) for v in verdicts):
+        raise CorruptEntryError("analysis payload is not a list of verdicts")
+    return verdicts
 
 
 def metadata_name(key: str) -> str:

@@ -6,8 +6,14 @@ runtime providers (the nvidia wheels torch preloads), so the base's global state
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
 
+from abiprobe import __version__
 from abiprobe.analyze import AnalysisCache, analyze_extension, analyze_set
 from abiprobe.analyze.checks import imports_torch_symbols, metadata_verdicts, tag_verdicts, torch_pin_verdict
 from abiprobe.facts import WheelFacts
@@ -17,6 +23,28 @@ from abiprobe.target import Target
 from abiprobe.verdict import Verdict
 
 RuntimeFor = Callable[[Group], Sequence[WheelFacts]]
+ANALYSIS_STORE_VERSION = 1
+_PACKAGE = Path(__file__).resolve().parent.parent
+# The code and data a stored verdict depends on: any change to them makes earlier verdicts misses.
+_VERDICT_SOURCES = ("analyze/*.py", "cuda_arch.py", "sonames.py", "requirements.py", "target.py",
+                    "profiles.py", "data/profiles/*.json", "solve/evaluate.py")  # fmt: skip
+
+
+@functools.cache
+def _code_digest() -> str:
+    h = hashlib.sha256()
+    for pattern in _VERDICT_SOURCES:
+        for path in sorted(_PACKAGE.glob(pattern)):
+            h.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+class VerdictStore(Protocol):
+    """Where verdicts outlive a run (``abiprobe.cache.Cache``): a warm re-solve simulates no loader."""
+
+    def load_analysis(self, key: str) -> list[dict[str, Any]] | None: ...
+
+    def store_analysis(self, key: str, verdicts: list[dict[str, Any]]) -> None: ...
 
 
 def _unknown(group: Group) -> list[Verdict]:
@@ -30,9 +58,39 @@ def _unknown(group: Group) -> list[Verdict]:
 class StaticEvaluator:
     """Implements ``matrix.Evaluator`` with the loader simulation; results are memoised by sha256s."""
 
-    def __init__(self, target: Target, profile: Profile, runtime_for: RuntimeFor) -> None:
+    def __init__(
+        self, target: Target, profile: Profile, runtime_for: RuntimeFor, store: VerdictStore | None = None
+    ) -> None:
         self.target, self.profile, self.runtime_for = target, profile, runtime_for
         self.cache: AnalysisCache = {}
+        self.store = store
+
+    def _key(self, kind: str, groups: Sequence[Group], providers: Sequence[WheelFacts]) -> str | None:
+        """Digest of everything a verdict list depends on; None when a wheel has no known sha256."""
+        shas = [[w.facts.sha256 if w.facts is not None else "" for w in g.wheels] for g in groups]
+        if any(not sha for group in shas for sha in group) or any(not p.sha256 for p in providers):
+            return None
+        doc = {
+            "version": ANALYSIS_STORE_VERSION,
+            "abiprobe": __version__,
+            "code": _code_digest(),
+            "kind": kind,
+            "groups": shas,
+            "providers": sorted(p.sha256 for p in providers),
+            "target": self.target.key(),
+            "profile": self.profile.digest(),
+        }
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+    def _remembered(self, key: str | None, compute: Callable[[], list[Verdict]]) -> list[Verdict]:
+        if self.store is None or key is None:
+            return compute()
+        hit = self.store.load_analysis(key)
+        if hit is not None:
+            return [Verdict.from_json(v) for v in hit]
+        verdicts = compute()
+        self.store.store_analysis(key, [v.to_json() for v in verdicts])
+        return verdicts
 
     def _providers(self, base: Group) -> list[WheelFacts]:
         own = [w.facts for w in base.wheels if w.facts is not None]
@@ -40,6 +98,9 @@ class StaticEvaluator:
 
     def base(self, base: Group) -> Sequence[Verdict]:
         providers = self._providers(base)
+        return self._remembered(self._key("base", [base], providers), lambda: self._base(base, providers))
+
+    def _base(self, base: Group, providers: list[WheelFacts]) -> list[Verdict]:
         if not providers:
             return _unknown(base)
         analysis = analyze_set(providers, self.target, self.profile)
@@ -48,6 +109,10 @@ class StaticEvaluator:
 
     def pair(self, base: Group, member: Group) -> Sequence[Verdict]:
         providers = self._providers(base)
+        key = self._key("pair", [base, member], providers)
+        return self._remembered(key, lambda: self._pair(base, member, providers))
+
+    def _pair(self, base: Group, member: Group, providers: list[WheelFacts]) -> list[Verdict]:
         wheels = [w.facts for w in member.wheels if w.facts is not None]
         verdicts: list[Verdict] = [*metadata_verdicts(wheels), *tag_verdicts(wheels, self.target)]
         for w in wheels:

@@ -1,0 +1,56 @@
+"""A warm re-solve answers from stored verdicts: the same matrix, no loader simulation, damage recomputed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.indexserver import IndexServer
+from support.solve_stacks import serve, solve_stack
+from support.stacks import PY_TAG
+
+from abiprobe.analyze import loader
+from abiprobe.cli import main
+
+NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
+
+
+def _solve(server: IndexServer, cache: Path, out: Path) -> dict[str, object]:
+    rc = main(["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--index", server.index_url,
+               "--cache-dir", str(cache), "--out-dir", str(out), "--json"])  # fmt: skip
+    assert rc == 0
+    doc: dict[str, object] = json.loads((out / f"{NAME}.json").read_text())
+    doc.pop("indexes")  # how each page was had (fetched, revalidated), not what the matrix says
+    return doc
+
+
+def test_second_solve_reuses_stored_verdicts_and_recomputes_a_damaged_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the fixture stack on the local index, solved once into an empty cache
+    stack = solve_stack(tmp_path / "stack")
+    with IndexServer() as server:
+        serve(server, stack)
+        first = _solve(server, tmp_path / "cache", tmp_path / "m1")
+        stored = sorted((tmp_path / "cache" / "analyses").rglob("*.analysis.gz"))
+        assert stored, "the first solve stored no verdicts"
+        # WHEN it is solved again, with the loader simulation made unusable
+        built = []
+        real_init = loader.LoaderSimulation.__init__
+
+        def counting_init(self: loader.LoaderSimulation, *args: object, **kwargs: object) -> None:
+            built.append(1)
+            real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(loader.LoaderSimulation, "__init__", counting_init)
+        second = _solve(server, tmp_path / "cache", tmp_path / "m2")
+        # THEN the matrix is the same and no loader was simulated
+        assert second == first
+        assert built == []
+        # AND a damaged stored verdict is dropped and recomputed to the same answer
+        stored[0].write_bytes(b"garbage")
+        third = _solve(server, tmp_path / "cache", tmp_path / "m3")
+        assert third == first
+        assert stored[0].read_bytes()[:2] == b"\x1f\x8b", "the damaged entry was not stored again"
+    capsys.readouterr()
