@@ -16,11 +16,10 @@ Expected newest passing set: torch 2.9.0, sglang-kernel 0.4.0, flashinfer 0.5.3 
 from __future__ import annotations
 
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from support.stacks import ABI3_TAG, CP_TAG, FATBIN_ASM, GPU_SRC, PURE_TAG, _module, _stub, _torch
+from support.stacks import ABI3_TAG, CP_TAG, FATBIN_ASM, PURE_TAG, _module, _stub, _torch, build_fatbin
 from support.wheelbuild import build_wheel
 
 C10_DECL = (
@@ -41,21 +40,6 @@ class SolveStack:
     yanked: frozenset[str]
 
 
-def _fatbin(out: Path, name: str, gencode: str) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    src = out / f"{name}.cu"
-    src.write_text(GPU_SRC)
-    fatbin = out / f"{name}.fatbin"
-    nvcc = shutil.which("nvcc") or "nvcc"
-    subprocess.run(
-        [nvcc, "-fatbin", "-gencode", gencode, "-o", str(fatbin), str(src)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return fatbin
-
-
 def _kernel(
     w: Path,
     out: Path,
@@ -71,7 +55,7 @@ def _kernel(
     d = out / f"{name}-{version}"
     decls = C10_DECL % ("unsigned int" if unsigned else "int")
     if gencode is not None:
-        decls += FATBIN_ASM % _fatbin(d, "gpu", gencode)
+        decls += FATBIN_ASM % build_fatbin(d, "gpu", gencode)
     ops = _module(
         d, "common_ops.abi3.so", "common_ops", cxx=True, link=(c10, cudart), decls=decls, body=C10_CALL
     )

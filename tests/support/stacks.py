@@ -174,8 +174,8 @@ def _torch(out: Path, version: str, unsigned: bool, aoti: bool) -> tuple[Path, P
     return wheel, c10, cpu
 
 
-def _gpu_module(out: Path, name: str, gencode: str) -> Path:
-    """An abi3 module whose ``.nv_fatbin`` section holds an nvcc-built fatbin (no CUDA runtime needed)."""
+def build_fatbin(out: Path, name: str, gencode: str) -> Path:
+    """``out/name.fatbin``: a trivial kernel compiled by nvcc for one ``-gencode``."""
     out.mkdir(parents=True, exist_ok=True)
     src = out / f"{name}.cu"
     src.write_text(GPU_SRC)
@@ -187,6 +187,12 @@ def _gpu_module(out: Path, name: str, gencode: str) -> Path:
         capture_output=True,
         text=True,
     )
+    return fatbin
+
+
+def _gpu_module(out: Path, name: str, gencode: str) -> Path:
+    """An abi3 module whose ``.nv_fatbin`` section holds an nvcc-built fatbin (no CUDA runtime needed)."""
+    fatbin = build_fatbin(out, name, gencode)
     return _module(out, f"{name}.abi3.so", name, decls=FATBIN_ASM % fatbin)
 
 
