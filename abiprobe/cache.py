@@ -40,7 +40,7 @@ from abiprobe.cache_maint import (
     verify_cache,
 )
 from abiprobe.errors import CacheError
-from abiprobe.facts import WheelFacts
+from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.hosts import concrete_bytes, neutral, neutral_bytes
 
 T = TypeVar("T")
@@ -200,9 +200,28 @@ class Cache:
         if self.readonly:
             return
         path = entries.facts_path(self.root, sha)
-        if entries.facts_entry_is_current(path, sha):
+        if not entries.facts_entry_is_current(path, sha):
+            self._write(path, entries.encode_facts(facts))
+        self.store_summary(facts.summary())
+
+    def load_summary(self, sha256: str) -> WheelSummary | None:
+        """The wheel's summary (metadata, files, needed sonames), or None on a miss or a damaged entry."""
+        sha = sha256.lower()
+        if not is_sha256_hex(sha):
+            return None
+        path = entries.summary_path(self.root, sha)
+        data = self._read(path)
+        if data is None:
+            return None
+        return self._decode(path, data, lambda d: entries.decode_summary(d, sha))
+
+    def store_summary(self, summary: WheelSummary) -> None:
+        sha = summary.sha256.lower()
+        if self.readonly or not is_sha256_hex(sha) or sha != summary.sha256:
             return
-        self._write(path, entries.encode_facts(facts))
+        path = entries.summary_path(self.root, sha)
+        if not path.exists():
+            self._write(path, entries.encode_summary(summary))
 
     # analysis results, keyed by a digest of everything they depend on (see abiprobe.solve.evaluate)
 

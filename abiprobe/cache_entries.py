@@ -16,7 +16,7 @@ from typing import Any
 
 from abiprobe.cache_io import canonical_json, gzip_bytes, is_sha256_hex, plain, pretty_json, sha256_hex
 from abiprobe.errors import CacheError
-from abiprobe.facts import FACTS_SCHEMA_VERSION, WheelFacts
+from abiprobe.facts import FACTS_SCHEMA_VERSION, WheelFacts, WheelSummary
 from abiprobe.hosts import concrete, neutral
 
 CACHE_SCHEMA_VERSION = 1
@@ -32,11 +32,12 @@ GITIGNORE_TEXT = b"# abiprobe cache: commit all but the lock and unfinished writ
 PAGE_SUFFIX = ".json"
 BODY_SUFFIX = ".body.gz"
 FACTS_SUFFIX = ".facts.gz"
+SUMMARY_SUFFIX = ".summary.gz"
 ANALYSES_DIR = "analyses"
 ANALYSIS_SUFFIX = ".analysis.gz"
 METADATA_SUFFIX = ".metadata"
 
-KINDS = ("pages", "bodies", "facts", "metadata", "hosts")
+KINDS = ("pages", "bodies", "facts", "summaries", "analyses", "metadata", "hosts")
 FACTS_HEADER_LIMIT = 4096
 
 
@@ -80,6 +81,11 @@ def body_path(root: Path, url: str, body_sha256: str) -> Path:
 
 def facts_path(root: Path, sha256: str) -> Path:
     return _fanout(root, FACTS_DIR, sha256, FACTS_SUFFIX)
+
+
+def summary_path(root: Path, sha256: str) -> Path:
+    """A wheel's summary sits beside its facts: small enough to read on every solve."""
+    return _fanout(root, FACTS_DIR, sha256, SUMMARY_SUFFIX)
 
 
 def analysis_path(root: Path, key: str) -> Path:
@@ -236,26 +242,45 @@ def facts_entry_is_current(path: Path, sha256: str) -> bool:
     )
 
 
-def decode_facts(data: bytes, expected_sha256: str) -> WheelFacts:
-    header, payload = _unframe(_gunzip(data, "facts"), "facts")
+def _framed_wheel_json(data: bytes, kind: str, expected_sha256: str) -> dict[str, Any]:
+    """The JSON object of a facts or summary entry, its frame and schema checked."""
+    header, payload = _unframe(_gunzip(data, kind), kind)
     if header.get("key") != expected_sha256:
-        raise CorruptEntryError("facts entry is filed under another wheel's sha256")
+        raise CorruptEntryError(f"{kind} entry is filed under another wheel's sha256")
     if header.get("facts_schema") != FACTS_SCHEMA_VERSION:
-        raise ForeignSchemaError(f"facts entry has facts schema {header.get('facts_schema')!r}")
+        raise ForeignSchemaError(f"{kind} entry has facts schema {header.get('facts_schema')!r}")
     try:
         raw = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise CorruptEntryError("facts payload is not JSON") from exc
+        raise CorruptEntryError(f"{kind} payload is not JSON") from exc
     if not isinstance(raw, dict):
-        raise CorruptEntryError("facts payload is not a JSON object")
+        raise CorruptEntryError(f"{kind} payload is not a JSON object")
     if raw.get("schema_version") != FACTS_SCHEMA_VERSION:
-        raise ForeignSchemaError(f"facts have schema_version {raw.get('schema_version')!r}")
+        raise ForeignSchemaError(f"{kind} have schema_version {raw.get('schema_version')!r}")
     if raw.get("sha256") != expected_sha256:
-        raise CorruptEntryError("facts describe another wheel")
+        raise CorruptEntryError(f"{kind} describe another wheel")
+    return raw
+
+
+def decode_facts(data: bytes, expected_sha256: str) -> WheelFacts:
+    raw = _framed_wheel_json(data, "facts", expected_sha256)
     try:
         return WheelFacts.from_json(raw)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise CorruptEntryError(f"facts payload does not fit WheelFacts: {exc}") from exc
+
+
+def encode_summary(summary: WheelSummary) -> bytes:
+    payload = canonical_json(plain(summary))
+    return gzip_bytes(_frame("summary", summary.sha256, payload, facts_schema=summary.schema_version))
+
+
+def decode_summary(data: bytes, expected_sha256: str) -> WheelSummary:
+    raw = _framed_wheel_json(data, "summary", expected_sha256)
+    try:
+        return WheelSummary.from_json(raw)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise CorruptEntryError(f"summary payload does not fit WheelSummary: {exc}") from exc
 
 
 def encode_metadata(key: str, data: bytes) -> bytes:

@@ -127,7 +127,7 @@ def _walk(root: Path) -> Iterator[_Entry]:
     hosts = root / entries.HOSTS_FILE
     if hosts.is_file():
         yield _Entry("hosts", hosts, "")
-    for directory in (entries.PAGES_DIR, entries.FACTS_DIR, entries.METADATA_DIR):
+    for directory in (entries.PAGES_DIR, entries.FACTS_DIR, entries.ANALYSES_DIR, entries.METADATA_DIR):
         base = root / directory
         if not base.is_dir():
             continue
@@ -144,14 +144,17 @@ def _classify(directory: str, path: Path) -> _Entry:
         url_part, _, body_part = name[: -len(entries.BODY_SUFFIX)].partition(".")
         if is_sha256_hex(url_part) and is_sha256_hex(body_part):
             return _Entry("bodies", path, body_part, url_part)
-    suffix = {
-        entries.PAGES_DIR: entries.PAGE_SUFFIX,
-        entries.FACTS_DIR: entries.FACTS_SUFFIX,
-        entries.METADATA_DIR: entries.METADATA_SUFFIX,
+    kind, suffix = {
+        entries.PAGES_DIR: ("pages", entries.PAGE_SUFFIX),
+        entries.FACTS_DIR: ("facts", entries.FACTS_SUFFIX),
+        entries.ANALYSES_DIR: ("analyses", entries.ANALYSIS_SUFFIX),
+        entries.METADATA_DIR: ("metadata", entries.METADATA_SUFFIX),
     }[directory]
+    if directory == entries.FACTS_DIR and name.endswith(entries.SUMMARY_SUFFIX):
+        kind, suffix = "summaries", entries.SUMMARY_SUFFIX
     stem = entries.entry_name(path, suffix)
     if name.endswith(suffix) and is_sha256_hex(stem) and path.parent.name == stem[:2]:
-        return _Entry(directory, path, stem)
+        return _Entry(kind, path, stem)
     return _Entry("stray", path, "")
 
 
@@ -226,6 +229,10 @@ def _check(entry: _Entry) -> None:
         entries.decode_body(data, entry.name)
     elif entry.kind == "facts":
         entries.decode_facts(data, entry.name)
+    elif entry.kind == "summaries":
+        entries.decode_summary(data, entry.name)
+    elif entry.kind == "analyses":
+        entries.decode_analysis(data, entry.name)
     elif entry.kind == "metadata":
         entries.decode_metadata(data, entry.name)
     elif entry.kind == "hosts":
@@ -311,7 +318,7 @@ def prune_cache(
                 drop(entry)
             elif record is not None:
                 kept_bodies.add((entry.name, record.body_sha256))
-        elif entry.kind in ("facts", "metadata") and facts:
+        elif entry.kind in ("facts", "summaries", "analyses", "metadata") and facts:
             try:
                 age = now - entry.path.stat().st_mtime
             except OSError:

@@ -16,7 +16,9 @@ COMMANDS = (
 )  # fmt: skip
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``only`` (a command name) just that command's part is imported and built,
+    which keeps start-up cheap (every command module pulls in its own dependencies)."""
     parser = argparse.ArgumentParser(
         prog="abiprobe",
         description="Which torch / sgl-kernel / flashinfer wheels load and run on a CUDA version and GPU.",
@@ -24,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"abiprobe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
+        if only is not None and name.replace("_", "-") != only:
+            continue
         try:
             module = importlib.import_module(f"abiprobe.commands.{name}")
         except ModuleNotFoundError as exc:
@@ -34,9 +38,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs when its first word is one (options before it mean: build everything)."""
+    names = {n.replace("_", "-") for n in COMMANDS}
+    return argv[0] if argv and argv[0] in names else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_named(words))
+    args = parser.parse_args(words)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -6,6 +6,7 @@ wheel's sha256; analysis consumes them. Nothing here does I/O.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
@@ -129,6 +130,73 @@ class WheelFacts:
     def from_json(cls, data: dict[str, Any]) -> WheelFacts:
         return _wheel_facts_from_json(data)
 
+    def summary(self) -> WheelSummary:
+        """The small part of these facts that choosing candidates needs (no symbols, no GPU code)."""
+        needed = dict.fromkeys(n for e in self.elf for n in e.needed)
+        return WheelSummary(self.filename, self.sha256, self.size, self.metadata, self.files, tuple(needed))
+
+
+@dataclass(frozen=True)
+class WheelSummary:
+    """What a solve needs of a wheel before any analysis: metadata, installed files, needed sonames.
+
+    Cached beside the full facts (a few kB against megabytes of symbols), so a warm solve whose verdicts
+    are stored never decodes a symbol table. ``needed`` is every DT_NEEDED soname, first seen first.
+    """
+
+    filename: str
+    sha256: str
+    size: int
+    metadata: DistMetadata
+    files: tuple[str, ...] = ()
+    needed: tuple[str, ...] = ()
+    schema_version: int = FACTS_SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WheelSummary:
+        return WheelSummary(
+            filename=data["filename"],
+            sha256=data["sha256"],
+            size=data["size"],
+            metadata=_metadata_from_json(data["metadata"]),
+            files=tuple(data.get("files", ())),
+            needed=tuple(data.get("needed", ())),
+            schema_version=data.get("schema_version", FACTS_SCHEMA_VERSION),
+        )
+
+
+class WheelInfo:
+    """A wheel's summary now and its full facts on first use (decoding symbol tables costs seconds)."""
+
+    __slots__ = ("_full", "_load", "summary")
+
+    def __init__(
+        self,
+        summary: WheelSummary,
+        load: Callable[[], WheelFacts | None] | None = None,
+        full: WheelFacts | None = None,
+    ) -> None:
+        self.summary = summary
+        self._full = full
+        self._load = load
+
+    @classmethod
+    def of(cls, facts: WheelFacts) -> WheelInfo:
+        return cls(facts.summary(), full=facts)
+
+    @property
+    def sha256(self) -> str:
+        return self.summary.sha256
+
+    def full(self) -> WheelFacts | None:
+        """The full facts, loaded once; None when they can no longer be had (a damaged cache entry)."""
+        if self._full is None and self._load is not None:
+            self._full, self._load = self._load(), None
+        return self._full
+
 
 def elf_facts_to_json(facts: ElfFacts) -> dict[str, Any]:
     return asdict(facts)
@@ -149,15 +217,19 @@ def elf_facts_from_json(data: dict[str, Any]) -> ElfFacts:
     return ElfFacts(**{k: v for k, v in d.items() if k in _ELF_FIELDS})
 
 
-def _wheel_facts_from_json(data: dict[str, Any]) -> WheelFacts:
-    meta = dict(data["metadata"])
+def _metadata_from_json(data: dict[str, Any]) -> DistMetadata:
+    meta = dict(data)
     for key in ("requires_dist", "tags", "top_level"):
         meta[key] = tuple(meta.get(key, ()))
+    return DistMetadata(**{k: v for k, v in meta.items() if k in _META_FIELDS})
+
+
+def _wheel_facts_from_json(data: dict[str, Any]) -> WheelFacts:
     return WheelFacts(
         filename=data["filename"],
         sha256=data["sha256"],
         size=data["size"],
-        metadata=DistMetadata(**{k: v for k, v in meta.items() if k in _META_FIELDS}),
+        metadata=_metadata_from_json(data["metadata"]),
         files=tuple(data.get("files", ())),
         elf=tuple(elf_facts_from_json(e) for e in data.get("elf", ())),
         errors=tuple(data.get("errors", ())),
@@ -178,6 +250,8 @@ __all__ = [
     "SymbolImport",
     "VersionNeed",
     "WheelFacts",
+    "WheelInfo",
+    "WheelSummary",
     "elf_facts_from_json",
     "elf_facts_to_json",
 ]

@@ -54,7 +54,7 @@ _JOB_WHEEL_FIELDS = ("name", "version", "filename", "url", "sha256")
 
 
 def _tops(w: StackCandidate) -> tuple[str, ...]:
-    return w.facts.metadata.top_level if w.facts is not None else ()
+    return w.summary.metadata.top_level if w.summary is not None else ()
 
 
 def _selected(doc: dict[str, Any], cells: CellSelection) -> list[dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
@@ -30,16 +31,33 @@ def marker_environment(target: Target) -> dict[str, str]:
     }
 
 
+@functools.lru_cache(maxsize=16384)
+def parse_requirement(text: str) -> Requirement | None:
+    """One Requires-Dist entry parsed once per run (a solve meets the same few thousand many times)."""
+    try:
+        return Requirement(text)
+    except InvalidRequirement:
+        return None
+
+
 def applicable_requirements(requires_dist: Iterable[str], target: Target) -> tuple[Requirement, ...]:
     """Requires-Dist entries that apply on the target without extras; unparsable ones are skipped."""
     env = marker_environment(target)
+    return _applicable(tuple(requires_dist), tuple(sorted(env.items())))
+
+
+@functools.lru_cache(maxsize=4096)
+def _applicable(texts: tuple[str, ...], env_items: tuple[tuple[str, str], ...]) -> tuple[Requirement, ...]:
+    env = dict(env_items)
     out: list[Requirement] = []
-    for text in requires_dist:
+    for text in texts:
+        req = parse_requirement(text)
+        if req is None:
+            continue
         try:
-            req = Requirement(text)
             if req.marker is not None and not req.marker.evaluate(env):
                 continue
-        except (InvalidRequirement, InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
             continue
         out.append(req)
     return tuple(out)

@@ -400,7 +400,9 @@ def test_cli_info_counts_entries_per_kind(tmp_path: Path, capsys: pytest.Capture
     assert cli("info", "--json", "--cache-dir", str(tmp_path)) == 0
     doc = json.loads(capsys.readouterr().out)
     counts = {kind: stats["count"] for kind, stats in doc["kinds"].items()}
-    assert counts == {"pages": 1, "bodies": 1, "facts": 2, "metadata": 0, "hosts": 0}
+    assert counts == {
+        "pages": 1, "bodies": 1, "facts": 2, "summaries": 2, "analyses": 0, "metadata": 0, "hosts": 0
+    }  # fmt: skip
     assert doc["oldest_page"]["url"] == PAGE_URL
 
 
@@ -447,9 +449,12 @@ def test_cli_verify_of_intact_cache_passes(tmp_path: Path, capsys: pytest.Captur
     cache.store_facts(make_facts())
     cache.store_metadata(WHEEL_SHA, b"Name: x\n")
     cache.set_host_note("flashinfer.ai", "ignores_ranges", True)
+    cache.store_analysis("ab" * 32, [{"check": "files", "status": "ok"}])
     assert cli("verify", "--json", "--cache-dir", str(tmp_path)) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["checked"] == {"pages": 1, "bodies": 1, "facts": 1, "metadata": 1, "hosts": 1}
+    assert doc["checked"] == {
+        "pages": 1, "bodies": 1, "facts": 1, "summaries": 1, "analyses": 1, "metadata": 1, "hosts": 1
+    }  # fmt: skip
     assert doc["problems"] == []
 
 
@@ -638,3 +643,38 @@ def test_big_facts_entry_is_compact(tmp_path: Path) -> None:
     (entry,) = files_under(tmp_path, "*.facts.gz")
     assert entry.stat().st_size < 1_000_000
     assert cache.load_facts(WHEEL_SHA) == facts
+
+
+def test_summary_is_stored_with_facts_and_a_damaged_one_is_a_miss(tmp_path: Path) -> None:
+    # GIVEN facts stored once: their summary is stored beside them and says the same
+    cache = Cache(tmp_path)
+    facts = make_facts()
+    cache.store_facts(facts)
+    assert cache.load_summary(WHEEL_SHA) == facts.summary()
+    assert cache.load_summary(WHEEL_SHA).needed == ("libc10.so", "libcudart.so.13", "libc.so.6")  # type: ignore[union-attr]
+    # WHEN the summary is damaged
+    (summary_file,) = files_under(tmp_path, "*.summary.gz")
+    _flip(summary_file)
+    # THEN it reads as a miss and is dropped, the full facts are untouched, and storing them again
+    # brings the summary back
+    assert cache.load_summary(WHEEL_SHA) is None
+    assert not summary_file.exists()
+    assert cache.load_facts(WHEEL_SHA) == facts
+    cache.store_facts(facts)
+    assert cache.load_summary(WHEEL_SHA) == facts.summary()
+    # AND verify names a damaged one
+    _truncate(summary_file)
+    report = cache.verify()
+    damaged = str(summary_file.relative_to(tmp_path))
+    assert [(p.kind, p.path) for p in report.problems] == [("corrupt", damaged)]
+
+
+def test_verify_checks_stored_analyses(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    cache.store_analysis("ab" * 32, [{"check": "files", "status": "ok"}])
+    assert cache.load_analysis("ab" * 32) == [{"check": "files", "status": "ok"}]
+    (entry,) = files_under(tmp_path, "*.analysis.gz")
+    _garbage(entry)
+    report = cache.verify(repair=True)
+    assert [(p.kind, p.removed) for p in report.problems] == [("corrupt", True)]
+    assert not entry.exists()

@@ -11,7 +11,9 @@ from support.solve_stacks import serve, solve_stack
 from support.stacks import PY_TAG
 
 from abiprobe.analyze import loader
+from abiprobe.cache import Cache
 from abiprobe.cli import main
+from abiprobe.facts import WheelFacts
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 
@@ -44,13 +46,23 @@ def test_second_solve_reuses_stored_verdicts_and_recomputes_a_damaged_one(
             real_init(self, *args, **kwargs)  # type: ignore[arg-type]
 
         monkeypatch.setattr(loader.LoaderSimulation, "__init__", counting_init)
+        full_loads: list[str] = []
+        real_load = Cache.load_facts
+
+        def counting_load(self: Cache, sha256: str) -> WheelFacts | None:
+            full_loads.append(sha256)
+            return real_load(self, sha256)
+
+        monkeypatch.setattr(Cache, "load_facts", counting_load)
         second = _solve(server, tmp_path / "cache", tmp_path / "m2")
-        # THEN the matrix is the same and no loader was simulated
+        # THEN the matrix is the same, no loader was simulated and no full facts were decoded (summaries do)
         assert second == first
         assert built == []
+        assert full_loads == []
         # AND a damaged stored verdict is dropped and recomputed to the same answer
         stored[0].write_bytes(b"garbage")
         third = _solve(server, tmp_path / "cache", tmp_path / "m3")
         assert third == first
+        assert full_loads, "recomputing the damaged verdict needed no full facts"
         assert stored[0].read_bytes()[:2] == b"\x1f\x8b", "the damaged entry was not stored again"
     capsys.readouterr()

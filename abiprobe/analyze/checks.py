@@ -10,7 +10,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from abiprobe.analyze.layout import Layout, dist_label
-from abiprobe.facts import WheelFacts
+from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.requirements import applicable_requirements
 from abiprobe.target import Target
 from abiprobe.verdict import Verdict
@@ -144,49 +144,66 @@ def files_verdicts(layout: Layout) -> list[Verdict]:
     return files_verdicts_of(layout.wheels)
 
 
-def files_verdicts_of(wheels: Sequence[WheelFacts]) -> list[Verdict]:
-    """:func:`files_verdicts` from the wheels' file lists alone (no loader layout needed)."""
-    owners: dict[str, set[str]] = {}
-    packages: dict[str, set[str]] = {}
+def files_verdicts_of(wheels: Sequence[WheelFacts | WheelSummary]) -> list[Verdict]:
+    """:func:`files_verdicts` from the wheels' file lists alone (no loader layout needed).
+
+    Each wheel's paths are indexed by top-level name once (``_paths_by_top``), so only names two wheels
+    share are compared: a matrix of sets costs little more than reading each file list once."""
+    by_top: dict[str, list[tuple[str, frozenset[str]]]] = {}
     for w in wheels:
         label = dist_label(w)
-        for f in w.files:
-            path = installed_path(f)
-            top = path.split("/", 1)[0]
-            if (
-                top.endswith((".dist-info", ".data"))
-                or top in SHARED_NAMESPACES
-                or top in ("..", "__pycache__")
-            ):
-                continue
-            owners.setdefault(path, set()).add(label)
-            if "/" in path:
-                packages.setdefault(top, set()).add(label)
+        for top, paths in _paths_by_top(w).items():
+            by_top.setdefault(top, []).append((label, paths))
     out: list[Verdict] = []
-    clashes: dict[str, list[str]] = {}
-    for path, dists in owners.items():
-        if len(dists) > 1:
-            clashes.setdefault(path.split("/", 1)[0], []).append(path)
-    for pkg, dists in sorted(packages.items()):
-        shared = sorted(clashes.get(pkg, ()))
-        if len(dists) > 1 and shared:
+    root_files: list[Verdict] = []
+    for top in sorted(by_top):
+        holders = by_top[top]
+        if len({label for label, _ in holders}) < 2:
+            continue
+        owners: dict[str, set[str]] = {}
+        for label, paths in holders:
+            for path in paths:
+                owners.setdefault(path, set()).add(label)
+        shared = sorted(p for p, dists in owners.items() if len(dists) > 1)
+        in_package = {label for label, paths in holders if any("/" in p for p in paths)}
+        if len(in_package) > 1 and any("/" in p for p in shared):
             names = sorted({d for p in shared for d in owners[p]})
-            text = f"{' and '.join(names)} both install the import package {pkg}/"
+            text = f"{' and '.join(names)} both install the import package {top}/"
             text += f" ({len(shared)} identical paths, e.g. {shared[0]})"
-            evidence = {"package": pkg, "distributions": names, "shared_files": shared}
-            out.append(Verdict("files", "fail", text, pkg, evidence))
-    for path, dists in sorted(owners.items()):
-        if len(dists) > 1 and "/" not in path:
-            out.append(
-                Verdict(
-                    "files",
-                    "fail",
-                    f"{' and '.join(sorted(dists))} both write {path}",
-                    path,
-                    {"path": path, "distributions": sorted(dists)},
+            evidence = {"package": top, "distributions": names, "shared_files": shared}
+            out.append(Verdict("files", "fail", text, top, evidence))
+        for path in shared:
+            if "/" not in path:
+                dists = sorted(owners[path])
+                text = f"{' and '.join(dists)} both write {path}"
+                root_files.append(
+                    Verdict("files", "fail", text, path, {"path": path, "distributions": dists})
                 )
-            )
+    out += sorted(root_files, key=lambda v: v.subject)
     return out or [Verdict("files", "ok", "no two distributions write the same files", "set")]
+
+
+_PATHS_BY_TOP: dict[tuple[str, str, int], dict[str, frozenset[str]]] = {}
+
+
+def _paths_by_top(w: WheelFacts | WheelSummary) -> dict[str, frozenset[str]]:
+    """The installed paths a wheel owns alone (not dist-info, data or shared namespaces), by top name."""
+    key = (w.filename, w.sha256, len(w.files))
+    found = _PATHS_BY_TOP.get(key)
+    if found is not None:
+        return found
+    grouped: dict[str, set[str]] = {}
+    for f in w.files:
+        path = installed_path(f)
+        top = path.split("/", 1)[0]
+        if top.endswith((".dist-info", ".data")) or top in SHARED_NAMESPACES or top in ("..", "__pycache__"):
+            continue
+        grouped.setdefault(top, set()).add(path)
+    found = {top: frozenset(paths) for top, paths in grouped.items()}
+    if len(_PATHS_BY_TOP) > 256:
+        _PATHS_BY_TOP.clear()
+    _PATHS_BY_TOP[key] = found
+    return found
 
 
 def runtime_selection(path: str, target: Target) -> bool | None:

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from abiprobe.facts import ElfFacts, WheelFacts
+from abiprobe.facts import ElfFacts, WheelFacts, WheelSummary
 from abiprobe.wheel import installed_path
 
 _EXT_SUFFIX = re.compile(r"\.(?:cpython-(?P<ver>\d)(?P<minor>\d+)[a-z]*-[A-Za-z0-9_-]+|(?P<abi3>abi3))\.so$")
 _ORIGIN = re.compile(r"^\$(?:ORIGIN|\{ORIGIN\})(?=/|$)")
 
 
-def dist_label(wheel: WheelFacts) -> str:
+def dist_label(wheel: WheelFacts | WheelSummary) -> str:
     """``torch 2.9.0`` — how explanations name a distribution."""
     return f"{wheel.metadata.name} {wheel.metadata.version}"
 

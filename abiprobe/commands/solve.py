@@ -22,7 +22,7 @@ from abiprobe.report.matrix_html import render_html
 from abiprobe.report.matrix_json import dumps, matrix_document
 from abiprobe.report.matrix_md import render_markdown
 from abiprobe.solve.candidates import FilterOptions
-from abiprobe.solve.facts_source import wheel_facts_for
+from abiprobe.solve.facts_source import wheel_info_for
 from abiprobe.solve.lock import locked_wheels, render_lock
 from abiprobe.solve.matrix import Matrix
 from abiprobe.solve.pipeline import RuntimeProviders, solve
@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
             target,
             profile,
             client,
-            lambda f: wheel_facts_for(f, http, cache, offline=args.offline),
+            lambda f: wheel_info_for(f, http, cache, offline=args.offline),
             options,
             runtime=not args.no_runtime,
         )

@@ -38,8 +38,8 @@ def wheel_entry(w: StackCandidate) -> dict[str, Any]:
         "version": str(w.version),
         "filename": f.filename,
         "url": f.url,
-        "sha256": f.sha256 or (w.facts.sha256 if w.facts else None),
-        "size": f.size if f.size is not None else (w.facts.size if w.facts else None),
+        "sha256": f.sha256 or (w.summary.sha256 if w.summary else None),
+        "size": f.size if f.size is not None else (w.summary.size if w.summary else None),
         "index": f.index_url,
         "cuda": w.variant.to_json(),
     }

@@ -17,7 +17,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from abiprobe.facts import WheelFacts
+from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.index.models import Candidate
 from abiprobe.requirements import applicable_requirements
 from abiprobe.sonames import cuda_major_of_soname
@@ -101,21 +101,23 @@ def _pinned_major(spec: SpecifierSet) -> int | None:
     return admitted.pop() if len(admitted) == 1 else None
 
 
-def variant_from_facts(facts: WheelFacts) -> CudaVariant:
+def variant_from_facts(facts: WheelFacts | WheelSummary) -> CudaVariant:
     """CUDA majors of the CUDA sonames the wheel's libraries need (libcudart.so.12 -> 12)."""
+    summary = facts.summary() if isinstance(facts, WheelFacts) else facts
     majors: dict[int, str] = {}
-    for elf in facts.elf:
-        for soname in elf.needed:
-            major = cuda_major_of_soname(soname)
-            if major is not None:
-                majors.setdefault(major, soname)
+    for soname in summary.needed:
+        major = cuda_major_of_soname(soname)
+        if major is not None:
+            majors.setdefault(major, soname)
     return CudaVariant(
         majors=tuple(sorted(majors)),
         evidence=tuple(f"needs {majors[m]}" for m in sorted(majors)),
     )
 
 
-def infer_variant(candidate: Candidate, facts: WheelFacts | None, target: Target) -> CudaVariant:
+def infer_variant(
+    candidate: Candidate, facts: WheelFacts | WheelSummary | None, target: Target
+) -> CudaVariant:
     """Combine label, metadata and sonames; every source that says something is kept as evidence."""
     parts = [variant_from_label(candidate.version)]
     if facts is not None:
@@ -131,13 +133,24 @@ def infer_variant(candidate: Candidate, facts: WheelFacts | None, target: Target
 
 @dataclass(frozen=True)
 class StackCandidate:
-    """A wheel kept for a stack role, with its tag rank and, once known, its facts and CUDA variant."""
+    """A wheel kept for a stack role, with its tag rank and, once known, its facts and CUDA variant.
+
+    ``summary`` is what choosing needs; ``facts`` (the full facts) is loaded on first use only.
+    """
 
     role: str
     candidate: Candidate
     tag_rank: int
-    facts: WheelFacts | None = field(default=None, compare=False, hash=False)
+    info: WheelInfo | None = field(default=None, compare=False, hash=False)
     variant: CudaVariant = field(default_factory=CudaVariant, compare=False, hash=False)
+
+    @property
+    def summary(self) -> WheelSummary | None:
+        return self.info.summary if self.info is not None else None
+
+    @property
+    def facts(self) -> WheelFacts | None:
+        return self.info.full() if self.info is not None else None
 
     @property
     def name(self) -> NormalizedName:
@@ -154,7 +167,7 @@ class StackCandidate:
     @property
     def key(self) -> str:
         """sha256 of the wheel (from the index, else the facts), else its filename."""
-        sha = self.candidate.file.sha256 or (self.facts.sha256 if self.facts else None)
+        sha = self.candidate.file.sha256 or (self.info.sha256 if self.info else None)
         return sha or self.filename
 
     def label(self) -> str:
@@ -256,7 +269,7 @@ def _python_ok(requires_python: str, target: Target) -> bool:
 def select_window(
     role: str,
     ordered: Sequence[StackCandidate],
-    facts_for: Callable[[StackCandidate], WheelFacts | None],
+    facts_for: Callable[[StackCandidate], WheelInfo | None],
     target: Target,
     options: FilterOptions,
 ) -> tuple[list[StackCandidate], list[Exclusion]]:
@@ -266,13 +279,13 @@ def select_window(
     for sc in ordered:
         if options.window is not None and len(kept) >= options.window:
             break
-        facts = facts_for(sc)
-        variant = infer_variant(sc.candidate, facts, target)
+        info = facts_for(sc)
+        variant = infer_variant(sc.candidate, info.summary if info else None, target)
         if not variant.fits(target.cuda[0]):
             reason = f"not a CUDA {target.cuda[0]} candidate: {variant.describe()}"
             excluded.append(Exclusion(role, str(sc.name), str(sc.version), sc.filename, "sonames", reason))
             continue
-        kept.append(StackCandidate(sc.role, sc.candidate, sc.tag_rank, facts=facts, variant=variant))
+        kept.append(StackCandidate(sc.role, sc.candidate, sc.tag_rank, info=info, variant=variant))
     return kept, excluded
 
 

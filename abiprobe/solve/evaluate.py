@@ -16,13 +16,14 @@ from typing import Any, Protocol
 from abiprobe import __version__
 from abiprobe.analyze import AnalysisCache, analyze_extension, analyze_set
 from abiprobe.analyze.checks import imports_torch_symbols, metadata_verdicts, tag_verdicts, torch_pin_verdict
-from abiprobe.facts import WheelFacts
+from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.profiles import Profile
 from abiprobe.solve.matrix import Group
 from abiprobe.target import Target
 from abiprobe.verdict import Verdict
 
 RuntimeFor = Callable[[Group], Sequence[WheelFacts]]
+RuntimeKeys = Callable[[Group], Sequence[WheelSummary]]
 ANALYSIS_STORE_VERSION = 1
 _PACKAGE = Path(__file__).resolve().parent.parent
 # The code and data a stored verdict depends on: any change to them makes earlier verdicts misses.
@@ -59,15 +60,26 @@ class StaticEvaluator:
     """Implements ``matrix.Evaluator`` with the loader simulation; results are memoised by sha256s."""
 
     def __init__(
-        self, target: Target, profile: Profile, runtime_for: RuntimeFor, store: VerdictStore | None = None
+        self,
+        target: Target,
+        profile: Profile,
+        runtime_for: RuntimeFor,
+        store: VerdictStore | None = None,
+        runtime_keys: RuntimeKeys | None = None,
     ) -> None:
         self.target, self.profile, self.runtime_for = target, profile, runtime_for
+        self.runtime_keys = runtime_keys
         self.cache: AnalysisCache = {}
         self.store = store
 
-    def _key(self, kind: str, groups: Sequence[Group], providers: Sequence[WheelFacts]) -> str | None:
-        """Digest of everything a verdict list depends on; None when a wheel has no known sha256."""
-        shas = [[w.facts.sha256 if w.facts is not None else "" for w in g.wheels] for g in groups]
+    def _key(self, kind: str, groups: Sequence[Group], base: Group) -> str | None:
+        """Digest of everything a verdict list depends on; None when a wheel has no known sha256.
+
+        Built from summaries alone, so a stored verdict is found without loading any full facts."""
+        shas = [[w.summary.sha256 if w.summary is not None else "" for w in g.wheels] for g in groups]
+        own = [w.summary for w in base.wheels if w.summary is not None]
+        runtime = self.runtime_keys(base) if self.runtime_keys is not None else self.runtime_for(base)
+        providers = [*own, *runtime]
         if any(not sha for group in shas for sha in group) or any(not p.sha256 for p in providers):
             return None
         doc = {
@@ -97,8 +109,8 @@ class StaticEvaluator:
         return [*own, *self.runtime_for(base)]
 
     def base(self, base: Group) -> Sequence[Verdict]:
-        providers = self._providers(base)
-        return self._remembered(self._key("base", [base], providers), lambda: self._base(base, providers))
+        key = self._key("base", [base], base)
+        return self._remembered(key, lambda: self._base(base, self._providers(base)))
 
     def _base(self, base: Group, providers: list[WheelFacts]) -> list[Verdict]:
         if not providers:
@@ -108,9 +120,8 @@ class StaticEvaluator:
         return keep + _unknown(base)
 
     def pair(self, base: Group, member: Group) -> Sequence[Verdict]:
-        providers = self._providers(base)
-        key = self._key("pair", [base, member], providers)
-        return self._remembered(key, lambda: self._pair(base, member, providers))
+        key = self._key("pair", [base, member], base)
+        return self._remembered(key, lambda: self._pair(base, member, self._providers(base)))
 
     def _pair(self, base: Group, member: Group, providers: list[WheelFacts]) -> list[Verdict]:
         wheels = [w.facts for w in member.wheels if w.facts is not None]

@@ -35,7 +35,7 @@ class LockedWheel:
 def locked_wheels(wheels: Sequence[StackCandidate]) -> list[LockedWheel]:
     out: list[LockedWheel] = []
     for w in wheels:
-        sha = w.candidate.file.sha256 or (w.facts.sha256 if w.facts is not None else None)
+        sha = w.candidate.file.sha256 or (w.info.sha256 if w.info is not None else None)
         if not sha:
             raise LockError(f"{w.filename}: no sha256 from the index or the facts; cannot lock it")
         out.append(LockedWheel(str(w.name), str(w.version), w.candidate.file.url, sha, w.role))

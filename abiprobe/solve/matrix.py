@@ -160,8 +160,8 @@ def explain(verdicts: Sequence[Verdict]) -> str:
 def set_checks(a: Group, b: Group, target: Target) -> tuple[Verdict, ...]:
     """Checks between two groups of different roles: shared import packages, Requires-Dist both ways."""
     verdicts: list[Verdict] = []
-    facts = [w.facts for g in (a, b) for w in g.wheels if w.facts is not None]
-    verdicts += [v for v in files_verdicts_of(facts) if v.status != "ok"]
+    summaries = [w.summary for g in (a, b) for w in g.wheels if w.summary is not None]
+    verdicts += [v for v in files_verdicts_of(summaries) if v.status != "ok"]
     verdicts += _requires(a, b, target) + _requires(b, a, target)
     return tuple(verdicts)
 
@@ -171,9 +171,9 @@ def _requires(src: Group, dst: Group, target: Target) -> list[Verdict]:
     out: list[Verdict] = []
     dst_names = {w.name: w for w in dst.wheels}
     for wheel in src.wheels:
-        if wheel.facts is None:
+        if wheel.summary is None:
             continue
-        for req in applicable_requirements(wheel.facts.metadata.requires_dist, target):
+        for req in applicable_requirements(wheel.summary.metadata.requires_dist, target):
             other = dst_names.get(canonicalize_name(req.name))
             if other is None:
                 continue

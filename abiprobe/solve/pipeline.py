@@ -10,19 +10,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from abiprobe.errors import AbiprobeError
-from abiprobe.facts import WheelFacts
+from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.http import display_url
 from abiprobe.index.client import IndexClient
 from abiprobe.index.models import Candidate, IndexFile
 from abiprobe.index.multi import IndexOutcome
 from abiprobe.profiles import Profile
-from abiprobe.requirements import applicable_requirements, marker_environment
+from abiprobe.requirements import applicable_requirements, marker_environment, parse_requirement
 from abiprobe.solve.candidates import (
     Exclusion,
     FilterOptions,
@@ -39,7 +39,7 @@ from abiprobe.solve.result import IndexStatus, NearMiss, SolveResult
 from abiprobe.solve.stack import Stack
 from abiprobe.target import Target
 
-FactsFor = Callable[[IndexFile], WheelFacts]
+FactsFor = Callable[[IndexFile], WheelInfo | WheelFacts]
 _RUNTIME_PREFIXES = ("nvidia-", "cuda-toolkit")
 
 
@@ -52,7 +52,7 @@ class Collector:
     target: Target
     outcomes: list[IndexOutcome] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    _facts: dict[str, WheelFacts | None] = field(default_factory=dict)
+    _facts: dict[str, WheelInfo | None] = field(default_factory=dict)
     _listings: dict[str, tuple[Candidate, ...]] = field(default_factory=dict)
 
     def candidates(self, project: str) -> tuple[Candidate, ...]:
@@ -77,11 +77,12 @@ class Collector:
             alive, c.cache, c.http, c.offline, strategy=c.strategy, pins=c.pins, stale_after=c.stale_after
         )
 
-    def facts(self, sc: StackCandidate) -> WheelFacts | None:
+    def facts(self, sc: StackCandidate) -> WheelInfo | None:
         key = sc.candidate.file.url
         if key not in self._facts:
             try:
-                self._facts[key] = self.facts_for(sc.candidate.file)
+                got = self.facts_for(sc.candidate.file)
+                self._facts[key] = WheelInfo.of(got) if isinstance(got, WheelFacts) else got
             except AbiprobeError as exc:
                 self.problems.append(f"{sc.filename}: {exc}")
                 self._facts[key] = None
@@ -145,32 +146,36 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Colle
 
 
 class RuntimeProviders:
-    """The nvidia wheels a base (torch) wheel pins, found on the indexes, with their facts."""
+    """The nvidia wheels a base (torch) wheel pins, found on the indexes, with their facts.
+
+    Choosing them needs summaries only; their full facts are loaded when an analysis really runs.
+    """
 
     def __init__(self, collector: Collector, options: FilterOptions) -> None:
         self.collector = collector
         self.options = FilterOptions(pre=options.pre, yanked=options.yanked, window=1)
-        self._memo: dict[str, tuple[WheelFacts, ...]] = {}
         self._picked: dict[str, StackCandidate | None] = {}
         self._chosen: dict[str, tuple[StackCandidate, ...]] = {}
 
     def __call__(self, base: Group) -> Sequence[WheelFacts]:
-        if base.key not in self._memo:
-            found: dict[str, StackCandidate] = {}
-            for w in base.wheels:
-                if w.facts is not None:
-                    self._expand(w.facts, frozenset(), found, depth=0)
-            self._chosen[base.key] = tuple(found[k] for k in sorted(found))
-            self._memo[base.key] = tuple(sc.facts for sc in self._chosen[base.key] if sc.facts is not None)
-        return self._memo[base.key]
+        """Full facts of the providers (loads them)."""
+        return tuple(f for sc in self.wheels(base) if (f := sc.facts) is not None)
+
+    def summaries(self, base: Group) -> Sequence[WheelSummary]:
+        return tuple(s for sc in self.wheels(base) if (s := sc.summary) is not None)
 
     def wheels(self, base: Group) -> list[StackCandidate]:
         """The provider wheels picked for ``base``'s own pins (for the lock file)."""
-        self(base)
+        if base.key not in self._chosen:
+            found: dict[str, StackCandidate] = {}
+            for w in base.wheels:
+                if w.summary is not None:
+                    self._expand(w.summary, frozenset(), found, depth=0)
+            self._chosen[base.key] = tuple(found[k] for k in sorted(found))
         return list(self._chosen[base.key])
 
     def _expand(
-        self, facts: WheelFacts, extras: frozenset[str], found: dict[str, StackCandidate], depth: int
+        self, facts: WheelSummary, extras: frozenset[str], found: dict[str, StackCandidate], depth: int
     ) -> None:
         target = self.collector.target
         for req in _requirements_with_extras(facts.metadata.requires_dist, target, extras):
@@ -178,10 +183,10 @@ class RuntimeProviders:
             if not name.startswith(_RUNTIME_PREFIXES) or name in found or depth > 3:
                 continue
             sc = self._pick(req)
-            if sc is None or sc.facts is None:
+            if sc is None or sc.summary is None:
                 continue
             found[name] = sc
-            self._expand(sc.facts, frozenset(req.extras), found, depth + 1)
+            self._expand(sc.summary, frozenset(req.extras), found, depth + 1)
 
     def _pick(self, req: Requirement) -> StackCandidate | None:
         key = f"{canonicalize_name(req.name)}{req.specifier}"
@@ -201,13 +206,13 @@ def _requirements_with_extras(
     env = marker_environment(target)
     for extra in sorted(extras):
         for text in requires_dist:
+            req = parse_requirement(text)
+            if req is None or req.marker is None or "extra" not in str(req.marker):
+                continue
             try:
-                req = Requirement(text)
-                if req.marker is None or "extra" not in str(req.marker):
-                    continue
                 if req.marker.evaluate({**env, "extra": extra}):
                     out.append(req)
-            except (InvalidRequirement, InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+            except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
                 continue
     return out
 
@@ -287,8 +292,12 @@ def solve(
     collector = Collector(client, facts_for, target)
     collected = collect(stack, collector, options)
     providers = RuntimeProviders(collector, options)
-    runtime_for = providers if runtime else (lambda _g: ())
-    evaluator = StaticEvaluator(target, profile, runtime_for, store=client.cache)
+    if runtime:
+        evaluator = StaticEvaluator(
+            target, profile, providers, store=client.cache, runtime_keys=providers.summaries
+        )
+    else:
+        evaluator = StaticEvaluator(target, profile, lambda _g: (), store=client.cache)
     builder = MatrixBuilder(stack, target, evaluator)
     matrix = builder.build(collected.groups)
     picks = build_picks(stack, matrix.groups, target, builder)

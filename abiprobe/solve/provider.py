@@ -159,9 +159,9 @@ def _cuda_needs(g: Group) -> list[Need]:
 def _requires_needs(g: Group, stack: Stack, target: Target) -> list[Need]:
     out = []
     for w in g.wheels:
-        if w.facts is None:
+        if w.summary is None:
             continue
-        for req in applicable_requirements(w.facts.metadata.requires_dist, target):
+        for req in applicable_requirements(w.summary.metadata.requires_dist, target):
             role = stack.role_of(req.name)
             if role is None or role == g.role:
                 continue
