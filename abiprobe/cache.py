@@ -220,7 +220,7 @@ class Cache:
         if self.readonly or not is_sha256_hex(sha) or sha != summary.sha256:
             return
         path = entries.summary_path(self.root, sha)
-        if not path.exists():
+        if not path.exists() or self.load_summary(sha) != summary:  # missing, damaged or of another version
             self._write(path, entries.encode_summary(summary))
 
     # analysis results, keyed by a digest of everything they depend on (see abiprobe.solve.evaluate)

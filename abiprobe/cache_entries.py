@@ -16,7 +16,7 @@ from typing import Any
 
 from abiprobe.cache_io import canonical_json, gzip_bytes, is_sha256_hex, plain, pretty_json, sha256_hex
 from abiprobe.errors import CacheError
-from abiprobe.facts import FACTS_SCHEMA_VERSION, WheelFacts, WheelSummary
+from abiprobe.facts import FACTS_SCHEMA_VERSION, SUMMARY_VERSION, WheelFacts, WheelSummary
 from abiprobe.hosts import concrete, neutral
 
 CACHE_SCHEMA_VERSION = 1
@@ -277,6 +277,8 @@ def encode_summary(summary: WheelSummary) -> bytes:
 
 def decode_summary(data: bytes, expected_sha256: str) -> WheelSummary:
     raw = _framed_wheel_json(data, "summary", expected_sha256)
+    if raw.get("summary_version") != SUMMARY_VERSION:
+        raise ForeignSchemaError(f"summary has summary_version {raw.get('summary_version')!r}")
     try:
         return WheelSummary.from_json(raw)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:

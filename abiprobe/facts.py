@@ -6,11 +6,15 @@ wheel's sha256; analysis consumes them. Nothing here does I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 FACTS_SCHEMA_VERSION = 1
+SUMMARY_VERSION = 2  # WheelSummary's own fields; a stored summary of another version is rebuilt
+DRIVER_SONAME = "libcuda.so.1"
+_DRIVER_FUNCTION = re.compile(r"^cu[A-Z][A-Za-z0-9_]*$")
 
 GpuCodeKind = Literal["sass", "ptx", "ltoir"]
 GpuVariant = Literal["", "a", "f"]
@@ -133,7 +137,15 @@ class WheelFacts:
     def summary(self) -> WheelSummary:
         """The small part of these facts that choosing candidates needs (no symbols, no GPU code)."""
         needed = dict.fromkeys(n for e in self.elf for n in e.needed)
-        return WheelSummary(self.filename, self.sha256, self.size, self.metadata, self.files, tuple(needed))
+        return WheelSummary(
+            self.filename,
+            self.sha256,
+            self.size,
+            self.metadata,
+            self.files,
+            tuple(needed),
+            _driver_imports(self.elf),
+        )
 
 
 @dataclass(frozen=True)
@@ -150,7 +162,10 @@ class WheelSummary:
     metadata: DistMetadata
     files: tuple[str, ...] = ()
     needed: tuple[str, ...] = ()
+    # CUDA driver API functions (with symbol version) imported by objects linking libcuda.so.1
+    driver_imports: tuple[tuple[str, str | None], ...] = ()
     schema_version: int = FACTS_SCHEMA_VERSION
+    summary_version: int = SUMMARY_VERSION
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -164,7 +179,9 @@ class WheelSummary:
             metadata=_metadata_from_json(data["metadata"]),
             files=tuple(data.get("files", ())),
             needed=tuple(data.get("needed", ())),
+            driver_imports=tuple((str(n), v) for n, v in data.get("driver_imports", ())),
             schema_version=data.get("schema_version", FACTS_SCHEMA_VERSION),
+            summary_version=data.get("summary_version", 0),
         )
 
 
@@ -196,6 +213,18 @@ class WheelInfo:
         if self._full is None and self._load is not None:
             self._full, self._load = self._load(), None
         return self._full
+
+
+def _driver_imports(elf: tuple[ElfFacts, ...]) -> tuple[tuple[str, str | None], ...]:
+    """Driver API functions (``cu*``) imported, with any symbol version, by objects that need libcuda."""
+    found: set[tuple[str, str | None]] = set()
+    for e in elf:
+        if not any(n.startswith("libcuda.so") for n in e.needed):
+            continue
+        for imp in e.imports:
+            if _DRIVER_FUNCTION.match(imp.name) and imp.version_file in (None, DRIVER_SONAME):
+                found.add((imp.name, imp.version))
+    return tuple(sorted(found, key=lambda s: (s[0], s[1] or "")))
 
 
 def elf_facts_to_json(facts: ElfFacts) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from typing import Any
 from abiprobe.errors import HashMismatchError, UsageError
 from abiprobe.http import Http
 from abiprobe.jobs import load_jobs, result_document, select_job
+from abiprobe.localstate import hash_file as sha256_of_file
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
-from abiprobe.wheel import sha256_of_file
 
 
 def fetch_wheel(wheel: dict[str, Any], into: Path, http: Http | None) -> Path:

@@ -28,7 +28,8 @@ from abiprobe.errors import UsageError
 from abiprobe.facts import ElfFacts
 from abiprobe.installed import InstalledDist, installed_distributions
 from abiprobe.jsondoc import load_versioned
-from abiprobe.wheel import installed_path, sha256_of_file
+from abiprobe.localstate import hash_file as sha256_of_file
+from abiprobe.wheel import installed_path
 
 SNAPSHOT_KIND = "abiprobe-snapshot"
 SNAPSHOT_SCHEMA_VERSION = 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import tempfile
 import zipfile
@@ -19,7 +18,9 @@ from abiprobe.errors import BinaryFormatError, HashMismatchError, WheelFormatErr
 
 if TYPE_CHECKING:
     from abiprobe.cache import Cache
-from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts
+from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts, WheelInfo
+from abiprobe.localstate import hash_file as sha256_of_file
+from abiprobe.localstate import local_sha256
 from abiprobe.objects import inspect_stream, looks_like_binary_member
 
 _SPOOL_LIMIT = 64 << 20
@@ -142,14 +143,6 @@ def facts_from_members(
     )
 
 
-def sha256_of_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 class _ZipMembers:
     """Opens members of a local zip as seekable files: stored ones in place, others via a spool file."""
 
@@ -235,18 +228,40 @@ def facts_from_tree(root: Path, files: Sequence[str], filename: str, metadata: D
 
 
 def cached_wheel_facts(path: Path, cache: Cache | None = None) -> WheelFacts:
-    """Facts of a local wheel from the cache by its sha256 (hashing is far cheaper than inflating and
-    reading a multi-GB torch wheel's libraries), computed and stored on a miss."""
+    """Facts of a local wheel from the cache by its sha256, computed and stored on a miss.
+
+    The sha256 itself is remembered by the file's identity (``abiprobe.localstate``), so a wheel is hashed
+    once, not on every call."""
+    info = local_wheel_info(path, cache)
+    facts = info.full()
+    if facts is None:  # the entry went missing or was damaged since the summary was read
+        facts = _computed_facts(path, info.sha256, cache)
+    return facts
+
+
+def local_wheel_info(path: Path, cache: Cache | None = None) -> WheelInfo:
+    """A local wheel's summary, its full facts loaded on first use (both from the cache when there)."""
     from abiprobe.cache import Cache
 
     store = cache if cache is not None else Cache()
     try:
-        digest = sha256_of_file(path)
+        digest = local_sha256(path)
     except OSError as exc:
         raise WheelFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    summary = store.load_summary(digest)
+    if summary is not None:
+        return WheelInfo(summary, load=lambda: store.load_facts(digest))
     hit = store.load_facts(digest)
     if hit is not None:
-        return hit
+        store.store_summary(hit.summary())
+        return WheelInfo.of(hit)
+    return WheelInfo.of(_computed_facts(path, digest, store))
+
+
+def _computed_facts(path: Path, digest: str, cache: Cache | None) -> WheelFacts:
+    from abiprobe.cache import Cache
+
+    store = cache if cache is not None else Cache()
     facts = wheel_facts_from_path(path, expected_sha256=digest)
     store.store_facts(facts)
     return facts

@@ -38,6 +38,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--jobs", type=int, help="probes run at once (default: from CPUs and free disk)")
     p.add_argument("--keep", action="store_true", help="keep the venvs and logs; print where they are")
     p.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto")
+    p.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="compile every layer's Python modules afresh instead of reusing bytecode saved by earlier runs",
+    )
     p.add_argument("--stub-driver", choices=("auto", "always", "never"), default="auto")
     p.add_argument("--driver-version", default="13.0", help="CUDA version the stub driver reports (13.0)")
     p.add_argument("--expect", choices=("ok", "fail"), help="the static verdict, to flag a disagreement")
@@ -102,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         stub_driver=args.stub_driver,
         driver_version=parse_driver_version(args.driver_version),
         smoke=not args.no_smoke,
+        bytecode=not args.no_bytecode_cache,
     )
     label = " + ".join(w.name for w in wheels)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)

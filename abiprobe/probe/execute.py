@@ -28,6 +28,7 @@ class PreparedSet:
     workdir: Path
     dists: tuple[str, ...]
     stub_dir: Path | None
+    pycache: Path | None = None  # the layer's pycache prefix (abiprobe.probe.bytecode)
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,11 @@ def _with_module(failure: Failure, report: dict[str, Any] | None) -> Failure:
     return failure
 
 
+def _prefix_option(p: PreparedSet) -> list[str]:
+    """Bytecode goes to the layer's own prefix tree, never into the installed files."""
+    return ["-X", f"pycache_prefix={p.pycache}"] if p.pycache is not None else []
+
+
 def run_fresh(ctx: RunContext, p: PreparedSet) -> ProbeResult:
     """One new interpreter per set: the plain, always-correct way."""
     cand = _candidate(p, p.probe.import_order, forked=False)
@@ -188,7 +194,7 @@ def run_fresh(ctx: RunContext, p: PreparedSet) -> ProbeResult:
     spec_path.write_text(json.dumps(spec))
     started = time.monotonic()
     finished = ctx.procs.run(
-        [str(p.python), "-I", "-B", str(ctx.runner), str(spec_path)],
+        [str(p.python), "-I", "-B", *_prefix_option(p), str(ctx.runner), str(spec_path)],
         child_env(p.python.parent, Path(cand["home"]), p.stub_dir),
         ctx.options.timeout,
         cwd=Path(cand["home"]),
@@ -222,7 +228,7 @@ def run_server(ctx: RunContext, preload: Sequence[str], group: Sequence[Prepared
     spec_path.write_text(json.dumps(spec))
     started = time.monotonic()
     finished = ctx.procs.run(
-        [str(first.python), "-I", "-B", str(ctx.runner), str(spec_path)],
+        [str(first.python), "-I", *(_prefix_option(first) or ["-B"]), str(ctx.runner), str(spec_path)],
         child_env(first.python.parent, home, None),
         ctx.options.timeout * (len(group) + 1),
         cwd=home,

@@ -37,6 +37,7 @@ class ProbeOptions:
     driver_version: int = 13000  # what the stub's cuDriverGetVersion reports
     smoke: bool = True  # run the GPU smoke test when the child sees a GPU
     temp_dir: Path | None = None  # parent of the temp root (default: the system temp dir)
+    bytecode: bool = True  # keep a layer's compiled bytecode between runs (abiprobe.probe.bytecode)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -14,15 +15,18 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from abiprobe.cache import Cache
 from abiprobe.errors import AbiprobeError, UsageError
-from abiprobe.facts import WheelFacts
+from abiprobe.facts import WheelInfo
+from abiprobe.localstate import local_sha256
+from abiprobe.probe.bytecode import BytecodeStore, layer_key
 from abiprobe.probe.classify import Failure
 from abiprobe.probe.execute import PreparedSet, RunContext, build_result, run_fresh, run_server
 from abiprobe.probe.interpreters import find_interpreter
 from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet
 from abiprobe.probe.plan import Layer, overlay_wheels, plan_layers
 from abiprobe.probe.procs import ProcessRegistry
-from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver, needs_driver, stub_key
+from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver, links_driver, stub_key
 from abiprobe.probe.venv import (
     InstallError,
     create_venv,
@@ -31,14 +35,20 @@ from abiprobe.probe.venv import (
     install_wheels,
     site_packages,
 )
-from abiprobe.wheel import cached_wheel_facts, installed_path, top_level_of
+from abiprobe.wheel import installed_path, local_wheel_info, top_level_of
 
-FactsLoader = Callable[[Path], WheelFacts]
+FactsLoader = Callable[[Path], WheelInfo]
 _RUNNER = Path(__file__).with_name("runner.py")
 
 
 def wheel_tops(wheel: Path) -> tuple[str, ...]:
-    """Top-level import names a wheel installs, read from its zip listing."""
+    """Top-level import names a wheel installs: from its cached summary, else its zip listing."""
+    try:
+        summary = Cache().load_summary(local_sha256(wheel))
+    except OSError:
+        summary = None
+    if summary is not None:
+        return tuple(sorted(top_level_of(installed_path(n) for n in summary.files)))
     try:
         with zipfile.ZipFile(wheel) as zf:
             names = [installed_path(n) for n in zf.namelist()]
@@ -52,6 +62,36 @@ def dist_name(wheel: Path) -> str:
         return str(parse_wheel_filename(wheel.name)[0])
     except InvalidWheelFilename as exc:
         raise UsageError(f"{wheel.name}: not a wheel filename") from exc
+
+
+def remove_tree(root: Path, workers: int = 4) -> None:
+    """``shutil.rmtree`` spread over threads: an installed torch layer is ~20,000 files, and unlinking in
+    different directories proceeds in parallel."""
+    parts: list[Path] = [root]
+    while len(parts) < 64:
+        dirs = [p for p in parts if p.is_dir() and not p.is_symlink()]
+        if not dirs:
+            break
+        widest = dirs[0]
+        try:
+            children = list(widest.iterdir())
+        except OSError:
+            break
+        if not children:
+            break
+        parts.remove(widest)
+        parts += children
+
+    def remove(p: Path) -> None:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                p.unlink()
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(remove, parts))
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def validate(sets: Sequence[ProbeSet]) -> None:
@@ -89,11 +129,12 @@ class _Prober:
         self.facts_loader = facts
         self.procs = ProcessRegistry()
         self._lock = threading.Lock()
-        self._facts: dict[Path, WheelFacts] = {}
+        self._facts: dict[Path, WheelInfo] = {}
         self._stubs: dict[str, Path] = {}
         self._driver_here: bool | None = None
+        self.bytecode = BytecodeStore()
 
-    def facts(self, wheel: Path) -> WheelFacts:
+    def facts(self, wheel: Path) -> WheelInfo:
         with self._lock:
             cached = self._facts.get(wheel)
         if cached is None:
@@ -113,10 +154,10 @@ class _Prober:
                     self._driver_here = host_has_driver()
             if self._driver_here:
                 return None
-        facts = [self.facts(w) for w in wheels]
-        if mode == "auto" and not needs_driver(facts):
+        summaries = [self.facts(w).summary for w in wheels]
+        if mode == "auto" and not any(links_driver(s) for s in summaries):
             return None
-        symbols = driver_symbols(facts)
+        symbols = driver_symbols(summaries)
         key = stub_key(symbols, self.options.driver_version)
         with self._lock:
             if key not in self._stubs:
@@ -130,23 +171,42 @@ class _Prober:
         tmp = ldir / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
+        pycache: Path | None = None
+        key = ""
+        restored: dict[Path, int] = {}
         try:
             py = create_venv(self.procs, ctx.interpreter, ldir / "venv", tmp)
             installer = find_installer(self.options.installer)
-            install_wheels(self.procs, installer, py, layer.wheels, tmp)
+            overlays = {m: overlay_wheels(self.sets[m], layer) for m in layer.members}
+            with ThreadPoolExecutor(2) as pool:  # a set's own wheels go beside the layer, not into it
+                pending = [
+                    pool.submit(
+                        install_overlay, self.procs, installer, py, extra, ldir / f"set{m}" / "site", tmp
+                    )
+                    for m, extra in overlays.items()
+                    if extra
+                ]
+                install_wheels(self.procs, installer, py, layer.wheels, tmp)
+                for f in pending:
+                    f.result()
             site = site_packages(ldir / "venv")
+            if self.options.bytecode:
+                pycache = ldir / "pyc"
+                key = layer_key(
+                    ctx.python_label, ctx.interpreter, [self.facts(w).sha256 for w in layer.wheels]
+                )
+                restored = self.bytecode.restore(key, pycache, site)
             fork = self.options.fork == "always" or (self.options.fork == "auto" and len(layer.members) > 1)
             fork = fork and bool(layer.preload)
             prepared = []
             for m in layer.members:
                 probe = self.sets[m]
-                extra = overlay_wheels(probe, layer)
-                overlay = ldir / f"set{m}" / "site" if extra else None
-                if overlay is not None:
-                    install_overlay(self.procs, installer, py, extra, overlay, tmp)
+                overlay = ldir / f"set{m}" / "site" if overlays[m] else None
                 stub = self.stub_for(probe.wheels, ctx.temp_root)
                 dists = tuple(dist_name(w) for w in probe.wheels)
-                prepared.append(PreparedSet(m, probe, py, site, overlay, ldir / f"set{m}", dists, stub))
+                prepared.append(
+                    PreparedSet(m, probe, py, site, overlay, ldir / f"set{m}", dists, stub, pycache)
+                )
         except InstallError as exc:
             failure = Failure("install_failed", str(exc), {})
             return [(m, self._failed(ctx, m, failure, ldir)) for m in layer.members]
@@ -159,11 +219,15 @@ class _Prober:
                     results = list(pool.map(lambda p: run_fresh(ctx, p), prepared))
             else:
                 results = [run_fresh(ctx, p) for p in prepared]
+            if fork and pycache is not None:
+                self.bytecode.save(key, pycache, site, ctx.temp_root, restored)
         finally:
             if not self.options.keep:
-                shutil.rmtree(ldir, ignore_errors=True)
+                remove_tree(ldir)
         for r in results:
             r.detail.setdefault("layer_setup_seconds", setup)
+            if pycache is not None:
+                r.detail.setdefault("bytecode_files_restored", len(restored))
         return [(p.index, r) for p, r in zip(prepared, results, strict=True)]
 
     def _failed(self, ctx: RunContext, m: int, failure: Failure, ldir: Path) -> ProbeResult:
@@ -177,7 +241,8 @@ def probe_sets(
 ) -> list[ProbeResult]:
     """Install and import each set in a throwaway venv; results come back in the order of ``sets``.
 
-    ``facts`` loads a wheel's facts (default: inspect the file) when a driver stub must be built.
+    ``facts`` gives a wheel's summary and facts (default: the cache, found by the file's remembered
+    sha256; else the file is inspected) when a driver stub must be built.
     """
     options = options or ProbeOptions()
     if not sets:
@@ -190,7 +255,7 @@ def probe_sets(
     parent = options.temp_dir or Path(tempfile.gettempdir())
     jobs = options.jobs or default_jobs(sets, parent)
     root = Path(tempfile.mkdtemp(prefix="abiprobe-probe-", dir=parent))
-    prober = _Prober(sets, options, facts or cached_wheel_facts)
+    prober = _Prober(sets, options, facts or local_wheel_info)
     try:
         runner = root / "runner.py"
         shutil.copyfile(_RUNNER, runner)

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
 from abiprobe.errors import AbiprobeError
-from abiprobe.facts import WheelFacts
+from abiprobe.facts import DRIVER_SONAME as DRIVER_SONAME
+from abiprobe.facts import WheelFacts, WheelSummary
 
-DRIVER_SONAME = "libcuda.so.1"
 CUDA_ERROR_NO_DEVICE = 100
-_DRIVER_NAME = re.compile(r"^cu[A-Z][A-Za-z0-9_]*$")
 _SPECIAL = ("cuGetErrorString", "cuGetErrorName", "cuDriverGetVersion")
 # Always exported: libraries that dlopen the driver look these up by name before anything else.
 BASELINE_SYMBOLS = (
@@ -34,21 +32,22 @@ class StubBuildError(AbiprobeError):
     """The C compiler could not build the driver stub."""
 
 
-def driver_symbols(facts: Iterable[WheelFacts]) -> tuple[tuple[str, str | None], ...]:
+def driver_symbols(wheels: Iterable[WheelFacts | WheelSummary]) -> tuple[tuple[str, str | None], ...]:
     """Driver API functions (``cu*``, with any symbol version) imported by objects that need libcuda."""
     found: set[tuple[str, str | None]] = set()
-    for wheel in facts:
-        for elf in wheel.elf:
-            if DRIVER_SONAME not in elf.needed and not any(n.startswith("libcuda.so") for n in elf.needed):
-                continue
-            for imp in elf.imports:
-                if _DRIVER_NAME.match(imp.name) and imp.version_file in (None, DRIVER_SONAME):
-                    found.add((imp.name, imp.version))
+    for wheel in wheels:
+        found.update((wheel.summary() if isinstance(wheel, WheelFacts) else wheel).driver_imports)
     return tuple(sorted(found, key=lambda s: (s[0], s[1] or "")))
 
 
-def needs_driver(facts: Iterable[WheelFacts]) -> bool:
-    return any(any(n.startswith("libcuda.so") for n in elf.needed) for wheel in facts for elf in wheel.elf)
+def needs_driver(wheels: Iterable[WheelFacts | WheelSummary]) -> bool:
+    """Whether any of these wheels' objects links the driver (summaries say so without symbol tables)."""
+    return any(links_driver(w) for w in wheels)
+
+
+def links_driver(wheel: WheelFacts | WheelSummary) -> bool:
+    needed = wheel.needed if isinstance(wheel, WheelSummary) else [n for e in wheel.elf for n in e.needed]
+    return any(n.startswith("libcuda.so") for n in needed)
 
 
 def stub_source(symbols: Iterable[str], driver_version: int) -> str:
