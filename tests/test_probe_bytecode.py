@@ -125,3 +125,17 @@ def test_store_keeps_a_bounded_number_of_layers(tmp_path: Path) -> None:
     for n in range(12):
         assert store.save(f"k{n:02d}", prefix, site, temp, {}) == 1
     assert len(list((tmp_path / "store").iterdir())) <= 8
+
+
+def test_single_set_probes_reuse_bytecode_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ABIPROBE_LOCAL_DIR", str(tmp_path / "local"))
+    base, a, _ = _wheels(tmp_path / "wheels")
+    restored = []
+    for n in range(2):
+        temp = tmp_path / f"t{n}"
+        temp.mkdir()
+        options = ProbeOptions(python="3.12", timeout=20, jobs=1, temp_dir=temp)
+        (r,) = probe_sets([ProbeSet((base, a), ("shared", "seta"), "a")], options)
+        assert (r.outcome, r.mode) == ("ok", "fresh")
+        restored.append(r.detail["bytecode_files_restored"])
+    assert restored[0] == 0 and restored[1] >= 3  # shared/__init__, core, late

@@ -2,8 +2,8 @@
 
 Probe interpreters run with ``-X pycache_prefix=<layer>/pyc``: Python reads and writes ``.pyc`` files in
 that separate tree instead of ``__pycache__`` directories, so nothing is ever written into an installed
-layer. Only the layer's parent process (the fork server, which imports the shared layer and nothing of a
-set's own) may write bytecode; set children and single-set processes run with writing off.
+layer. A fork server's children (which import a set's own packages on top of the shared layer) run with
+writing off; the server itself and single-set processes write.
 
 After the layer ran, the ``.pyc`` files of the layer's own site-packages and of paths outside the probe's
 temp root (the interpreter's standard library) are saved under ``<local state>/bytecode/<layer key>``;

@@ -194,7 +194,7 @@ def run_fresh(ctx: RunContext, p: PreparedSet) -> ProbeResult:
     spec_path.write_text(json.dumps(spec))
     started = time.monotonic()
     finished = ctx.procs.run(
-        [str(p.python), "-I", "-B", *_prefix_option(p), str(ctx.runner), str(spec_path)],
+        [str(p.python), "-I", *(_prefix_option(p) or ["-B"]), str(ctx.runner), str(spec_path)],
         child_env(p.python.parent, Path(cand["home"]), p.stub_dir),
         ctx.options.timeout,
         cwd=Path(cand["home"]),

@@ -219,7 +219,7 @@ class _Prober:
                     results = list(pool.map(lambda p: run_fresh(ctx, p), prepared))
             else:
                 results = [run_fresh(ctx, p) for p in prepared]
-            if fork and pycache is not None:
+            if pycache is not None:
                 self.bytecode.save(key, pycache, site, ctx.temp_root, restored)
         finally:
             if not self.options.keep:
