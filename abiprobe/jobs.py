@@ -28,6 +28,7 @@ RESULT_KIND = "abiprobe-probe-job-result"
 JOBS_SCHEMA_VERSION = 1
 CellSelection = Literal["chosen", "ok", "all"]
 RuntimeWheels = Callable[[Group], Sequence[StackCandidate]]
+Completer = Callable[[Sequence[StackCandidate]], Sequence[StackCandidate]]
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -77,6 +78,7 @@ def probe_jobs(
     archs: Sequence[str] = (),
     cells: CellSelection = "chosen",
     labels: Callable[[str], list[str]] = default_runner_labels,
+    complete: Completer | None = None,
 ) -> dict[str, Any]:
     """The job document for the selected cells of a matrix × each GPU arch (default: the target's)."""
     target = doc["target"]
@@ -93,6 +95,9 @@ def probe_jobs(
         wheels = [w for g in picked for w in g.wheels]
         base = next(g for g in picked if g.role == base_role)
         runtime_wheels = [w for w in runtime(base) if w.filename not in {x.filename for x in wheels}]
+        if complete is not None:  # numpy, sympy, ...: what an install with dependencies would add
+            have = {x.filename for x in (*wheels, *runtime_wheels)}
+            runtime_wheels += [w for w in complete([*wheels, *runtime_wheels]) if w.filename not in have]
         order = list(dict.fromkeys(t for w in wheels for t in _tops(w)))
         for arch in wanted:
             a = parse_arch(arch)
@@ -129,16 +134,21 @@ def write_probe_jobs(
     *,
     archs: Sequence[str] = (),
     cells: CellSelection = "chosen",
+    complete: Completer | None = None,
 ) -> int:
     """Write the job file; returns how many jobs it holds."""
-    jobs = probe_jobs(doc, groups, runtime, archs=archs, cells=cells)
+    jobs = probe_jobs(doc, groups, runtime, archs=archs, cells=cells, complete=complete)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(jobs, indent=1) + "\n", encoding="utf-8")
     return len(jobs["include"])
 
 
 def emit_from_solve(
-    args: Any, doc: dict[str, Any], groups: Mapping[str, tuple[Group, ...]], runtime: RuntimeWheels | None
+    args: Any,
+    doc: dict[str, Any],
+    groups: Mapping[str, tuple[Group, ...]],
+    runtime: RuntimeWheels | None,
+    complete: Completer | None = None,
 ) -> None:
     """``solve --emit-probe-jobs FILE [--probe-arch A]... [--probe-cells C]``."""
     n = write_probe_jobs(
@@ -148,6 +158,7 @@ def emit_from_solve(
         runtime or (lambda _g: ()),
         archs=args.probe_arch,
         cells=args.probe_cells,
+        complete=complete,
     )
     if not args.json:
         print(f"  probe jobs: {n} written to {args.emit_probe_jobs}")

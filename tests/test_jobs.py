@@ -129,6 +129,9 @@ def test_job_carries_the_set_the_runtime_wheels_and_the_import_order(ran: Ran) -
         "flashinfer-cubin",
         "flashinfer-jit-cache",
         "nvidia-cuda-runtime",
+        "tinydep",  # the rest of the install: an install with dependencies would add these
+        "tinyextra",
+        "tinyfast",
     ]
     assert all(len(w["sha256"]) == 64 for w in job["wheels"])
     assert job["import_order"] == [

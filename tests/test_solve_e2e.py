@@ -156,8 +156,12 @@ def test_lock_file_pins_exact_urls_and_hashes(solved: tuple[int, Path], server: 
         "flashinfer-cubin",
         "flashinfer-jit-cache",
         "nvidia-cuda-runtime",
+        "tinydep",
+        "tinyextra",
+        "tinyfast",
     ]
-    assert sum(ln.strip().startswith("--hash=sha256:") for ln in lines) == 6
+    assert sum(ln.strip().startswith("--hash=sha256:") for ln in lines) == 9
+    assert "tinydep-2.0-" in "\n".join(lines)
 
 
 def test_pip_accepts_the_lock_file_with_require_hashes(solved: tuple[int, Path], server: IndexServer) -> None:
@@ -168,8 +172,7 @@ def test_pip_accepts_the_lock_file_with_require_hashes(solved: tuple[int, Path],
         "pip",
         "install",
         "--dry-run",
-        "--no-deps",
-        "--require-hashes",
+        "--require-hashes",  # with dependencies: pip refuses any dependency the lock does not pin
         "--no-index",
         "--disable-pip-version-check",
         "--report",
@@ -189,6 +192,9 @@ def test_pip_accepts_the_lock_file_with_require_hashes(solved: tuple[int, Path],
             "flashinfer-cubin",
             "flashinfer-jit-cache",
             "nvidia-cuda-runtime",
+            "tinydep",
+            "tinyextra",
+            "tinyfast",
         ]
     )
 
@@ -212,8 +218,8 @@ def test_uv_accepts_the_lock_file(
             "pip",
             "install",
             "--dry-run",
-            "--no-deps",
-            "--require-hashes",
+            "--require-hashes",  # with dependencies, which the lock must pin too
+            "--no-index",
             "--python",
             sys.executable,
             "--no-cache",
@@ -224,7 +230,7 @@ def test_uv_accepts_the_lock_file(
     finally:
         static.shutdown()
     assert done.returncode == 0, done.stderr
-    assert "Would install 6 packages" in done.stderr
+    assert "Would install 9 packages" in done.stderr
 
 
 def test_unreachable_index_is_reported_and_exit_code_is_3(server: IndexServer, tmp_path: Path) -> None:

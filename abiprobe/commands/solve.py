@@ -22,6 +22,7 @@ from abiprobe.report.matrix_html import render_html
 from abiprobe.report.matrix_json import dumps, matrix_document
 from abiprobe.report.matrix_md import render_markdown
 from abiprobe.solve.candidates import FilterOptions
+from abiprobe.solve.closure import Completion
 from abiprobe.solve.facts_source import wheel_info_for
 from abiprobe.solve.lock import locked_wheels, render_lock
 from abiprobe.solve.matrix import Matrix
@@ -173,15 +174,18 @@ def run(args: argparse.Namespace) -> int:
             options,
             runtime=not args.no_runtime,
         )
-    doc = matrix_document(result)
-    if args.probe:
-        doc = probe_here(args, doc, result, providers)
-    if args.emit_probe_jobs:
-        from abiprobe.jobs import emit_from_solve
+        # the rest of an install (numpy, sympy, ...): for the lock and the probe jobs, resolved on demand
+        complete = None if args.no_runtime else Completion(providers.collector, target, pre=args.pre)
+        doc = matrix_document(result)
+        if args.probe:
+            doc = probe_here(args, doc, result, providers, complete)
+        if args.emit_probe_jobs:
+            from abiprobe.jobs import emit_from_solve
 
-        emit_from_solve(args, doc, result.matrix.groups, None if args.no_runtime else providers.wheels)
-    if not args.no_write:
-        write_outputs(args, result, doc, providers)
+            runtime = None if args.no_runtime else providers.wheels
+            emit_from_solve(args, doc, result.matrix.groups, runtime, complete)
+        if not args.no_write:
+            write_outputs(args, result, doc, providers, complete)
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:
@@ -190,7 +194,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def probe_here(
-    args: argparse.Namespace, doc: dict[str, Any], result: SolveResult, providers: RuntimeProviders
+    args: argparse.Namespace,
+    doc: dict[str, Any],
+    result: SolveResult,
+    providers: RuntimeProviders,
+    complete: Completion | None,
 ) -> dict[str, Any]:
     """Run the probe jobs of the selected cells on this host and merge their verdicts into the matrix."""
     import tempfile
@@ -201,7 +209,10 @@ def probe_here(
 
     runtime = (lambda _g: ()) if args.no_runtime else providers.wheels
     archs = args.probe_arch or ([] if result.matrix.target.arch else ["sm90"])
-    jobs = probe_jobs(doc, result.matrix.groups, runtime, archs=archs, cells=args.probe_cells)["include"]
+    cells = args.probe_cells
+    jobs = probe_jobs(doc, result.matrix.groups, runtime, archs=archs, cells=cells, complete=complete)[
+        "include"
+    ]
     wheels_dir = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
     python = f"{result.matrix.target.python[0]}.{result.matrix.target.python[1]}"
     results = [run_job(job, wheels_dir, ProbeOptions(python=python)) for job in jobs]
@@ -210,7 +221,11 @@ def probe_here(
 
 
 def write_outputs(
-    args: argparse.Namespace, result: SolveResult, doc: dict[str, object], providers: RuntimeProviders
+    args: argparse.Namespace,
+    result: SolveResult,
+    doc: dict[str, object],
+    providers: RuntimeProviders,
+    complete: Completion | None,
 ) -> None:
     name = matrix_name(result.matrix.target)
     out: Path = args.out_dir
@@ -220,22 +235,27 @@ def write_outputs(
     (out / f"{name}.md").write_text(neutral(render_markdown(doc)), encoding="utf-8")
     (out / f"{name}.html").write_text(neutral(render_html(doc)), encoding="utf-8")
     lock_path: Path = args.lock or out / f"{name}.lock.txt"
-    text = lock_text(result, providers, runtime=not args.no_runtime)
+    text = lock_text(result, providers, complete)
     if text is not None:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         lock_path.write_text(text, encoding="utf-8")
 
 
-def lock_text(result: SolveResult, providers: RuntimeProviders, *, runtime: bool) -> str | None:
-    """The lock file for the chosen set (stack wheels, then the runtime wheels torch pins)."""
+def lock_text(result: SolveResult, providers: RuntimeProviders, complete: Completion | None) -> str | None:
+    """The lock file for the chosen set: stack wheels, the runtime wheels torch pins, then the rest of
+    the install (``complete``; without it, the stack wheels alone)."""
     chosen = result.resolution.chosen
     if chosen is None:
         return None
     m: Matrix = result.matrix
     wheels = [w for role in m.stack.roles for w in m.group(role, chosen[role]).wheels]
-    if runtime:
+    note = ""
+    if complete is not None:
         wheels += providers.wheels(m.group(m.stack.roles[0], chosen[m.stack.roles[0]]))
-    return render_lock(locked_wheels(wheels), m.target)
+        wheels += complete(wheels)
+        if complete.problems:
+            note = f"incomplete: {complete.problems[-1]}"
+    return render_lock(locked_wheels(wheels), m.target, note=note)
 
 
 def print_summary(result: SolveResult, doc: dict[str, object]) -> None:

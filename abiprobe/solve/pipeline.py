@@ -27,11 +27,13 @@ from abiprobe.solve.candidates import (
     Exclusion,
     FilterOptions,
     StackCandidate,
+    infer_variant,
     matching_companions,
     prefilter,
     public_version,
     select_window,
 )
+from abiprobe.solve.closure import resolve_closure
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, Matrix, MatrixBuilder, build_groups
 from abiprobe.solve.provider import build_picks, resolve
@@ -76,6 +78,16 @@ class Collector:
         self.client = IndexClient(
             alive, c.cache, c.http, c.offline, strategy=c.strategy, pins=c.pins, stale_after=c.stale_after
         )
+
+    def metadata(self, file: IndexFile) -> bytes:
+        """Core metadata: the index's PEP 658 file, else the METADATA read from the wheel itself."""
+        if file.has_metadata:
+            return self.client.fetch_metadata(file)
+        got = self.facts_for(file)
+        meta = (got.summary if isinstance(got, WheelInfo) else got.summary()).metadata
+        lines = ["Metadata-Version: 2.1", f"Name: {meta.name}", f"Version: {meta.version}"]
+        lines += [f"Requires-Dist: {r}" for r in meta.requires_dist]
+        return ("\n".join(lines) + "\n").encode()
 
     def facts(self, sc: StackCandidate) -> WheelInfo | None:
         key = sc.candidate.file.url
@@ -165,14 +177,37 @@ class RuntimeProviders:
         return tuple(s for sc in self.wheels(base) if (s := sc.summary) is not None)
 
     def wheels(self, base: Group) -> list[StackCandidate]:
-        """The provider wheels picked for ``base``'s own pins (for the lock file)."""
+        """The runtime wheels an install of ``base`` gets: from resolving its whole dependency tree (so
+        every pin on them counts, as with pip); one requirement at a time when that cannot be done."""
         if base.key not in self._chosen:
-            found: dict[str, StackCandidate] = {}
-            for w in base.wheels:
-                if w.summary is not None:
-                    self._expand(w.summary, frozenset(), found, depth=0)
-            self._chosen[base.key] = tuple(found[k] for k in sorted(found))
+            chosen = self._resolved(base)
+            if chosen is None:
+                found: dict[str, StackCandidate] = {}
+                for w in base.wheels:
+                    if w.summary is not None:
+                        self._expand(w.summary, frozenset(), found, depth=0)
+                chosen = [found[k] for k in sorted(found)]
+            self._chosen[base.key] = tuple(chosen)
         return list(self._chosen[base.key])
+
+    def _resolved(self, base: Group) -> list[StackCandidate] | None:
+        roots = [w for w in base.wheels if w.summary is not None]
+        target = self.collector.target
+        try:
+            pins = resolve_closure(roots, self.collector, target, pre=self.options.pre)
+        except AbiprobeError as exc:
+            self.collector.problems.append(f"runtime wheels of {base.id} picked one pin at a time: {exc}")
+            return None
+        out = []
+        for pin in pins:
+            if not pin.name.startswith(_RUNTIME_PREFIXES):
+                continue
+            bare = StackCandidate("runtime", pin.candidate, 0)
+            info = self.collector.facts(bare)
+            if info is not None:
+                variant = infer_variant(pin.candidate, info.summary, target)
+                out.append(StackCandidate("runtime", pin.candidate, 0, info=info, variant=variant))
+        return out
 
     def _expand(
         self, facts: WheelSummary, extras: frozenset[str], found: dict[str, StackCandidate], depth: int

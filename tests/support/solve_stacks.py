@@ -10,7 +10,8 @@ Real wheels with real ELF objects (for the running interpreter's tag):
 - flashinfer-python 0.5.3 (requires torch>=2.9) + cubin 0.5.3 + jit-cache 0.5.3+cu130 / +cu128;
   flashinfer-python 0.5.2 + cubin 0.5.2 (no jit-cache).
 
-Expected newest passing set: torch 2.9.0, sglang-kernel 0.4.0, flashinfer 0.5.3 with both companions.
+Expected newest passing set: torch 2.9.0, sglang-kernel 0.4.0, flashinfer 0.5.3 with both companions;
+flashinfer 0.5.3 also requires ``tinydep>=1.0,<3`` (2.0 wins, and brings ``tinyextra[fast]`` -> ``tinyfast``).
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ def build_solve_stack(out: Path) -> SolveStack:
     wheels["k043_yanked"] = build_wheel(
         w, "sglang-kernel", "0.4.3", {"sgl_kernel/__init__.py": b""}, tag=PURE_TAG
     )
-    for version, torch_req in (("0.5.3", ["torch>=2.9"]), ("0.5.2", [])):
+    fi_053 = ["torch>=2.9", "tinydep>=1.0,<3", "notthere; python_version < '3'"]
+    for version, torch_req in (("0.5.3", fi_053), ("0.5.2", [])):
         wheels[f"fi_{version}"] = build_wheel(
             w,
             "flashinfer-python",
@@ -151,6 +153,21 @@ def build_solve_stack(out: Path) -> SolveStack:
             {"flashinfer_jit_cache/__init__.py": b""},
             tag=ABI3_TAG,
         )
+    # plain dependencies, for the lock's closure: the newest tinydep below 3, its extra, the extra's own
+    for version in ("1.0", "2.0", "3.0"):
+        wheels[f"tinydep_{version}"] = build_wheel(
+            w, "tinydep", version, {f"tinydep_{version[0]}.py": b""}, tag=PURE_TAG,
+            requires_dist=["tinyextra[fast]>=1"] if version == "2.0" else [],
+        )  # fmt: skip
+    wheels["tinyextra"] = build_wheel(
+        w,
+        "tinyextra",
+        "1.0",
+        {"tinyextra.py": b""},
+        tag=PURE_TAG,
+        requires_dist=["tinyfast; extra == 'fast'"],
+    )
+    wheels["tinyfast"] = build_wheel(w, "tinyfast", "1.0", {"tinyfast.py": b""}, tag=PURE_TAG)
     return SolveStack(out, wheels, frozenset({"k043_yanked"}))
 
 
