@@ -164,6 +164,18 @@ def test_lock_file_pins_exact_urls_and_hashes(solved: tuple[int, Path], server: 
     assert "tinydep-2.0-" in "\n".join(lines)
 
 
+def test_metadata_without_pep658_is_range_read_from_the_wheel(
+    solved: tuple[int, Path], server: IndexServer
+) -> None:
+    # tinydep offers no .metadata file: its METADATA came out of the wheel by range requests, and
+    # no other file of it than the chosen version's was touched
+    paths = [path for path, headers, _status in server.log if "tinydep" in path]
+    assert not [p for p in paths if p.endswith(".metadata")]
+    wheel_reads = [(p, h.get("range")) for p, h, _s in server.log if p.endswith(".whl") and "tinydep" in p]
+    assert wheel_reads and all(p.endswith("tinydep-2.0-py3-none-any.whl") for p, _ in wheel_reads)
+    assert all(r is not None and r.startswith("bytes=") for _, r in wheel_reads)
+
+
 def test_pip_accepts_the_lock_file_with_require_hashes(solved: tuple[int, Path], server: IndexServer) -> None:
     lock = solved[1] / "matrices" / f"{NAME}.lock.txt"
     cmd = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -129,6 +130,12 @@ def mark_duplicates(files: Iterable[IndexFile]) -> tuple[IndexFile, ...]:
     return tuple(replace(f, duplicate=True) if f.filename in dupes else f for f in files)
 
 
+@functools.lru_cache(maxsize=65536)
+def _parse_wheel_filename(filename: str) -> tuple[NormalizedName, Version, BuildTag, frozenset[Tag]]:
+    """``parse_wheel_filename`` once per name per run (big pages list thousands, seen several times)."""
+    return parse_wheel_filename(filename)
+
+
 def candidates_from_files(
     files: Iterable[IndexFile], project: str | None = None
 ) -> tuple[tuple[Candidate, ...], tuple[str, ...]]:
@@ -140,7 +147,7 @@ def candidates_from_files(
         if not f.filename.endswith(".whl"):
             continue
         try:
-            name, version, build, tags = parse_wheel_filename(f.filename)
+            name, version, build, tags = _parse_wheel_filename(f.filename)
         except (InvalidWheelFilename, InvalidVersion) as exc:
             notes.append(f"skipped {f.filename}: {exc}")
             continue

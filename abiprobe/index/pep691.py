@@ -26,7 +26,9 @@ def _file(entry: Mapping[str, Any], page_url: str, index_url: str) -> IndexFile 
     filename = entry.get("filename")
     if not isinstance(href, str) or not href:
         return None
-    url, fragment = urldefrag(urljoin(page_url, href))
+    # registries list thousands of absolute file URLs: skip the costly join (and split) for them
+    absolute = href if href.startswith(("https://", "http://")) else urljoin(page_url, href)
+    url, fragment = urldefrag(absolute) if "#" in absolute else (absolute, "")
     if not isinstance(filename, str) or not filename:
         filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
     hashes_raw = entry.get("hashes")

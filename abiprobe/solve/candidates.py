@@ -211,10 +211,13 @@ def prefilter(
     specifier: SpecifierSet,
     target: Target,
     options: FilterOptions,
+    *,
+    explain: bool = True,
 ) -> tuple[list[StackCandidate], list[Exclusion]]:
     """Cheap checks (no facts): tags, Requires-Python, yanked, pre-release, specifier, CUDA label.
 
-    Keeps the best-tagged wheel of each version, newest version first.
+    Keeps the best-tagged wheel of each version, newest version first. Without ``explain`` no
+    exclusions are written (a dependency's page lists thousands of other platforms' files).
     """
     rank = {tag: i for i, tag in enumerate(target.supported_tags())}
     best: dict[Version, StackCandidate] = {}
@@ -226,6 +229,8 @@ def prefilter(
     for c in candidates:
         tag_rank = min((rank[t] for t in c.tags if t in rank), default=None)
         if tag_rank is None:
+            if not explain:
+                continue
             where = f"{target.python_tag} {target.platform}"
             drop(c, "tags", f"tags {c.tags_summary()} do not install on {where}")
             continue

@@ -9,7 +9,8 @@ result completes the lock and the probe jobs: ``--no-deps`` installs of them giv
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from typing import Any, Protocol
@@ -74,9 +75,14 @@ def _ident(name: str, extras: frozenset[str]) -> str:
 
 class _Provider(AbstractProvider):  # type: ignore[type-arg]
     def __init__(
-        self, roots: Mapping[NormalizedName, StackCandidate], listing: Listing, target: Target, pre: bool
+        self,
+        roots: Mapping[NormalizedName, StackCandidate],
+        listing: Listing,
+        target: Target,
+        pre: bool,
+        follow: Callable[[str], bool] | None,
     ) -> None:
-        self.roots, self.listing, self.target = roots, listing, target
+        self.roots, self.listing, self.target, self.follow = roots, listing, target, follow
         self.options = FilterOptions(pre=pre, window=None)
         self.env = marker_environment(target)
         self._listed: dict[str, list[Candidate]] = {}
@@ -92,7 +98,7 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
     def _wheels(self, name: NormalizedName) -> list[Candidate]:
         if name not in self._listed:
             listed = self.listing.candidates(name)
-            kept, _ = prefilter("closure", listed, SpecifierSet(), self.target, self.options)
+            kept, _ = prefilter("closure", listed, SpecifierSet(), self.target, self.options, explain=False)
             self._listed[name] = [sc.candidate for sc in kept]
         return self._listed[name]
 
@@ -117,27 +123,12 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
         label = f"{candidate.name} {candidate.version}"
         if candidate.extras:  # an extra: its base at the same version, plus what the extra adds
             yield Req(candidate.name, frozenset(), SpecifierSet(f"=={candidate.version}"), label)
-        for text in self._requires_dist(candidate):
-            req = parse_requirement(text)
-            if req is None or not self._applies(req, candidate.extras):
-                continue
-            name = canonicalize_name(req.name)
-            extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
-            why = f"{label} requires {req.name}{extras}{req.specifier}"
-            yield Req(name, frozenset(req.extras), req.specifier, why)
-
-    def _applies(self, req: Requirement, extras: frozenset[str]) -> bool:
-        if req.marker is None:
-            return not extras
-        try:
-            if not extras:
-                return req.marker.evaluate(self.env)
-            # under an extra only what that extra adds: the extra-less part came with the base
-            return "extra" in str(req.marker) and any(
-                req.marker.evaluate({**self.env, "extra": e}) for e in sorted(extras)
-            )
-        except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
-            return False
+        env = tuple(sorted(self.env.items()))
+        for name, extras, specifier, shown in _applicable(
+            self._requires_dist(candidate), candidate.extras, env
+        ):
+            if self.follow is None or self.follow(name):
+                yield Req(name, extras, specifier, f"{label} requires {shown}")
 
     def _requires_dist(self, pin: Pin) -> tuple[str, ...]:
         if pin.root is not None and pin.root.summary is not None:
@@ -150,12 +141,48 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
         return self._requires[key]
 
 
+@functools.lru_cache(maxsize=4096)
+def _applicable(
+    texts: tuple[str, ...], extras: frozenset[str], env_items: tuple[tuple[str, str], ...]
+) -> tuple[tuple[NormalizedName, frozenset[str], SpecifierSet, str], ...]:
+    """The requirements of one Requires-Dist list that apply on the target: without ``extras`` those
+    whose marker holds; with them only what the extras add (the rest came with the base)."""
+    env = dict(env_items)
+    out = []
+    for text in texts:
+        req = parse_requirement(text)
+        if req is None or not _applies(req, extras, env):
+            continue
+        shown = f"{req.name}{'[' + ','.join(sorted(req.extras)) + ']' if req.extras else ''}{req.specifier}"
+        out.append((canonicalize_name(req.name), frozenset(req.extras), req.specifier, shown))
+    return tuple(out)
+
+
+def _applies(req: Requirement, extras: frozenset[str], env: dict[str, str]) -> bool:
+    if req.marker is None:
+        return not extras
+    try:
+        if not extras:
+            return req.marker.evaluate(env)
+        return "extra" in str(req.marker) and any(
+            req.marker.evaluate({**env, "extra": e}) for e in sorted(extras)
+        )
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return False
+
+
 def resolve_closure(
-    roots: Sequence[StackCandidate], listing: Listing, target: Target, *, pre: bool = False
+    roots: Sequence[StackCandidate],
+    listing: Listing,
+    target: Target,
+    *,
+    pre: bool = False,
+    follow: Callable[[str], bool] | None = None,
 ) -> list[Pin]:
-    """Every wheel the roots need beyond themselves, sorted by name (roots excluded)."""
+    """Every wheel the roots need beyond themselves, sorted by name (roots excluded); with ``follow``,
+    only requirements on projects it accepts are followed (the runtime wheels' own little world)."""
     by_name = {canonicalize_name(str(r.name)): r for r in roots}
-    provider = _Provider(by_name, listing, target, pre)
+    provider = _Provider(by_name, listing, target, pre, follow)
     wanted = [
         Req(n, frozenset(), SpecifierSet(), "the chosen set", root=r.filename) for n, r in by_name.items()
     ]

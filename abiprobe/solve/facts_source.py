@@ -12,6 +12,7 @@ from abiprobe.facts import WheelFacts, WheelInfo
 from abiprobe.http import Http
 from abiprobe.index.models import IndexFile
 from abiprobe.remote import RemoteZip
+from abiprobe.wheel import dist_info_dir
 
 
 def wheel_facts_for(file: IndexFile, http: Http, cache: Cache | None, *, offline: bool = False) -> WheelFacts:
@@ -41,3 +42,21 @@ def wheel_info_for(file: IndexFile, http: Http, cache: Cache | None, *, offline:
     if cache is not None and facts.sha256:
         cache.store_summary(facts.summary())
     return WheelInfo.of(facts)
+
+
+def wheel_metadata_for(file: IndexFile, http: Http, cache: Cache | None, *, offline: bool = False) -> bytes:
+    """A wheel's METADATA when its index offers no PEP 658 file: the cache, else one member range-read
+    from the wheel (a few kB of a possibly huge file), stored under the wheel's sha256 or URL."""
+    key = file.sha256 or file.url
+    if cache is not None:
+        hit = cache.load_metadata(key)
+        if hit is not None:
+            return hit
+    if offline:
+        raise IndexError_(f"{file.filename}: metadata not in the cache (offline)")
+    with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
+        member = f"{dist_info_dir(remote.names())}/METADATA"
+        data = remote.read_members([member])[member].read()
+    if cache is not None:
+        cache.store_metadata(key, data)
+    return data

@@ -52,6 +52,7 @@ class Collector:
     client: IndexClient
     facts_for: FactsFor
     target: Target
+    metadata_for: Callable[[IndexFile], bytes] | None = None  # METADATA where no PEP 658 file is offered
     outcomes: list[IndexOutcome] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     _facts: dict[str, WheelInfo | None] = field(default_factory=dict)
@@ -83,6 +84,8 @@ class Collector:
         """Core metadata: the index's PEP 658 file, else the METADATA read from the wheel itself."""
         if file.has_metadata:
             return self.client.fetch_metadata(file)
+        if self.metadata_for is not None:
+            return self.metadata_for(file)
         got = self.facts_for(file)
         meta = (got.summary if isinstance(got, WheelInfo) else got.summary()).metadata
         lines = ["Metadata-Version: 2.1", f"Name: {meta.name}", f"Version: {meta.version}"]
@@ -177,8 +180,8 @@ class RuntimeProviders:
         return tuple(s for sc in self.wheels(base) if (s := sc.summary) is not None)
 
     def wheels(self, base: Group) -> list[StackCandidate]:
-        """The runtime wheels an install of ``base`` gets: from resolving its whole dependency tree (so
-        every pin on them counts, as with pip); one requirement at a time when that cannot be done."""
+        """The runtime wheels an install of ``base`` gets: resolved over every pin on them in the runtime
+        wheels' own dependency tree (as an installer would); one requirement at a time when that fails."""
         if base.key not in self._chosen:
             chosen = self._resolved(base)
             if chosen is None:
@@ -194,7 +197,13 @@ class RuntimeProviders:
         roots = [w for w in base.wheels if w.summary is not None]
         target = self.collector.target
         try:
-            pins = resolve_closure(roots, self.collector, target, pre=self.options.pre)
+            pins = resolve_closure(
+                roots,
+                self.collector,
+                target,
+                pre=self.options.pre,
+                follow=lambda n: n.startswith(_RUNTIME_PREFIXES),
+            )
         except AbiprobeError as exc:
             self.collector.problems.append(f"runtime wheels of {base.id} picked one pin at a time: {exc}")
             return None
@@ -322,9 +331,10 @@ def solve(
     options: FilterOptions,
     *,
     runtime: bool = True,
+    metadata_for: Callable[[IndexFile], bytes] | None = None,
 ) -> tuple[SolveResult, RuntimeProviders]:
     """Collect, build the matrix from pairwise analyses, resolve, and explain what lost."""
-    collector = Collector(client, facts_for, target)
+    collector = Collector(client, facts_for, target, metadata_for)
     collected = collect(stack, collector, options)
     providers = RuntimeProviders(collector, options)
     if runtime:

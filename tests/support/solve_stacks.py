@@ -182,7 +182,10 @@ def solve_stack(out: Path) -> SolveStack:
 
 
 def serve(server: object, stack: SolveStack) -> None:
-    """Add every wheel of ``stack`` to an ``IndexServer`` (yanked ones marked yanked)."""
+    """Add every wheel of ``stack`` to an ``IndexServer`` (yanked ones marked yanked; tinydep offers no
+    PEP 658 file, so its METADATA has to be read out of the wheel)."""
     for key, path in sorted(stack.wheels.items()):
-        options = {"yanked": "broken build"} if key in stack.yanked else {}
+        options: dict[str, object] = {"yanked": "broken build"} if key in stack.yanked else {}
+        if key.startswith("tinydep"):
+            options["metadata"] = False
         server.add_wheel(path, **options)  # type: ignore[attr-defined]
