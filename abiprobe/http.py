@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import netrc
 import os
+import socket
 import sys
 import threading
 import time
@@ -197,6 +198,8 @@ class Http:
                 last = "timed out"
             except httpx.TransportError as exc:
                 last = _transport_reason(exc)
+                if _name_not_resolved(exc):  # the host name does not exist here: asking again won't help
+                    raise IndexError_(f"{display_url(what)}: {last}") from None
         raise IndexError_(f"{display_url(what)}: {last} (after {self.retries} attempts)")
 
     def get(self, url: str, headers: Mapping[str, str] | None = None) -> Fetched:
@@ -248,6 +251,18 @@ class Http:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _name_not_resolved(exc: httpx.TransportError) -> bool:
+    """A failed DNS lookup (``socket.gaierror`` under the connect error), not a refused or lost connection."""
+    if not isinstance(exc, httpx.ConnectError):
+        return False
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, socket.gaierror):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _transport_reason(exc: httpx.TransportError) -> str:

@@ -64,8 +64,11 @@ def list_installed(python: str | None = None) -> list[dict[str, object]]:
     return dists
 
 
-def installed_distributions(python: str | None = None, names: set[str] | None = None) -> list[InstalledDist]:
-    """Facts for every distribution installed for ``python`` (or only the ``names`` given, normalized)."""
+def installed_distributions(
+    python: str | None = None, names: set[str] | None = None, *, binaries: bool = True
+) -> list[InstalledDist]:
+    """Facts for every distribution installed for ``python`` (or only the ``names`` given, normalized);
+    without ``binaries`` only metadata and file lists (no ELF file is read: seconds for a torch stack)."""
     from packaging.utils import canonicalize_name
 
     result: list[InstalledDist] = []
@@ -87,7 +90,11 @@ def installed_distributions(python: str | None = None, names: set[str] | None = 
             continue
         seen.add(key)
         location = Path(str(rec["location"]))
-        facts = facts_from_tree(location, files, f"{meta.name}-{meta.version} (installed)", meta)
+        label = f"{meta.name}-{meta.version} (installed)"
+        if binaries:
+            facts = facts_from_tree(location, files, label, meta)
+        else:
+            facts = WheelFacts(filename=label, sha256="", size=0, metadata=meta, files=tuple(files))
         result.append(
             InstalledDist(
                 facts=facts,

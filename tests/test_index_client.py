@@ -83,6 +83,34 @@ def test_second_fetch_revalidates_with_304_and_no_body(server: IndexServer, http
     assert fetch.revalidated and fetch.page is not None and len(fetch.page.files) == 2
 
 
+def test_page_younger_than_fresh_for_is_used_without_asking(
+    server: IndexServer, http: Http, cache: Cache
+) -> None:
+    IndexClient([server.index_url], cache, http).list_project("demo")
+    asked = server.requests["/simple/demo/"]
+    # WHEN a client that takes 10-minute-old pages as fresh lists it again
+    listing = IndexClient([server.index_url], cache, http, fresh_for=600).list_project("demo")
+    # THEN the server was not asked, and the answer is the cached one
+    assert server.requests["/simple/demo/"] == asked
+    assert sorted(str(c.version) for c in listing.candidates) == ["1.0", "2.0+cu130"]
+    # AND a page older than that is asked for again
+    page = cache.load_page(server.index_url + "demo/")
+    assert page is not None
+    cache.touch_page(page.url, page.fetched_at - 601)
+    IndexClient([server.index_url], cache, http, fresh_for=600).list_project("demo")
+    assert server.requests["/simple/demo/"] == asked + 1
+
+
+def test_unknown_host_name_fails_at_once_without_retries(cache: Cache) -> None:
+    with Http(timeout=5.0, retries=3, backoff=2.0) as slow_retries:
+        fetch = IndexClient(["http://no-such-index.invalid/simple/"], cache, slow_retries).fetch_page(
+            IndexSource("http://no-such-index.invalid/simple/"), "demo"
+        )
+    # THEN it failed, and said so without "after 3 attempts" (no 2 s + 4 s of backoff either)
+    assert fetch.status == "failed" and fetch.error is not None
+    assert "attempts" not in fetch.error
+
+
 def test_304_refreshes_fetched_at(server: IndexServer, http: Http, cache: Cache) -> None:
     client = IndexClient([server.index_url], cache, http)
     client.list_project("demo")

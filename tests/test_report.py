@@ -160,7 +160,12 @@ def test_probe_results_are_listed_with_their_host(inputs: Inputs) -> None:
 def test_lock_file_next_to_the_matrix_is_embedded(inputs: Inputs) -> None:
     lock = (inputs.root / "m" / f"{NAME}.lock.txt").read_text()
     assert inputs.ticket["lock"] == lock
-    assert [w["name"] for w in lock_wheels(lock)][-4:] == ["nvidia-cuda-runtime", "tinydep", "tinyextra", "tinyfast"]
+    assert [w["name"] for w in lock_wheels(lock)][-4:] == [
+        "nvidia-cuda-runtime",
+        "tinydep",
+        "tinyextra",
+        "tinyfast",
+    ]
 
 
 def test_restore_plan_reinstalls_the_snapshot_wheels_by_hash(inputs: Inputs, stack: SolveStack) -> None:

@@ -37,6 +37,9 @@ CUDA_INDEXES = (
     "https://flashinfer.ai/whl/{tag}",
 )
 DEFAULT_WINDOW = 3
+# Index pages fetched this recently are used as they are (the max-age the default registry's simple
+# pages carry); --refresh asks every index again.
+PAGE_FRESH_FOR = 600.0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,6 +80,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--index-strategy", choices=("first-index", "best-match"), help="multi-index strategy")
     p.add_argument("--offline", action="store_true", help="answer from wheel_index_cache/ alone")
+    p.add_argument(
+        "--refresh",
+        action="store_true",
+        help=f"ask every index again (else pages of the last {PAGE_FRESH_FOR / 60:.0f} minutes are reused)",
+    )
     p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory")
     p.add_argument("--profile", type=Path, help="target system-library profile (JSON)")
     p.add_argument("--no-runtime", action="store_true", help="do not add the nvidia wheels torch pins")
@@ -163,7 +171,13 @@ def run(args: argparse.Namespace) -> int:
     cache = Cache(args.cache_dir or default_cache_root())
     with Http(progress=not args.json) as http:
         client = IndexClient(
-            config.sources, cache, http, offline=args.offline, strategy=config.strategy, pins=config.pins
+            config.sources,
+            cache,
+            http,
+            offline=args.offline,
+            strategy=config.strategy,
+            pins=config.pins,
+            fresh_for=0.0 if args.refresh else PAGE_FRESH_FOR,
         )
         result, providers = solve(
             stack,

@@ -49,12 +49,14 @@ class IndexClient:
         strategy: Strategy = "first-index",
         pins: Mapping[str, str] | None = None,
         stale_after: float = DEFAULT_STALE_AFTER,
+        fresh_for: float = 0.0,
     ) -> None:
         self.sources = tuple(s if isinstance(s, IndexSource) else IndexSource(url=s) for s in index_urls)
         self.cache, self.http, self.offline = cache, http, offline
         self.strategy = strategy
         self.pins = {str(canonicalize_name(k)): v for k, v in (pins or {}).items()}
         self.stale_after = stale_after
+        self.fresh_for = fresh_for  # a cached page younger than this is used without asking the index
 
     def fetch_page(self, source: IndexSource, project: str) -> PageFetch:
         """One index's page for ``project``; failures are reported in the result, not raised."""
@@ -73,6 +75,8 @@ class IndexClient:
         if self.offline:
             if cached is None:
                 return PageFetch(source, shown, "failed", error="not in the cache (offline)")
+            return from_cache(cached, None)
+        if cached is not None and time.time() - cached.fetched_at < self.fresh_for:
             return from_cache(cached, None)
         headers = {"Accept": ACCEPT}
         if cached is not None and cached.etag:

@@ -48,9 +48,13 @@ def probe_environment(
 ) -> ProbeResult:
     """Import ``import_order`` with ``python`` as installed (plus ``overlay`` wheels on top)."""
     site, version = _site_of(python)
-    installed = installed_distributions(python)
+    installed = installed_distributions(python, binaries=False)
     wanted = set(import_order)
     stack = [d.facts for d in installed if wanted & set(d.facts.metadata.top_level)]
+    may_stub = options.stub_driver == "always" or (options.stub_driver == "auto" and not host_has_driver())
+    if may_stub:  # the stub needs the driver symbols the stack's binaries import: read them now
+        chosen = {str(canonicalize_name(f.metadata.name)) for f in stack}
+        stack = [d.facts for d in installed_distributions(python, chosen)]
     extra = [cached_wheel_facts(w) for w in overlay]
     root = Path(tempfile.mkdtemp(prefix="abiprobe-env-", dir=options.temp_dir))
     try:
@@ -60,9 +64,7 @@ def probe_environment(
             unpack_wheel(w, overlay_dir)
         stub = None
         facts = stack + extra
-        wants_stub = options.stub_driver == "always" or (
-            options.stub_driver == "auto" and not host_has_driver() and needs_driver(facts)
-        )
+        wants_stub = options.stub_driver == "always" or (may_stub and needs_driver(facts))
         if wants_stub:
             stub = build_stub(root / "stub", driver_symbols(facts), options.driver_version)
         label = f"installed ({python})" + (" + " + ", ".join(w.name for w in overlay) if overlay else "")

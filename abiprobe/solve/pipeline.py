@@ -77,7 +77,14 @@ class Collector:
             return
         alive = [s for s in c.sources if s.label not in dead]
         self.client = IndexClient(
-            alive, c.cache, c.http, c.offline, strategy=c.strategy, pins=c.pins, stale_after=c.stale_after
+            alive,
+            c.cache,
+            c.http,
+            c.offline,
+            strategy=c.strategy,
+            pins=c.pins,
+            stale_after=c.stale_after,
+            fresh_for=c.fresh_for,
         )
 
     def metadata(self, file: IndexFile) -> bytes:
