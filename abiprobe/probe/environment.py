@@ -20,6 +20,7 @@ from abiprobe.errors import UsageError
 from abiprobe.installed import installed_distributions
 from abiprobe.probe.execute import PreparedSet, RunContext, run_fresh
 from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet
+from abiprobe.probe.parallel import dist_name
 from abiprobe.probe.procs import ProcessRegistry
 from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver, needs_driver
 from abiprobe.probe.venv import unpack_wheel
@@ -55,7 +56,7 @@ def probe_environment(
     if may_stub:  # the stub needs the driver symbols the stack's binaries import: read them now
         chosen = {str(canonicalize_name(f.metadata.name)) for f in stack}
         stack = [d.facts for d in installed_distributions(python, chosen)]
-    extra = [cached_wheel_facts(w) for w in overlay]
+    extra = [cached_wheel_facts(w) for w in overlay] if may_stub else []
     root = Path(tempfile.mkdtemp(prefix="abiprobe-env-", dir=options.temp_dir))
     try:
         overlay_dir = root / "overlay" if overlay else None
@@ -69,7 +70,8 @@ def probe_environment(
             stub = build_stub(root / "stub", driver_symbols(facts), options.driver_version)
         label = f"installed ({python})" + (" + " + ", ".join(w.name for w in overlay) if overlay else "")
         probe = ProbeSet(tuple(overlay), tuple(import_order), label)
-        names = {canonicalize_name(f.metadata.name) for f in facts}
+        names = {canonicalize_name(f.metadata.name) for f in stack}
+        names |= {canonicalize_name(dist_name(w)) for w in overlay}
         prepared = PreparedSet(
             0, probe, Path(python), site, overlay_dir, root / "set", tuple(sorted(names)), stub
         )
