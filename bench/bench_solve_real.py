@@ -3,7 +3,9 @@
 Three scenarios, each in a fresh interpreter: fully cold (empty cache), fresh machine (the committed
 ``wheel_index_cache/`` exported from git, nothing else), warm re-solve (the same cache right after).
 Prints wall time, peak RSS, bytes fetched, and those bytes against the candidate wheels' total size and
-against what the naive loop (a venv per set, install, import) downloads for the same sets.
+against what the naive loop (a venv per set, install, import) downloads for the same sets: a lower bound
+(the stack wheels of every cell), every cell's whole install with no cache shared, and the union of those
+installs (what uv downloads when its cache is shared by the cells).
 
     python bench/bench_solve_real.py [--skip-cold] [--json OUT]
 """
@@ -74,6 +76,57 @@ def wheel_totals() -> tuple[int, int]:
     return sum(size_of.values()), naive
 
 
+def naive_installs(cache: Path) -> dict[str, int]:
+    """What the naive loop downloads when every cell's set is installed *with its dependencies*, from
+    the same committed/solved cache (offline): each cell's whole install (the set, the runtime wheels
+    torch pins, and everything they require, as the lock resolves it), summed over cells with no cache
+    shared between them, and as the union of distinct wheels (uv's cache shared by all cells)."""
+    from abiprobe.cache import Cache
+    from abiprobe.cli import build_parser
+    from abiprobe.commands.solve import build_stack, index_urls
+    from abiprobe.http import Http
+    from abiprobe.index.client import IndexClient
+    from abiprobe.index.config import load_index_config
+    from abiprobe.profiles import profile_for
+    from abiprobe.solve.candidates import FilterOptions
+    from abiprobe.solve.closure import Completion
+    from abiprobe.solve.facts_source import wheel_info_for, wheel_metadata_for
+    from abiprobe.solve.pipeline import solve
+    from abiprobe.target import Target
+
+    args = build_parser("solve").parse_args(["solve", *ARGS, "--offline"])
+    target = Target.parse(
+        cuda=args.cuda, arch=args.arch, python=args.python, platform=args.platform, base=Target()
+    )
+    stack = build_stack(args)
+    primary, extras = index_urls(args, target)
+    config = load_index_config(cli_indexes=primary, cli_extra_indexes=extras)
+    store = Cache(cache)
+    with Http(progress=False) as http:
+        client = IndexClient(config.sources, store, http, offline=True)
+        result, providers = solve(
+            stack, target, profile_for(target.machine, target.glibc), client,
+            lambda f: wheel_info_for(f, http, store, offline=True), FilterOptions(window=args.window),
+            metadata_for=lambda f: wheel_metadata_for(f, http, store, offline=True),
+        )  # fmt: skip
+        complete = Completion(providers.collector, target)
+        groups = {g.id: g for gs in result.matrix.groups.values() for g in gs}
+        per_cell: list[int] = []
+        union: dict[str, int] = {}
+        for cell in result.matrix.cells:
+            picked = [groups[m] for m in cell.members]
+            wheels = [w for g in picked for w in g.wheels]
+            wheels += providers.wheels(next(g for g in picked if g.role == stack.roles[0]))
+            wheels += complete(wheels)
+            sizes = {w.filename: int(w.candidate.file.size or 0) for w in wheels}
+            per_cell.append(sum(sizes.values()))
+            union.update(sizes)
+    return {
+        "naive_full_installs_no_shared_cache": sum(per_cell),
+        "naive_full_installs_uv_cache": sum(union.values()),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip-cold", action="store_true")
@@ -87,14 +140,18 @@ def main() -> int:
         export_committed_cache(t / "fresh")
         results["fresh"] = run(t / "fresh" / "wheel_index_cache")
         results["warm"] = run(t / "fresh" / "wheel_index_cache")
+        full = naive_installs(t / "fresh" / "wheel_index_cache")
     candidates, naive = wheel_totals()
     results["candidate_wheels_bytes"] = candidates
     results["naive_loop_bytes_lower_bound"] = naive
+    results.update(full)
     for name in ("cold", "fresh", "warm"):
         r = results.get(name)
         if isinstance(r, dict):
             r["share_of_candidate_wheels"] = f"{r['bytes'] / candidates:.3%}"
             r["share_of_naive_loop"] = f"{r['bytes'] / naive:.3%}"
+            for key, total in full.items():
+                r[f"share_of_{key}"] = f"{r['bytes'] / total:.3%}"
     text = json.dumps(results, indent=1)
     print(text)
     if args.json:
