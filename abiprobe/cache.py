@@ -133,6 +133,15 @@ class Cache:
         self._drop(meta_path, meta)
         return None
 
+    def page_record(self, url: str) -> PageRecord | None:
+        """The small record of a cached page (its body's sha256, when it was fetched), body unread."""
+        key = strip_credentials(url)
+        meta_path = entries.page_path(self.root, key)
+        data = self._read(meta_path)
+        if data is None:
+            return None
+        return self._decode(meta_path, data, lambda d: entries.decode_page(d, entries.url_hash(key)))
+
     def store_page(self, page: CachedPage) -> None:
         """Store ``page`` under its credential-free URL, replacing (and deleting) any older body."""
         if self.readonly:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from support.indexserver import IndexServer
 from support.solve_stacks import serve, solve_stack
-from support.stacks import PY_TAG
+from support.stacks import PURE_TAG, PY_TAG
 
 from abiprobe.analyze import loader
 from abiprobe.cache import Cache
@@ -65,4 +65,43 @@ def test_second_solve_reuses_stored_verdicts_and_recomputes_a_damaged_one(
         assert third == first
         assert full_loads, "recomputing the damaged verdict needed no full facts"
         assert stored[0].read_bytes()[:2] == b"\x1f\x8b", "the damaged entry was not stored again"
+    capsys.readouterr()
+
+
+def test_stored_dependency_resolution_is_reused_until_a_page_it_read_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from support.wheelbuild import build_wheel
+
+    from abiprobe.index.client import IndexClient
+
+    stack = solve_stack(tmp_path / "stack")
+    with IndexServer() as server:
+        serve(server, stack)
+        _solve(server, tmp_path / "cache", tmp_path / "m1")
+        lock1 = (tmp_path / "m1" / f"{NAME}.lock.txt").read_text()
+        assert "tinydep-2.0-" in lock1
+        # WHEN solved again: the lock's dependencies come from the stored resolution, no listing of them
+        listed: list[str] = []
+        real = IndexClient.list_project
+
+        def counting(self: IndexClient, project: str, **kw: object) -> object:
+            listed.append(project)
+            return real(self, project, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(IndexClient, "list_project", counting)
+        _solve(server, tmp_path / "cache", tmp_path / "m2")
+        assert (tmp_path / "m2" / f"{NAME}.lock.txt").read_text() == lock1
+        assert not [p for p in listed if p.startswith("tiny")]
+        # AND once tinydep's page changes (a 2.5 is uploaded), asking the index again gives the new answer
+        server.add_wheel(
+            build_wheel(tmp_path / "new", "tinydep", "2.5", {"tinydep_25.py": b""}, tag=PURE_TAG)
+        )
+        args = ["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--index", server.index_url]
+        rc = main(
+            [*args, "--cache-dir", str(tmp_path / "cache"), "--out-dir", str(tmp_path / "m3"), "--refresh"]
+        )
+        assert rc == 0
+        lock3 = (tmp_path / "m3" / f"{NAME}.lock.txt").read_text()
+        assert "tinydep-2.5-" in lock3 and "tinyextra" not in lock3  # 2.5 has no dependencies
     capsys.readouterr()

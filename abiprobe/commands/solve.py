@@ -190,7 +190,9 @@ def run(args: argparse.Namespace) -> int:
             metadata_for=lambda f: wheel_metadata_for(f, http, cache, offline=args.offline),
         )
         # the rest of an install (numpy, sympy, ...): for the lock and the probe jobs, resolved on demand
-        complete = None if args.no_runtime else Completion(providers.collector, target, pre=args.pre)
+        complete = None
+        if not args.no_runtime:
+            complete = Completion(providers.collector, target, pre=args.pre, memo=cache)
         doc = matrix_document(result)
         if args.probe:
             doc = probe_here(args, doc, result, providers, complete)

@@ -132,6 +132,22 @@ class IndexClient:
                     break
         return combine(project, chosen, fetches)
 
+    def page_identity(self, project: str) -> tuple[str, ...] | None:
+        """What the cache holds for ``project``'s pages (their bodies' sha256s), when this client would
+        answer from those very pages without asking (offline, or fresh); None when it would ask."""
+        if self.cache is None:
+            return None
+        out = []
+        for source in sources_for(project, self.sources, self.pins):
+            record = self.cache.page_record(project_url(source, project))
+            if record is None and self.offline:
+                out.append("-")
+                continue
+            if record is None or (not self.offline and time.time() - record.fetched_at >= self.fresh_for):
+                return None
+            out.append(record.body_sha256)
+        return tuple(out)
+
     def fetch_metadata(self, file: IndexFile) -> bytes:
         """The wheel's PEP 658 core metadata, hash-checked, cached under the wheel's sha256."""
         key = file.sha256 or file.metadata_url

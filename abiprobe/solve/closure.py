@@ -10,20 +10,24 @@ result completes the lock and the probe jobs: ``--no-deps`` installs of them giv
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.parser import BytesParser
+from pathlib import Path
 from typing import Any, Protocol
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
 
 from abiprobe.errors import AbiprobeError
-from abiprobe.index.models import Candidate, IndexFile
+from abiprobe.hosts import concrete, neutral
+from abiprobe.index.models import Candidate, IndexFile, candidates_from_files
 from abiprobe.requirements import marker_environment, parse_requirement
 from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter
 from abiprobe.target import Target
@@ -171,6 +175,61 @@ def _applies(req: Requirement, extras: frozenset[str], env: dict[str, str]) -> b
         return False
 
 
+class MemoStore(Protocol):
+    """Where a resolution outlives the run (``abiprobe.cache.Cache``'s stored analyses)."""
+
+    def load_analysis(self, key: str) -> list[dict[str, Any]] | None: ...
+
+    def store_analysis(self, key: str, verdicts: list[dict[str, Any]]) -> None: ...
+
+
+class _Recording:
+    """A listing that notes which projects a resolution looked at."""
+
+    def __init__(self, listing: Listing) -> None:
+        self.listing = listing
+        self.projects: set[str] = set()
+
+    def candidates(self, project: str) -> tuple[Candidate, ...]:
+        self.projects.add(str(canonicalize_name(project)))
+        return self.listing.candidates(project)
+
+    def metadata(self, file: IndexFile) -> bytes:
+        return self.listing.metadata(file)
+
+
+@functools.cache
+def _code_digest() -> str:
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for name in ("closure.py", "candidates.py"):
+        h.update((here / name).read_bytes())
+    return h.hexdigest()
+
+
+def _memo_key(roots: Sequence[StackCandidate], target: Target, pre: bool, scope: str) -> str | None:
+    shas = [r.key for r in roots]
+    if any(len(s) != 64 for s in shas):
+        return None
+    doc = {"kind": "closure", "code": _code_digest(), "roots": sorted(shas), "target": target.key(),
+           "pre": pre, "scope": scope}  # fmt: skip
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def _pin_to_json(p: Pin) -> dict[str, Any]:
+    f = p.candidate.file
+    return {"filename": f.filename, "url": neutral(f.url), "sha256": f.sha256, "size": f.size,
+            "index": neutral(f.index_url)}  # fmt: skip
+
+
+def _pin_from_json(d: dict[str, Any]) -> Pin:
+    hashes = {"sha256": str(d["sha256"])} if d.get("sha256") else {}
+    file = IndexFile(str(d["filename"]), concrete(str(d["url"])), hashes, size=d.get("size"),
+                     index_url=concrete(str(d.get("index") or "")))  # fmt: skip
+    ((c,), _) = candidates_from_files([file])
+    return Pin(c.name, c.version, c)
+
+
 def resolve_closure(
     roots: Sequence[StackCandidate],
     listing: Listing,
@@ -178,9 +237,45 @@ def resolve_closure(
     *,
     pre: bool = False,
     follow: Callable[[str], bool] | None = None,
+    scope: str = "all",
+    memo: MemoStore | None = None,
 ) -> list[Pin]:
     """Every wheel the roots need beyond themselves, sorted by name (roots excluded); with ``follow``,
-    only requirements on projects it accepts are followed (the runtime wheels' own little world)."""
+    only requirements on projects it accepts are followed (``scope`` names that choice).
+
+    With ``memo`` (and a listing that can tell its pages' identity without reading them) an earlier
+    answer is reused while every page it looked at is still the same page: a warm solve then parses
+    no dependency's listing."""
+    key = _memo_key(roots, target, pre, scope) if memo is not None else None
+    identity = getattr(listing, "identity", None)
+    if key is not None and memo is not None and identity is not None:
+        for entry in memo.load_analysis(key) or []:
+            pages = entry.get("pages")
+            if isinstance(pages, dict) and all(identity(p) == tuple(ids) for p, ids in pages.items()):
+                try:
+                    return [_pin_from_json(d) for d in entry.get("pins", [])]
+                except (KeyError, TypeError, ValueError, InvalidVersion):
+                    break
+    recording = _Recording(listing)
+    pins = _resolve(roots, recording, target, pre, follow)
+    if key is not None and memo is not None and identity is not None:
+        seen = {p: identity(p) for p in sorted(recording.projects)}
+        if all(ids is not None for ids in seen.values()):
+            entry = {
+                "pages": {p: list(ids or ()) for p, ids in seen.items()},
+                "pins": [_pin_to_json(p) for p in pins],
+            }
+            memo.store_analysis(key, [entry])
+    return pins
+
+
+def _resolve(
+    roots: Sequence[StackCandidate],
+    listing: Listing,
+    target: Target,
+    pre: bool,
+    follow: Callable[[str], bool] | None,
+) -> list[Pin]:
     by_name = {canonicalize_name(str(r.name)): r for r in roots}
     provider = _Provider(by_name, listing, target, pre, follow)
     wanted = [
@@ -199,8 +294,10 @@ class Completion:
     """``complete(wheels)``: the dependency wheels that make ``wheels`` a whole install (memoised);
     when that is impossible the reason is kept in ``problems`` and nothing is added."""
 
-    def __init__(self, listing: Listing, target: Target, *, pre: bool = False) -> None:
-        self.listing, self.target, self.pre = listing, target, pre
+    def __init__(
+        self, listing: Listing, target: Target, *, pre: bool = False, memo: MemoStore | None = None
+    ) -> None:
+        self.listing, self.target, self.pre, self.memo = listing, target, pre, memo
         self.problems: list[str] = []
         self._memo: dict[tuple[str, ...], list[StackCandidate]] = {}
 
@@ -208,7 +305,7 @@ class Completion:
         key = tuple(sorted(w.filename for w in wheels))
         if key not in self._memo:
             try:
-                pins = resolve_closure(wheels, self.listing, self.target, pre=self.pre)
+                pins = resolve_closure(wheels, self.listing, self.target, pre=self.pre, memo=self.memo)
                 self._memo[key] = [StackCandidate("dependency", p.candidate, 0) for p in pins]
             except AbiprobeError as exc:
                 self.problems.append(str(exc))

@@ -87,6 +87,10 @@ class Collector:
             fresh_for=c.fresh_for,
         )
 
+    def identity(self, project: str) -> tuple[str, ...] | None:
+        """The identity of the pages a listing of ``project`` would be read from (see IndexClient)."""
+        return self.client.page_identity(project)
+
     def metadata(self, file: IndexFile) -> bytes:
         """Core metadata: the index's PEP 658 file, else the METADATA read from the wheel itself."""
         if file.has_metadata:
@@ -210,6 +214,8 @@ class RuntimeProviders:
                 target,
                 pre=self.options.pre,
                 follow=lambda n: n.startswith(_RUNTIME_PREFIXES),
+                scope="runtime",
+                memo=self.collector.client.cache,
             )
         except AbiprobeError as exc:
             self.collector.problems.append(f"runtime wheels of {base.id} picked one pin at a time: {exc}")
