@@ -41,13 +41,19 @@ def _probe(base: Path, a: Path, b: Path, temp: Path) -> dict[str, dict[str, obje
     }
 
 
-def test_second_probe_of_a_layer_reuses_its_bytecode_and_never_a_sets_own(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def layer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
+    """The fixture wheels, a private bytecode store, and two empty temp parents t1/ and t2/."""
     monkeypatch.setenv("ABIPROBE_LOCAL_DIR", str(tmp_path / "local"))
-    base, a, b = _wheels(tmp_path / "wheels")
     (tmp_path / "t1").mkdir()
     (tmp_path / "t2").mkdir()
+    return _wheels(tmp_path / "wheels")
+
+
+def test_second_probe_of_a_layer_reuses_its_bytecode_and_never_a_sets_own(
+    tmp_path: Path, layer: tuple[Path, Path, Path]
+) -> None:
+    base, a, b = layer
     # GIVEN a first probe of two sets sharing the layer `shared`, with an empty store
     first = _probe(base, a, b, tmp_path / "t1")
     assert {k: (v["outcome"], v["mode"], v["bytecode_files_restored"]) for k, v in first.items()} == {
@@ -72,13 +78,10 @@ def test_second_probe_of_a_layer_reuses_its_bytecode_and_never_a_sets_own(
 
 
 def test_stale_saved_bytecode_is_recompiled_not_trusted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, layer: tuple[Path, Path, Path]
 ) -> None:
     # GIVEN a store whose bytecode for shared/core.py claims VALUE = 7 but was compiled from other source
-    monkeypatch.setenv("ABIPROBE_LOCAL_DIR", str(tmp_path / "local"))
-    base, a, b = _wheels(tmp_path / "wheels")
-    (tmp_path / "t1").mkdir()
-    (tmp_path / "t2").mkdir()
+    base, a, b = layer
     _probe(base, a, b, tmp_path / "t1")
     (pyc,) = (tmp_path / "local").rglob("core.cpython-312.pyc")
     other = tmp_path / "other_core.py"
