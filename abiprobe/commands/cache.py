@@ -32,10 +32,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _common(info)
     info.set_defaults(func=run_info)
 
-    prune = actions.add_parser("prune", help="delete index pages (and with --facts, facts and metadata)")
+    prune = actions.add_parser("prune", help="delete index pages (and with --facts, facts, verdicts and metadata)")
     _common(prune)
     prune.add_argument("--older-than", type=float, metavar="DAYS", help="only entries older than DAYS days")
-    prune.add_argument("--facts", action="store_true", help="also prune wheel facts and core metadata")
+    prune.add_argument(
+        "--facts",
+        action="store_true",
+        help="also prune wheel facts, their summaries, stored verdicts and core metadata",
+    )
     prune.set_defaults(func=run_prune)
 
     verify = actions.add_parser("verify", help="check every entry's integrity (exit 1 when any is damaged)")
