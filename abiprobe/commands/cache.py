@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _common(info)
     info.set_defaults(func=run_info)
 
-    prune = actions.add_parser("prune", help="delete index pages (and with --facts, facts, verdicts and metadata)")
+    prune = actions.add_parser(
+        "prune", help="delete index pages (and with --facts, facts, verdicts and metadata)"
+    )
     _common(prune)
     prune.add_argument("--older-than", type=float, metavar="DAYS", help="only entries older than DAYS days")
     prune.add_argument(
