@@ -17,7 +17,7 @@ from typing import Any
 from abiprobe.cache_io import canonical_json, gzip_bytes, is_sha256_hex, plain, pretty_json, sha256_hex
 from abiprobe.errors import CacheError
 from abiprobe.facts import FACTS_SCHEMA_VERSION, SUMMARY_VERSION, WheelFacts, WheelSummary
-from abiprobe.hosts import concrete, neutral
+from abiprobe.hosts import concrete, concrete_bytes, neutral, neutral_bytes
 
 CACHE_SCHEMA_VERSION = 1
 
@@ -286,7 +286,8 @@ def decode_summary(data: bytes, expected_sha256: str) -> WheelSummary:
 
 
 def encode_metadata(key: str, data: bytes) -> bytes:
-    return _frame("metadata", neutral(key), data)
+    """METADATA text names the default registry's hosts in project URLs: stored as tokens, as pages are."""
+    return _frame("metadata", neutral(key), neutral_bytes(data))
 
 
 def decode_metadata(data: bytes, expected_name: str) -> tuple[str, bytes]:
@@ -295,7 +296,7 @@ def decode_metadata(data: bytes, expected_name: str) -> tuple[str, bytes]:
     key = concrete(key) if isinstance(key, str) else key
     if not isinstance(key, str) or metadata_name(key) != expected_name:
         raise CorruptEntryError("metadata entry is filed under another key's name")
-    return key, payload
+    return key, concrete_bytes(payload)
 
 
 def encode_hosts(notes: dict[str, dict[str, Any]]) -> bytes:

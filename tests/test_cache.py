@@ -678,3 +678,17 @@ def test_verify_checks_stored_analyses(tmp_path: Path) -> None:
     report = cache.verify(repair=True)
     assert [(p.kind, p.removed) for p in report.problems] == [("corrupt", True)]
     assert not entry.exists()
+
+
+def test_metadata_naming_the_registry_is_stored_with_tokens_and_read_back_whole(tmp_path: Path) -> None:
+    from abiprobe.hosts import concrete
+
+    # GIVEN METADATA whose project URLs name the default registry (its host read from pip at run time)
+    text = f"Name: x\nProject-URL: Page, https://{concrete('{registry}')}/project/x/\n".encode()
+    assert b"{registry}" not in text
+    cache = Cache(tmp_path)
+    cache.store_metadata(WHEEL_SHA, text)
+    # THEN the file on disk names no registry host, and reading gives the original bytes
+    (stored,) = files_under(tmp_path, "*.metadata")
+    assert concrete("{registry}").encode() not in stored.read_bytes()
+    assert cache.load_metadata(WHEEL_SHA) == text
