@@ -24,8 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from support.indexserver import IndexServer  # noqa: E402
-from support.solve_stacks import serve, solve_stack  # noqa: E402
-from support.stacks import PY_TAG  # noqa: E402
+from support.solve_stacks import serve, solve_argv, solve_stack  # noqa: E402
 
 from abiprobe.cli import main  # noqa: E402
 
@@ -35,24 +34,7 @@ def run(server: IndexServer, cache: Path, out: Path, *extra: str) -> dict[str, o
     tracemalloc.start()
     started = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
-        rc = main(
-            [
-                "solve",
-                "--cuda",
-                "13.0",
-                "--arch",
-                "sm120",
-                "--python",
-                PY_TAG,
-                "--index",
-                server.index_url,
-                "--cache-dir",
-                str(cache),
-                "--out-dir",
-                str(out),
-                *extra,
-            ]
-        )
+        rc = main(solve_argv(server.index_url, cache, out, *extra))
     seconds = time.perf_counter() - started
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()

@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 from support.indexserver import IndexServer
-from support.solve_stacks import serve, solve_stack
+from support.solve_stacks import serve, solve_argv, solve_stack
 from support.stacks import PY_TAG
 
 from abiprobe.cli import main
@@ -59,20 +59,7 @@ def ran(server: IndexServer, tmp_path_factory: pytest.TempPathFactory) -> Ran:
     jobs_file = root / "probe-jobs.json"
     rc = main(
         [
-            "solve",
-            "--cuda",
-            "13.0",
-            "--arch",
-            "sm120",
-            "--python",
-            PY_TAG,
-            "--index",
-            server.index_url,
-            "--cache-dir",
-            str(root / "cache"),
-            "--out-dir",
-            str(root / "matrices"),
-            "--json",
+            *solve_argv(server.index_url, root / "cache", root / "matrices", "--json"),
             "--emit-probe-jobs",
             str(jobs_file),
             "--probe-arch",

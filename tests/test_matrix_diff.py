@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from support.indexserver import IndexServer
-from support.solve_stacks import SolveStack, _kernel, solve_stack
+from support.solve_stacks import SolveStack, _kernel, solve_argv, solve_stack
 from support.stacks import PY_TAG
 
 from abiprobe.cli import main
@@ -31,24 +31,7 @@ class Days:
 
 
 def solve_day(server: IndexServer, cache: Path, out: Path) -> Path:
-    rc = main(
-        [
-            "solve",
-            "--cuda",
-            "13.0",
-            "--arch",
-            "sm120",
-            "--python",
-            PY_TAG,
-            "--index",
-            server.index_url,
-            "--cache-dir",
-            str(cache),
-            "--out-dir",
-            str(out),
-            "--json",
-        ]
-    )
+    rc = main(solve_argv(server.index_url, cache, out, "--json"))
     assert rc in (0, 1)
     return out / f"{NAME}.json"
 

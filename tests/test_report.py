@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from support.indexserver import IndexServer
-from support.solve_stacks import SolveStack, serve, solve_stack
+from support.solve_stacks import SolveStack, serve, solve_argv, solve_stack
 from support.stacks import PY_TAG
 from support.venvs import make_venv, pip_install
 
@@ -63,27 +63,7 @@ def inputs(stack: SolveStack, tmp_path_factory: pytest.TempPathFactory) -> Itera
     )
     with IndexServer() as server:
         serve(server, stack)
-        assert (
-            main(
-                [
-                    "solve",
-                    "--cuda",
-                    "13.0",
-                    "--arch",
-                    "sm120",
-                    "--python",
-                    PY_TAG,
-                    "--index",
-                    server.index_url,
-                    "--cache-dir",
-                    str(root / "cache"),
-                    "--out-dir",
-                    str(root / "m"),
-                    "--json",
-                ]
-            )
-            == 0
-        )
+        assert main(solve_argv(server.index_url, root / "cache", root / "m", "--json")) == 0
     matrix = root / "m" / f"{NAME}.json"
     cell = {"row": "torch==2.9.0", "col": "sglang-kernel==0.4.0"}
     job = {"id": JOB, "name": JOB, "matrix": "k", "cell": cell, "target": {}}

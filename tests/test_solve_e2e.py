@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 from support.indexserver import IndexServer
-from support.solve_stacks import SolveStack, serve, solve_stack
+from support.solve_stacks import SolveStack, serve, solve_argv, solve_stack
 from support.stacks import PY_TAG
 
 from abiprobe.cli import main
@@ -38,22 +38,7 @@ def server(stack: SolveStack) -> Iterator[IndexServer]:
 
 
 def solve_args(server_url: str, tmp: Path, *extra: str) -> list[str]:
-    return [
-        "solve",
-        "--cuda",
-        "13.0",
-        "--arch",
-        "sm120",
-        "--python",
-        PY_TAG,
-        "--index",
-        server_url,
-        "--cache-dir",
-        str(tmp / "cache"),
-        "--out-dir",
-        str(tmp / "matrices"),
-        *extra,
-    ]
+    return solve_argv(server_url, tmp / "cache", tmp / "matrices", *extra)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from support.indexserver import IndexServer
-from support.solve_stacks import serve, solve_stack
+from support.solve_stacks import serve, solve_argv, solve_stack
 from support.stacks import PURE_TAG, PY_TAG
 
 from abiprobe.analyze import loader
@@ -19,8 +19,7 @@ NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 
 
 def _solve(server: IndexServer, cache: Path, out: Path) -> dict[str, object]:
-    rc = main(["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--index", server.index_url,
-               "--cache-dir", str(cache), "--out-dir", str(out), "--json"])  # fmt: skip
+    rc = main(solve_argv(server.index_url, cache, out, "--json"))
     assert rc == 0
     doc: dict[str, object] = json.loads((out / f"{NAME}.json").read_text())
     doc.pop("indexes")  # how each page was had (fetched, revalidated), not what the matrix says
@@ -97,10 +96,7 @@ def test_stored_dependency_resolution_is_reused_until_a_page_it_read_changes(
         server.add_wheel(
             build_wheel(tmp_path / "new", "tinydep", "2.5", {"tinydep_25.py": b""}, tag=PURE_TAG)
         )
-        args = ["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--index", server.index_url]
-        rc = main(
-            [*args, "--cache-dir", str(tmp_path / "cache"), "--out-dir", str(tmp_path / "m3"), "--refresh"]
-        )
+        rc = main(solve_argv(server.index_url, tmp_path / "cache", tmp_path / "m3", "--refresh"))
         assert rc == 0
         lock3 = (tmp_path / "m3" / f"{NAME}.lock.txt").read_text()
         assert "tinydep-2.5-" in lock3 and "tinyextra" not in lock3  # 2.5 has no dependencies

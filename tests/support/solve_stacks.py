@@ -20,7 +20,17 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from support.stacks import ABI3_TAG, CP_TAG, FATBIN_ASM, PURE_TAG, _module, _stub, _torch, build_fatbin
+from support.stacks import (
+    ABI3_TAG,
+    CP_TAG,
+    FATBIN_ASM,
+    PURE_TAG,
+    PY_TAG,
+    _module,
+    _stub,
+    _torch,
+    build_fatbin,
+)
 from support.wheelbuild import build_wheel
 
 C10_DECL = (
@@ -179,6 +189,12 @@ def solve_stack(out: Path) -> SolveStack:
     if "stack" not in _BUILT:
         _BUILT["stack"] = build_solve_stack(out)
     return _BUILT["stack"]
+
+
+def solve_argv(index_url: str, cache: Path, out: Path, *extra: str) -> list[str]:
+    """``abiprobe solve`` for the fixture stack's target (CUDA 13.0, sm120, this interpreter's Python)."""
+    return ["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--index", index_url,
+            "--cache-dir", str(cache), "--out-dir", str(out), *extra]  # fmt: skip
 
 
 def serve(server: object, stack: SolveStack) -> None:
