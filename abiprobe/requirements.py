@@ -40,24 +40,36 @@ def parse_requirement(text: str) -> Requirement | None:
         return None
 
 
-def applicable_requirements(requires_dist: Iterable[str], target: Target) -> tuple[Requirement, ...]:
-    """Requires-Dist entries that apply on the target without extras; unparsable ones are skipped."""
+def applicable_requirements(
+    requires_dist: Iterable[str], target: Target, extras: frozenset[str] = frozenset()
+) -> tuple[Requirement, ...]:
+    """Requires-Dist entries that apply on the target; unparsable ones are skipped. Without ``extras``
+    those whose marker holds; with them only what those extras add (``extra == ...`` markers)."""
     env = marker_environment(target)
-    return _applicable(tuple(requires_dist), tuple(sorted(env.items())))
+    return _applicable(tuple(requires_dist), extras, tuple(sorted(env.items())))
 
 
 @functools.lru_cache(maxsize=4096)
-def _applicable(texts: tuple[str, ...], env_items: tuple[tuple[str, str], ...]) -> tuple[Requirement, ...]:
+def _applicable(
+    texts: tuple[str, ...], extras: frozenset[str], env_items: tuple[tuple[str, str], ...]
+) -> tuple[Requirement, ...]:
     env = dict(env_items)
     out: list[Requirement] = []
     for text in texts:
         req = parse_requirement(text)
-        if req is None:
-            continue
-        try:
-            if req.marker is not None and not req.marker.evaluate(env):
-                continue
-        except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
-            continue
-        out.append(req)
+        if req is not None and _applies(req, extras, env):
+            out.append(req)
     return tuple(out)
+
+
+def _applies(req: Requirement, extras: frozenset[str], env: dict[str, str]) -> bool:
+    try:
+        if not extras:
+            return req.marker is None or req.marker.evaluate(env)
+        return (
+            req.marker is not None
+            and "extra" in str(req.marker)
+            and any(req.marker.evaluate({**env, "extra": e}) for e in sorted(extras))
+        )
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return False

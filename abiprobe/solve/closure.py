@@ -18,8 +18,6 @@ from email.parser import BytesParser
 from pathlib import Path
 from typing import Any, Protocol
 
-from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -28,7 +26,7 @@ from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Res
 from abiprobe.errors import AbiprobeError
 from abiprobe.hosts import concrete, neutral
 from abiprobe.index.models import Candidate, IndexFile, candidates_from_files
-from abiprobe.requirements import marker_environment, parse_requirement
+from abiprobe.requirements import applicable_requirements
 from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter
 from abiprobe.target import Target
 
@@ -88,7 +86,6 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
     ) -> None:
         self.roots, self.listing, self.target, self.follow = roots, listing, target, follow
         self.options = FilterOptions(pre=pre, window=None)
-        self.env = marker_environment(target)
         self._listed: dict[str, list[Candidate]] = {}
         self._requires: dict[str, tuple[str, ...]] = {}
 
@@ -127,12 +124,12 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
         label = f"{candidate.name} {candidate.version}"
         if candidate.extras:  # an extra: its base at the same version, plus what the extra adds
             yield Req(candidate.name, frozenset(), SpecifierSet(f"=={candidate.version}"), label)
-        env = tuple(sorted(self.env.items()))
-        for name, extras, specifier, shown in _applicable(
-            self._requires_dist(candidate), candidate.extras, env
-        ):
+        for req in applicable_requirements(self._requires_dist(candidate), self.target, candidate.extras):
+            name = canonicalize_name(req.name)
             if self.follow is None or self.follow(name):
-                yield Req(name, extras, specifier, f"{label} requires {shown}")
+                extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+                shown = f"{req.name}{extras}{req.specifier}"
+                yield Req(name, frozenset(req.extras), req.specifier, f"{label} requires {shown}")
 
     def _requires_dist(self, pin: Pin) -> tuple[str, ...]:
         if pin.root is not None and pin.root.summary is not None:
@@ -143,36 +140,6 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
             msg = BytesParser().parsebytes(raw, headersonly=True)
             self._requires[key] = tuple(msg.get_all("Requires-Dist") or ())
         return self._requires[key]
-
-
-@functools.lru_cache(maxsize=4096)
-def _applicable(
-    texts: tuple[str, ...], extras: frozenset[str], env_items: tuple[tuple[str, str], ...]
-) -> tuple[tuple[NormalizedName, frozenset[str], SpecifierSet, str], ...]:
-    """The requirements of one Requires-Dist list that apply on the target: without ``extras`` those
-    whose marker holds; with them only what the extras add (the rest came with the base)."""
-    env = dict(env_items)
-    out = []
-    for text in texts:
-        req = parse_requirement(text)
-        if req is None or not _applies(req, extras, env):
-            continue
-        shown = f"{req.name}{'[' + ','.join(sorted(req.extras)) + ']' if req.extras else ''}{req.specifier}"
-        out.append((canonicalize_name(req.name), frozenset(req.extras), req.specifier, shown))
-    return tuple(out)
-
-
-def _applies(req: Requirement, extras: frozenset[str], env: dict[str, str]) -> bool:
-    if req.marker is None:
-        return not extras
-    try:
-        if not extras:
-            return req.marker.evaluate(env)
-        return "extra" in str(req.marker) and any(
-            req.marker.evaluate({**env, "extra": e}) for e in sorted(extras)
-        )
-    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
-        return False
 
 
 class MemoStore(Protocol):

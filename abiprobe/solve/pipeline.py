@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
@@ -22,7 +21,7 @@ from abiprobe.index.client import IndexClient
 from abiprobe.index.models import Candidate, IndexFile
 from abiprobe.index.multi import IndexOutcome
 from abiprobe.profiles import Profile
-from abiprobe.requirements import applicable_requirements, marker_environment, parse_requirement
+from abiprobe.requirements import applicable_requirements
 from abiprobe.solve.candidates import (
     Exclusion,
     FilterOptions,
@@ -221,9 +220,7 @@ class RuntimeProviders:
             self.collector.problems.append(f"runtime wheels of {base.id} picked one pin at a time: {exc}")
             return None
         out = []
-        for pin in pins:
-            if not pin.name.startswith(_RUNTIME_PREFIXES):
-                continue
+        for pin in pins:  # all runtime projects: nothing else was followed
             bare = StackCandidate("runtime", pin.candidate, 0)
             info = self.collector.facts(bare)
             if info is not None:
@@ -259,19 +256,8 @@ class RuntimeProviders:
 def _requirements_with_extras(
     requires_dist: Sequence[str], target: Target, extras: frozenset[str]
 ) -> list[Requirement]:
-    out = list(applicable_requirements(requires_dist, target))
-    env = marker_environment(target)
-    for extra in sorted(extras):
-        for text in requires_dist:
-            req = parse_requirement(text)
-            if req is None or req.marker is None or "extra" not in str(req.marker):
-                continue
-            try:
-                if req.marker.evaluate({**env, "extra": extra}):
-                    out.append(req)
-            except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
-                continue
-    return out
+    base = applicable_requirements(requires_dist, target)
+    return [*base, *(applicable_requirements(requires_dist, target, extras) if extras else ())]
 
 
 def index_statuses(
