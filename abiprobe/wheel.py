@@ -174,14 +174,17 @@ class _spooled(AbstractContextManager[BinaryIO]):
             self.tmp.close()
 
 
-def wheel_facts_from_path(path: Path, expected_sha256: str | None = None) -> WheelFacts:
-    """Inspect a local wheel file (hash-checked when ``expected_sha256`` is given)."""
+def wheel_facts_from_path(
+    path: Path, expected_sha256: str | None = None, *, known_sha256: str | None = None
+) -> WheelFacts:
+    """Inspect a local wheel file (hash-checked when ``expected_sha256`` is given). ``known_sha256`` is
+    the file's digest when the caller has just established it (``local_sha256``): not hashed again."""
     try:
         parse_wheel_filename(path.name)
     except InvalidWheelFilename as exc:
         raise WheelFormatError(f"{path.name}: not a valid wheel filename ({exc})") from None
     try:
-        digest = sha256_of_file(path)
+        digest = known_sha256 or sha256_of_file(path)
         size = path.stat().st_size
     except OSError as exc:
         raise WheelFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
@@ -232,10 +235,13 @@ def cached_wheel_facts(path: Path, cache: Cache | None = None) -> WheelFacts:
 
     The sha256 itself is remembered by the file's identity (``abiprobe.localstate``), so a wheel is hashed
     once, not on every call."""
-    info = local_wheel_info(path, cache)
+    from abiprobe.cache import Cache
+
+    store = cache if cache is not None else Cache()
+    info = local_wheel_info(path, store)
     facts = info.full()
     if facts is None:  # the entry went missing or was damaged since the summary was read
-        facts = _computed_facts(path, info.sha256, cache)
+        facts = _computed_facts(path, info.sha256, store)
     return facts
 
 
@@ -258,10 +264,8 @@ def local_wheel_info(path: Path, cache: Cache | None = None) -> WheelInfo:
     return WheelInfo.of(_computed_facts(path, digest, store))
 
 
-def _computed_facts(path: Path, digest: str, cache: Cache | None) -> WheelFacts:
-    from abiprobe.cache import Cache
-
-    store = cache if cache is not None else Cache()
-    facts = wheel_facts_from_path(path, expected_sha256=digest)
+def _computed_facts(path: Path, digest: str, store: Cache) -> WheelFacts:
+    """Read a local wheel whose sha256 is ``digest`` (from ``local_sha256``) and store its facts."""
+    facts = wheel_facts_from_path(path, known_sha256=digest)
     store.store_facts(facts)
     return facts

@@ -36,7 +36,7 @@ def driver_symbols(wheels: Iterable[WheelFacts | WheelSummary]) -> tuple[tuple[s
     """Driver API functions (``cu*``, with any symbol version) imported by objects that need libcuda."""
     found: set[tuple[str, str | None]] = set()
     for wheel in wheels:
-        found.update((wheel.summary() if isinstance(wheel, WheelFacts) else wheel).driver_imports)
+        found.update(_summary(wheel).driver_imports)
     return tuple(sorted(found, key=lambda s: (s[0], s[1] or "")))
 
 
@@ -46,8 +46,11 @@ def needs_driver(wheels: Iterable[WheelFacts | WheelSummary]) -> bool:
 
 
 def links_driver(wheel: WheelFacts | WheelSummary) -> bool:
-    needed = wheel.needed if isinstance(wheel, WheelSummary) else [n for e in wheel.elf for n in e.needed]
-    return any(n.startswith("libcuda.so") for n in needed)
+    return any(n.startswith("libcuda.so") for n in _summary(wheel).needed)
+
+
+def _summary(wheel: WheelFacts | WheelSummary) -> WheelSummary:
+    return wheel.summary() if isinstance(wheel, WheelFacts) else wheel
 
 
 def stub_source(symbols: Iterable[str], driver_version: int) -> str:
