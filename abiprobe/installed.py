@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from abiprobe.errors import UsageError, WheelFormatError
@@ -44,6 +44,10 @@ class InstalledDist:
     location: Path
     direct_url: str | None
     installer: str | None
+
+    def with_binaries(self) -> WheelFacts:
+        """These facts plus the ELF objects among the distribution's files (read now)."""
+        return facts_from_tree(self.location, self.facts.files, self.facts.filename, self.facts.metadata)
 
 
 def list_installed(python: str | None = None) -> list[dict[str, object]]:
@@ -91,18 +95,13 @@ def installed_distributions(
         seen.add(key)
         location = Path(str(rec["location"]))
         label = f"{meta.name}-{meta.version} (installed)"
-        if binaries:
-            facts = facts_from_tree(location, files, label, meta)
-        else:
-            facts = WheelFacts(filename=label, sha256="", size=0, metadata=meta, files=tuple(files))
-        result.append(
-            InstalledDist(
-                facts=facts,
-                location=location,
-                direct_url=str(rec["direct_url"]) if rec["direct_url"] else None,
-                installer=str(rec["installer"]).strip() if rec["installer"] else None,
-            )
+        dist = InstalledDist(
+            facts=WheelFacts(filename=label, sha256="", size=0, metadata=meta, files=tuple(files)),
+            location=location,
+            direct_url=str(rec["direct_url"]) if rec["direct_url"] else None,
+            installer=str(rec["installer"]).strip() if rec["installer"] else None,
         )
+        result.append(replace(dist, facts=dist.with_binaries()) if binaries else dist)
     return result
 
 

@@ -51,11 +51,13 @@ def probe_environment(
     site, version = _site_of(python)
     installed = installed_distributions(python, binaries=False)
     wanted = set(import_order)
-    stack = [d.facts for d in installed if wanted & set(d.facts.metadata.top_level)]
     may_stub = options.stub_driver == "always" or (options.stub_driver == "auto" and not host_has_driver())
-    if may_stub:  # the stub needs the driver symbols the stack's binaries import: read them now
-        chosen = {str(canonicalize_name(f.metadata.name)) for f in stack}
-        stack = [d.facts for d in installed_distributions(python, chosen)]
+    # the stub needs the driver symbols the stack's binaries import: only then are they read
+    stack = [
+        d.with_binaries() if may_stub else d.facts
+        for d in installed
+        if wanted & set(d.facts.metadata.top_level)
+    ]
     extra = [cached_wheel_facts(w) for w in overlay] if may_stub else []
     root = Path(tempfile.mkdtemp(prefix="abiprobe-env-", dir=options.temp_dir))
     try:
