@@ -79,20 +79,11 @@ def _gpu(result: ProbeResult) -> dict[str, Any]:
 
 def run_job_command(args: argparse.Namespace) -> int:
     """``abiprobe probe --job FILE [--job-id ID]``: exit 0 when the set imports and agrees with the matrix."""
-    from abiprobe.commands.probe import parse_driver_version
+    from abiprobe.commands.probe import probe_options
 
     job = select_job(load_jobs(args.job), args.job_id)
     wheels_dir = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
-    opts = ProbeOptions(
-        python=args.python or job["python"],
-        timeout=args.timeout,
-        jobs=args.jobs,
-        keep=args.keep,
-        installer=args.installer,
-        stub_driver=args.stub_driver,
-        driver_version=parse_driver_version(args.driver_version),
-        smoke=not args.no_smoke,
-    )
+    opts = probe_options(args, args.python or job["python"])
     doc = run_job(job, wheels_dir, opts, download=not args.no_download)
     text = json.dumps(doc, indent=1) + "\n"
     if args.result is not None:

@@ -98,17 +98,7 @@ def run(args: argparse.Namespace) -> int:
         order = default_import_order(wheels)
     if not order:
         raise UsageError("nothing to import: pass --import-order")
-    options = ProbeOptions(
-        python=args.python,
-        timeout=args.timeout,
-        jobs=args.jobs,
-        keep=args.keep,
-        installer=args.installer,
-        stub_driver=args.stub_driver,
-        driver_version=parse_driver_version(args.driver_version),
-        smoke=not args.no_smoke,
-        bytecode=not args.no_bytecode_cache,
-    )
+    options = probe_options(args, args.python)
     label = " + ".join(w.name for w in wheels)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -161,3 +151,18 @@ def render(result: ProbeResult) -> None:
         console.print(f"  smoke: {json.dumps(result.smoke, sort_keys=True)}")
     if result.temp_root:
         console.print(f"  kept: {result.temp_root}")
+
+
+def probe_options(args: argparse.Namespace, python: str | None) -> ProbeOptions:
+    """The probe options ``abiprobe probe``'s flags ask for (a set on the command line or a ``--job``)."""
+    return ProbeOptions(
+        python=python,
+        timeout=args.timeout,
+        jobs=args.jobs,
+        keep=args.keep,
+        installer=args.installer,
+        stub_driver=args.stub_driver,
+        driver_version=parse_driver_version(args.driver_version),
+        smoke=not args.no_smoke,
+        bytecode=not args.no_bytecode_cache,
+    )
