@@ -131,20 +131,15 @@ def test_near_miss_explains_the_newer_kernel(solved: tuple[int, Path]) -> None:
     assert misses["sglang-kernel==0.4.2"].startswith("with torch==2.9.0: gpu_arch fail:")
 
 
+# The chosen set, its runtime wheel, then the rest of its install, in the lock's order.
+LOCKED = ["torch", "sglang-kernel", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache",
+          "nvidia-cuda-runtime", "tinydep", "tinyextra", "tinyfast"]  # fmt: skip
+
+
 def test_lock_file_pins_exact_urls_and_hashes(solved: tuple[int, Path], server: IndexServer) -> None:
     lines = (solved[1] / "matrices" / f"{NAME}.lock.txt").read_text().splitlines()
     reqs = [ln.split(" @ ")[0] for ln in lines if " @ " in ln]
-    assert reqs == [
-        "torch",
-        "sglang-kernel",
-        "flashinfer-python",
-        "flashinfer-cubin",
-        "flashinfer-jit-cache",
-        "nvidia-cuda-runtime",
-        "tinydep",
-        "tinyextra",
-        "tinyfast",
-    ]
+    assert reqs == LOCKED
     assert sum(ln.strip().startswith("--hash=sha256:") for ln in lines) == 9
     assert "tinydep-2.0-" in "\n".join(lines)
 
@@ -181,19 +176,7 @@ def test_pip_accepts_the_lock_file_with_require_hashes(solved: tuple[int, Path],
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     names = sorted(i["metadata"]["name"] for i in json.loads(done.stdout)["install"])
-    assert names == sorted(
-        [
-            "torch",
-            "sglang-kernel",
-            "flashinfer-python",
-            "flashinfer-cubin",
-            "flashinfer-jit-cache",
-            "nvidia-cuda-runtime",
-            "tinydep",
-            "tinyextra",
-            "tinyfast",
-        ]
-    )
+    assert names == sorted(LOCKED)
 
 
 @pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed on this machine")
