@@ -190,8 +190,10 @@ class Cache:
 
     # wheel facts
 
-    def load_facts(self, sha256: str) -> WheelFacts | None:
-        """Facts of the wheel with this sha256, or None on a miss or a damaged/foreign entry."""
+    def load_facts(self, sha256: str, *, allow_partial: bool = False) -> WheelFacts | None:
+        """Facts of the wheel with this sha256, or None on a miss or a damaged/foreign entry.
+
+        Facts with unread members (see ``WheelFacts.unread``) count as a miss unless ``allow_partial``."""
         sha = sha256.lower()
         if not is_sha256_hex(sha):
             return None
@@ -199,7 +201,8 @@ class Cache:
         data = self._read(path)
         if data is None:
             return None
-        return self._decode(path, data, lambda d: entries.decode_facts(d, sha))
+        facts = self._decode(path, data, lambda d: entries.decode_facts(d, sha))
+        return None if facts is not None and facts.unread and not allow_partial else facts
 
     def store_facts(self, facts: WheelFacts) -> None:
         """Store facts forever under the wheel's sha256; a current entry already there is kept as is."""
@@ -209,12 +212,15 @@ class Cache:
         if self.readonly:
             return
         path = entries.facts_path(self.root, sha)
-        if not entries.facts_entry_is_current(path, sha):
+        if not entries.facts_entry_is_current(path, sha):  # missing, foreign or partial: replaced
             self._write(path, entries.encode_facts(facts))
+        elif facts.unread:  # complete facts are there already: kept, and so is their summary
+            return
         self.store_summary(facts.summary())
 
-    def load_summary(self, sha256: str) -> WheelSummary | None:
-        """The wheel's summary (metadata, files, needed sonames), or None on a miss or a damaged entry."""
+    def load_summary(self, sha256: str, *, allow_partial: bool = False) -> WheelSummary | None:
+        """The wheel's summary (metadata, files, needed sonames), or None on a miss or a damaged entry;
+        the summary of partial facts counts as a miss unless ``allow_partial``."""
         sha = sha256.lower()
         if not is_sha256_hex(sha):
             return None
@@ -222,14 +228,16 @@ class Cache:
         data = self._read(path)
         if data is None:
             return None
-        return self._decode(path, data, lambda d: entries.decode_summary(d, sha))
+        summary = self._decode(path, data, lambda d: entries.decode_summary(d, sha))
+        return None if summary is not None and summary.unread and not allow_partial else summary
 
     def store_summary(self, summary: WheelSummary) -> None:
         sha = summary.sha256.lower()
         if self.readonly or not is_sha256_hex(sha) or sha != summary.sha256:
             return
         path = entries.summary_path(self.root, sha)
-        if not path.exists() or self.load_summary(sha) != summary:  # missing, damaged or of another version
+        # missing, damaged, of another version, or of other (partial) facts
+        if not path.exists() or self.load_summary(sha, allow_partial=True) != summary:
             self._write(path, entries.encode_summary(summary))
 
     # analysis results, keyed by a digest of everything they depend on (see abiprobe.solve.evaluate)

@@ -222,11 +222,13 @@ def decode_body(data: bytes, expected_sha256: str) -> bytes:
 
 def encode_facts(facts: WheelFacts) -> bytes:
     payload = canonical_json(plain(facts))
-    return gzip_bytes(_frame("facts", facts.sha256, payload, facts_schema=facts.schema_version))
+    extra: dict[str, Any] = {"partial": True} if facts.unread else {}
+    return gzip_bytes(_frame("facts", facts.sha256, payload, facts_schema=facts.schema_version, **extra))
 
 
 def facts_entry_is_current(path: Path, sha256: str) -> bool:
-    """Whether ``path`` already holds a current-schema entry for ``sha256``, from its header alone."""
+    """Whether ``path`` already holds a current-schema entry for ``sha256`` with complete facts, from its
+    header alone (partial facts are replaced by whatever is stored next: a superset or complete facts)."""
     try:
         with gzip.open(path, "rb") as handle:
             line = handle.readline(FACTS_HEADER_LIMIT)
@@ -239,6 +241,7 @@ def facts_entry_is_current(path: Path, sha256: str) -> bool:
         and header.get("schema") == CACHE_SCHEMA_VERSION
         and header.get("key") == sha256
         and header.get("facts_schema") == FACTS_SCHEMA_VERSION
+        and not header.get("partial")
     )
 
 

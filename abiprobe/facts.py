@@ -125,6 +125,9 @@ class WheelFacts:
     files: tuple[str, ...] = ()  # every path the wheel installs (RECORD order)
     elf: tuple[ElfFacts, ...] = ()
     errors: tuple[str, ...] = ()  # per-member problems that did not stop the whole wheel
+    # installed paths of binary members not read yet (a solve reads only what the loader reaches of a
+    # runtime wheel); empty for complete facts, the only kind commands other than ``solve`` accept
+    unread: tuple[str, ...] = ()
     schema_version: int = FACTS_SCHEMA_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -133,6 +136,27 @@ class WheelFacts:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WheelFacts:
         return _wheel_facts_from_json(data)
+
+    def merged(self, more: WheelFacts) -> WheelFacts:
+        """These facts plus the members ``more`` (another partial read of the same wheel) has read."""
+        if more.sha256 != self.sha256:
+            raise ValueError(f"cannot merge facts of {more.filename} into {self.filename}")
+        have = {e.path for e in self.elf}
+        elf = [*self.elf, *(e for e in more.elf if e.path not in have)]
+        order = {path: i for i, path in enumerate(self.files)}
+        elf.sort(key=lambda e: order.get(e.path, len(order)))
+        still = set(more.unread)
+        return WheelFacts(
+            filename=self.filename,
+            sha256=self.sha256,
+            size=self.size,
+            metadata=self.metadata,
+            files=self.files,
+            elf=tuple(elf),
+            errors=tuple(dict.fromkeys((*self.errors, *more.errors))),
+            unread=tuple(p for p in self.unread if p in still),
+            schema_version=self.schema_version,
+        )
 
     def summary(self) -> WheelSummary:
         """The small part of these facts that choosing candidates needs (no symbols, no GPU code)."""
@@ -145,6 +169,7 @@ class WheelFacts:
             self.files,
             tuple(needed),
             _driver_imports(self.elf),
+            self.unread,
         )
 
 
@@ -164,6 +189,7 @@ class WheelSummary:
     needed: tuple[str, ...] = ()
     # CUDA driver API functions (with symbol version) imported by objects linking libcuda.so.1
     driver_imports: tuple[tuple[str, str | None], ...] = ()
+    unread: tuple[str, ...] = ()  # as in WheelFacts: ``needed`` and ``driver_imports`` omit these members
     schema_version: int = FACTS_SCHEMA_VERSION
     summary_version: int = SUMMARY_VERSION
 
@@ -180,6 +206,7 @@ class WheelSummary:
             files=tuple(data.get("files", ())),
             needed=tuple(data.get("needed", ())),
             driver_imports=tuple((str(n), v) for n, v in data.get("driver_imports", ())),
+            unread=tuple(data.get("unread", ())),
             schema_version=data.get("schema_version", FACTS_SCHEMA_VERSION),
             summary_version=data.get("summary_version", 0),
         )
@@ -262,6 +289,7 @@ def _wheel_facts_from_json(data: dict[str, Any]) -> WheelFacts:
         files=tuple(data.get("files", ())),
         elf=tuple(elf_facts_from_json(e) for e in data.get("elf", ())),
         errors=tuple(data.get("errors", ())),
+        unread=tuple(data.get("unread", ())),
         schema_version=data.get("schema_version", FACTS_SCHEMA_VERSION),
     )
 

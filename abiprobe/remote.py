@@ -329,15 +329,19 @@ class RemoteZip:
         spool.seek(0)
         return spool
 
-    def facts(self, filename: str, sha256: str | None = None) -> WheelFacts:
-        """WheelFacts from the members ``abiprobe.wheel.select_members`` picks; nothing else is fetched."""
+    def facts(
+        self, filename: str, sha256: str | None = None, read: Callable[[str], bool] | None = None
+    ) -> WheelFacts:
+        """WheelFacts from the members ``abiprobe.wheel.select_members`` picks; nothing else is fetched.
+
+        ``read`` (installed path -> bool) limits the binaries read; the rest are listed as unread."""
         from abiprobe.wheel import facts_from_members, select_members
 
         names = self.names()
-        fetched = self.read_members(select_members(names))
+        fetched = self.read_members(select_members(names, read))
         digest = sha256 or self.sha256 or self.expected_sha256 or ""
         try:
-            return facts_from_members(filename, digest, self.size or 0, names, _opener(fetched))
+            return facts_from_members(filename, digest, self.size or 0, names, _opener(fetched), read)
         finally:
             for fh in fetched.values():
                 fh.close()

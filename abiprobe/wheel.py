@@ -38,11 +38,17 @@ def dist_info_dir(names: Iterable[str]) -> str:
     return dirs.pop()
 
 
-def select_members(names: Sequence[str]) -> list[str]:
-    """Members worth reading: shared objects, extensions and cubins, plus the dist-info files."""
+def select_members(names: Sequence[str], read: Callable[[str], bool] | None = None) -> list[str]:
+    """Members worth reading: shared objects, extensions and cubins, plus the dist-info files.
+
+    ``read`` narrows the binaries to those whose installed path it accepts."""
     info = dist_info_dir(names)
     wanted = {f"{info}/{f}" for f in _DIST_INFO_FILES}
-    return [n for n in names if n in wanted or looks_like_binary_member(n)]
+    return [
+        n
+        for n in names
+        if n in wanted or (looks_like_binary_member(n) and (read is None or read(installed_path(n))))
+    ]
 
 
 def installed_path(member: str) -> str:
@@ -97,8 +103,12 @@ def facts_from_members(
     size: int,
     names: Sequence[str],
     open_member: MemberOpener,
+    read: Callable[[str], bool] | None = None,
 ) -> WheelFacts:
-    """Build WheelFacts from a wheel's member list and a way to open (seekable) members by name."""
+    """Build WheelFacts from a wheel's member list and a way to open (seekable) members by name.
+
+    With ``read``, only binary members whose installed path it accepts are opened; the others are
+    listed in ``unread`` (partial facts)."""
     info = dist_info_dir(names)
 
     def read_small(member: str) -> bytes | None:
@@ -120,10 +130,14 @@ def facts_from_members(
     meta = parse_metadata(metadata, read_small(f"{info}/WHEEL"), tops)
     elf: list[ElfFacts] = []
     errors: list[str] = []
+    unread: list[str] = []
     for member in names:
         if not looks_like_binary_member(member):
             continue
         target = installed_path(member)
+        if read is not None and not read(target):
+            unread.append(target)
+            continue
         try:
             with open_member(member) as fh:
                 head = fh.read(4)
@@ -140,6 +154,7 @@ def facts_from_members(
         files=files,
         elf=tuple(elf),
         errors=tuple(errors),
+        unread=tuple(unread),
     )
 
 

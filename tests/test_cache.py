@@ -158,6 +158,49 @@ def test_facts_entry_is_deterministic_across_stores(tmp_path: Path) -> None:
     assert a.read_bytes() == b.read_bytes()
 
 
+def _partial(facts: WheelFacts) -> WheelFacts:
+    """``facts`` as a solve's partial read leaves them: the extension module not read."""
+    return dataclasses.replace(facts, elf=(), unread=("sgl_kernel/common_ops.abi3.so",))
+
+
+def test_partial_facts_are_a_miss_unless_asked_for_and_complete_facts_replace_them(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    # GIVEN partial facts stored
+    cache.store_facts(_partial(make_facts()))
+    # THEN only a caller that accepts partial facts gets them (or their summary)
+    assert cache.load_facts(WHEEL_SHA) is None
+    assert cache.load_summary(WHEEL_SHA) is None
+    assert cache.load_facts(WHEEL_SHA, allow_partial=True) == _partial(make_facts())
+    assert cache.load_summary(WHEEL_SHA, allow_partial=True) == _partial(make_facts()).summary()
+    # WHEN the complete facts are stored
+    cache.store_facts(make_facts())
+    # THEN they replace the partial entry, summary included
+    assert cache.load_facts(WHEEL_SHA) == make_facts()
+    assert cache.load_summary(WHEEL_SHA) == make_facts().summary()
+
+
+def test_partial_facts_never_replace_complete_ones(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    cache.store_facts(make_facts())
+    before = {p: p.read_bytes() for p in files_under(tmp_path, "*.gz")}
+    cache.store_facts(_partial(make_facts()))
+    assert {p: p.read_bytes() for p in files_under(tmp_path, "*.gz")} == before
+    assert cache.load_summary(WHEEL_SHA) == make_facts().summary()
+
+
+def test_merging_partial_reads_keeps_member_order_and_shrinks_unread() -> None:
+    full = make_facts()
+    extra = dataclasses.replace(full.elf[0], path="sgl_kernel/aaa.so")
+    files = ("sgl_kernel/aaa.so", *full.files)
+    first = dataclasses.replace(full, files=files, unread=("sgl_kernel/aaa.so",))
+    second = dataclasses.replace(full, files=files, elf=(extra,), unread=("sgl_kernel/common_ops.abi3.so",))
+    merged = first.merged(second)
+    assert [e.path for e in merged.elf] == ["sgl_kernel/aaa.so", "sgl_kernel/common_ops.abi3.so"]
+    assert merged.unread == ()
+    with pytest.raises(ValueError, match="cannot merge"):
+        first.merged(make_facts("4a" * 32))
+
+
 def test_metadata_round_trip_by_sha_and_by_url(tmp_path: Path) -> None:
     cache = Cache(tmp_path)
     cache.store_metadata(WHEEL_SHA, b"Metadata-Version: 2.1\nName: torch\n")

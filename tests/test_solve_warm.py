@@ -48,9 +48,9 @@ def test_second_solve_reuses_stored_verdicts_and_recomputes_a_damaged_one(
         full_loads: list[str] = []
         real_load = Cache.load_facts
 
-        def counting_load(self: Cache, sha256: str) -> WheelFacts | None:
+        def counting_load(self: Cache, sha256: str, **kwargs: bool) -> WheelFacts | None:
             full_loads.append(sha256)
-            return real_load(self, sha256)
+            return real_load(self, sha256, **kwargs)
 
         monkeypatch.setattr(Cache, "load_facts", counting_load)
         second = _solve(server, tmp_path / "cache", tmp_path / "m2")

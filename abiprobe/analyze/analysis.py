@@ -208,8 +208,14 @@ _SIMULATIONS: dict[tuple[tuple[str, ...], str, str], LoaderSimulation] = {}
 def extension_cache_key(
     wheel: WheelFacts, providers: Sequence[WheelFacts], target: Target, profile: Profile
 ) -> tuple[str, tuple[str, ...], str, str]:
-    """(wheel sha256, sorted provider sha256s, target key, profile digest): what an analysis depends on."""
-    return (wheel.sha256, tuple(sorted(p.sha256 for p in providers)), target.key(), profile.digest())
+    """(wheel sha256, sorted provider sha256s, target key, profile digest): what an analysis depends on.
+
+    A provider with unread members (partial facts, which only ever gain members) is also keyed by them."""
+    return (wheel.sha256, tuple(sorted(_facts_key(p) for p in providers)), target.key(), profile.digest())
+
+
+def _facts_key(facts: WheelFacts) -> str:
+    return "\0".join((facts.sha256, *facts.unread))
 
 
 def analyze_extension(

@@ -43,7 +43,8 @@ TORCH_PRELOADS = (
     "libnvshmem_host",
     "libcufile",
 )
-_PRELOAD = re.compile(
+# installed paths of the libraries ``import torch`` preloads (torch/lib, and the nvidia libraries it names)
+PRELOADED = re.compile(
     r"^(?:torch/lib/[^/]+\.so(?:\.\d+)*"
     rf"|nvidia/[^/]+/lib/(?:{'|'.join(TORCH_PRELOADS)})\.so(?:\.\d+)+)$"
 )
@@ -182,7 +183,7 @@ class LoaderSimulation:
     def preload_order(self) -> list[InstalledObject]:
         """What importing torch loads globally: the nvidia libraries torch preloads, then torch/lib (their
         DT_NEEDED closure follows when each is loaded)."""
-        objs = [o for p, o in sorted(self.layout.objects.items()) if _PRELOAD.match(p)]
+        objs = [o for p, o in sorted(self.layout.objects.items()) if PRELOADED.match(p)]
         reached = self._torch_lib_closure()
         if reached is not None:
             objs = [o for o in objs if not o.path.startswith("torch/lib/") or o.path in reached]

@@ -23,7 +23,7 @@ from abiprobe.report.matrix_json import dumps, matrix_document
 from abiprobe.report.matrix_md import render_markdown
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.closure import Completion
-from abiprobe.solve.facts_source import wheel_info_for, wheel_metadata_for
+from abiprobe.solve.facts_source import runtime_info_for, wheel_info_for, wheel_metadata_for
 from abiprobe.solve.lock import locked_wheels, render_lock
 from abiprobe.solve.matrix import Matrix
 from abiprobe.solve.pipeline import RuntimeProviders, solve
@@ -188,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
             options,
             runtime=not args.no_runtime,
             metadata_for=lambda f: wheel_metadata_for(f, http, cache, offline=args.offline),
+            runtime_facts_for=lambda f, read: runtime_info_for(f, http, cache, read, offline=args.offline),
         )
         # the rest of an install (numpy, sympy, ...): for the lock and the probe jobs, resolved on demand
         complete = None

@@ -6,6 +6,8 @@ GPU code) loaded only if an analysis that is not stored yet needs them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from abiprobe.cache import Cache
 from abiprobe.errors import IndexError_
 from abiprobe.facts import WheelFacts, WheelInfo
@@ -41,6 +43,40 @@ def wheel_info_for(file: IndexFile, http: Http, cache: Cache | None, *, offline:
     facts = wheel_facts_for(file, http, cache, offline=offline)
     if cache is not None and facts.sha256:
         cache.store_summary(facts.summary())
+    return WheelInfo.of(facts)
+
+
+def runtime_info_for(
+    file: IndexFile, http: Http, cache: Cache | None, read: Callable[[str], bool], *, offline: bool = False
+) -> WheelInfo:
+    """A runtime wheel's facts with at least the binaries ``read`` accepts (installed paths) read.
+
+    The loader reaches a few libraries of a runtime wheel (cuDNN's loader, not its dlopen'd engines), so a
+    cold solve fetches only those members; what is known already is reused, and what is learned is merged
+    into the stored (partial) facts. Complete facts, when stored, serve every ``read``."""
+    sha = file.sha256
+    known = None
+    if cache is not None and sha:
+        summary = cache.load_summary(sha, allow_partial=True)
+        if summary is not None and not any(read(p) for p in summary.unread):
+            return WheelInfo(summary, load=lambda: cache.load_facts(sha, allow_partial=True))
+        known = cache.load_facts(sha, allow_partial=True)
+        if known is not None and not any(read(p) for p in known.unread):
+            cache.store_summary(known.summary())
+            return WheelInfo.of(known)
+    if offline:
+        raise IndexError_(f"{file.filename}: facts not in the cache (offline)")
+    wanted = set(known.unread) if known is not None else None
+
+    def more(path: str) -> bool:
+        return read(path) and (wanted is None or path in wanted)
+
+    with RemoteZip(http, file.url, sha, file.size, cache) as remote:
+        facts = remote.facts(file.filename, sha, more)
+    if known is not None:
+        facts = known.merged(facts)
+    if cache is not None and facts.sha256:
+        cache.store_facts(facts)
     return WheelInfo.of(facts)
 
 

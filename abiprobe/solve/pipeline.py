@@ -6,14 +6,16 @@ a local index server and the bench counts bytes; everything after collection is 
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from abiprobe.analyze.loader import PRELOADED
 from abiprobe.errors import AbiprobeError
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.http import display_url
@@ -41,6 +43,8 @@ from abiprobe.solve.stack import Stack
 from abiprobe.target import Target
 
 FactsFor = Callable[[IndexFile], WheelInfo | WheelFacts]
+# a runtime wheel's facts with at least the binaries (installed paths) the predicate accepts read
+RuntimeFactsFor = Callable[[IndexFile, Callable[[str], bool]], WheelInfo]
 _RUNTIME_PREFIXES = ("nvidia-", "cuda-toolkit")
 
 
@@ -52,9 +56,11 @@ class Collector:
     facts_for: FactsFor
     target: Target
     metadata_for: Callable[[IndexFile], bytes] | None = None  # METADATA where no PEP 658 file is offered
+    runtime_facts_for: RuntimeFactsFor | None = None  # partial reads of runtime wheels; else facts_for
     outcomes: list[IndexOutcome] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     _facts: dict[str, WheelInfo | None] = field(default_factory=dict)
+    _runtime: dict[str, WheelInfo | None] = field(default_factory=dict)
     _listings: dict[str, tuple[Candidate, ...]] = field(default_factory=dict)
 
     def candidates(self, project: str) -> tuple[Candidate, ...]:
@@ -112,6 +118,25 @@ class Collector:
                 self.problems.append(f"{sc.filename}: {exc}")
                 self._facts[key] = None
         return self._facts[key]
+
+    def runtime_info(self, sc: StackCandidate, read: Callable[[str], bool]) -> WheelInfo | None:
+        """A runtime wheel's facts with every binary ``read`` accepts read (others may stay unread)."""
+        if self.runtime_facts_for is None:
+            return self.facts(sc)
+        key = sc.candidate.file.url
+        have = self._runtime.get(key)
+        if key in self._runtime and (have is None or not any(read(p) for p in have.summary.unread)):
+            return have
+        try:
+            self._runtime[key] = self.runtime_facts_for(sc.candidate.file, read)
+        except AbiprobeError as exc:
+            self.problems.append(f"{sc.filename}: {exc}")
+            self._runtime[key] = None
+        return self._runtime[key]
+
+    def stack_needed(self) -> set[str]:
+        """Every soname a stack candidate fetched so far needs."""
+        return {n for info in self._facts.values() if info is not None for n in info.summary.needed}
 
 
 @dataclass(frozen=True)
@@ -173,7 +198,10 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Colle
 class RuntimeProviders:
     """The nvidia wheels a base (torch) wheel pins, found on the indexes, with their facts.
 
-    Choosing them needs summaries only; their full facts are loaded when an analysis really runs.
+    Choosing them needs summaries only; their full facts are loaded when an analysis really runs. Of each
+    wheel only the libraries the loader can reach are read: those torch preloads and those whose file
+    name some stack candidate or read library needs (DT_NEEDED), to a fixed point. cuDNN's dlopen'd
+    engines (a gigabyte) stay unread: no static verdict looks at them.
     """
 
     def __init__(self, collector: Collector, options: FilterOptions) -> None:
@@ -181,6 +209,34 @@ class RuntimeProviders:
         self.options = FilterOptions(pre=options.pre, yanked=options.yanked, window=1)
         self._picked: dict[str, StackCandidate | None] = {}
         self._chosen: dict[str, tuple[StackCandidate, ...]] = {}
+        self._needed: set[str] | None = None
+
+    def _reached(self, path: str) -> bool:
+        """Whether the simulated loader may open the runtime library installed at ``path``."""
+        if self._needed is None:
+            self._needed = self.collector.stack_needed()
+        return bool(PRELOADED.match(path)) or posixpath.basename(path) in self._needed
+
+    def _info(self, sc: StackCandidate) -> WheelInfo | None:
+        return self.collector.runtime_info(sc, self._reached)
+
+    def _settled(self, chosen: list[StackCandidate]) -> list[StackCandidate]:
+        """Read what the libraries read so far need, until nothing more is reached."""
+        if self._needed is None:
+            self._needed = self.collector.stack_needed()
+        while True:
+            for sc in chosen:
+                if sc.summary is not None:
+                    self._needed.update(sc.summary.needed)
+            stale = [
+                i
+                for i, sc in enumerate(chosen)
+                if sc.summary is not None and any(self._reached(p) for p in sc.summary.unread)
+            ]
+            if not stale:
+                return chosen
+            for i in stale:
+                chosen[i] = replace(chosen[i], info=self._info(chosen[i]))
 
     def __call__(self, base: Group) -> Sequence[WheelFacts]:
         """Full facts of the providers (loads them)."""
@@ -200,7 +256,7 @@ class RuntimeProviders:
                     if w.summary is not None:
                         self._expand(w.summary, frozenset(), found, depth=0)
                 chosen = [found[k] for k in sorted(found)]
-            self._chosen[base.key] = tuple(chosen)
+            self._chosen[base.key] = tuple(self._settled(chosen))
         return list(self._chosen[base.key])
 
     def _resolved(self, base: Group) -> list[StackCandidate] | None:
@@ -222,7 +278,7 @@ class RuntimeProviders:
         out = []
         for pin in pins:  # all runtime projects: nothing else was followed
             bare = StackCandidate("runtime", pin.candidate, 0)
-            info = self.collector.facts(bare)
+            info = self._info(bare)
             if info is not None:
                 variant = infer_variant(pin.candidate, info.summary, target)
                 out.append(StackCandidate("runtime", pin.candidate, 0, info=info, variant=variant))
@@ -248,7 +304,7 @@ class RuntimeProviders:
             target = self.collector.target
             every_version = self.collector.candidates(req.name)
             listed, _ = prefilter("runtime", every_version, req.specifier, target, self.options)
-            kept, _ = select_window("runtime", listed, self.collector.facts, target, self.options)
+            kept, _ = select_window("runtime", listed, self._info, target, self.options)
             self._picked[key] = kept[0] if kept else None
         return self._picked[key]
 
@@ -331,9 +387,10 @@ def solve(
     *,
     runtime: bool = True,
     metadata_for: Callable[[IndexFile], bytes] | None = None,
+    runtime_facts_for: RuntimeFactsFor | None = None,
 ) -> tuple[SolveResult, RuntimeProviders]:
     """Collect, build the matrix from pairwise analyses, resolve, and explain what lost."""
-    collector = Collector(client, facts_for, target, metadata_for)
+    collector = Collector(client, facts_for, target, metadata_for, runtime_facts_for)
     collected = collect(stack, collector, options)
     providers = RuntimeProviders(collector, options)
     if runtime:

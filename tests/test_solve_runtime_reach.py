@@ -1,0 +1,146 @@
+"""A solve reads of a runtime wheel only the libraries the loader reaches, and later reads what it lacks.
+
+The fixture runtime wheel is shaped like nvidia-cudnn: ``libcudart.so.13`` (torch preloads it) needs
+``libcudart_core.so.13`` (where ``cudaRuntimeGetVersion`` lives), and ``libcudart_engines.so.13`` holds
+half a megabyte of random data that nothing links (a dlopen'd engine library).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.cbuild import build_shared
+from support.indexserver import IndexServer
+from support.solve_stacks import C10_CALL, C10_DECL, solve_argv
+from support.stacks import ABI3_TAG, PY_TAG, _module, _torch
+from support.wheelbuild import build_wheel
+
+from abiprobe.cache import Cache
+from abiprobe.cli import main
+
+NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
+ENGINES = "nvidia/cu13/lib/libcudart_engines.so.13"
+STACK_TOML = """
+[stack]
+members = [
+  { role = "torch", names = ["torch"] },
+  { role = "kernel", names = ["sglang-kernel"] },
+]
+"""
+BLOB = 512 * 1024
+
+
+def _runtime(out: Path) -> tuple[Path, Path, Path]:
+    """The runtime wheel, the libcudart.so.13 to link kernels against, and the engines library."""
+    core = build_shared(
+        out, "libcudart_core.so.13", "int cudaRuntimeGetVersion(int* v) { *v = 13000; return 0; }",
+        soname="libcudart_core.so.13",
+    )  # fmt: skip
+    cudart = build_shared(
+        out, "libcudart.so.13", "int cudart_front(void) { return 1; }", soname="libcudart.so.13",
+        link=[core], runpath=["$ORIGIN"],
+    )  # fmt: skip
+    engines = build_shared(out, "libcudart_engines.so.13", "int engine(void) { return 2; }",
+                           soname="libcudart_engines.so.13")  # fmt: skip
+    blob = out / "blob.bin"
+    blob.write_bytes(os.urandom(BLOB))  # incompressible: fetching it would show in the bytes served
+    subprocess.run(["objcopy", "--add-section", f".blob={blob}", str(engines)], check=True)
+    wheel = build_wheel(
+        out / "wheels",
+        "nvidia-cuda-runtime",
+        "13.0.96",
+        {
+            "nvidia/cu13/lib/libcudart.so.13": cudart,
+            "nvidia/cu13/lib/libcudart_core.so.13": core,
+            ENGINES: engines,
+        },
+        tag="py3-none-manylinux_2_28_x86_64",
+    )
+    return wheel, cudart, engines
+
+
+def _kernel(out: Path, version: str, link: tuple[Path, ...]) -> Path:
+    """sglang-kernel ``version`` linking ``link``; RPATH into the runtime wheel's lib directory."""
+    d = out / f"k{version}"
+    ops = _module(
+        d, "common_ops.abi3.so", "common_ops", cxx=True, link=link, decls=C10_DECL % "unsigned int",
+        body=C10_CALL, extra=("-Wl,--disable-new-dtags", "-Wl,-rpath,$ORIGIN/../nvidia/cu13/lib"),
+    )  # fmt: skip
+    files = {"sgl_kernel/__init__.py": b"", "sgl_kernel/common_ops.abi3.so": ops}
+    return build_wheel(
+        d / "wheels", "sglang-kernel", version, files, tag=ABI3_TAG, requires_dist=["torch==2.9.0"]
+    )
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("runtime-reach")
+    torch, c10, _ = _torch(out / "torch", "2.9.0", unsigned=True, aoti=True)
+    runtime, cudart, engines = _runtime(out / "runtime")
+    return {
+        "torch": torch,
+        "runtime": runtime,
+        "k040": _kernel(out, "0.4.0", (c10, cudart)),
+        "k041": _kernel(out, "0.4.1", (c10, cudart, engines)),  # links the "engine" library directly
+        "stack": _write(out / "stack.toml", STACK_TOML),
+    }
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def _solve(server: IndexServer, tmp: Path, built: dict[str, Path], *extra: str) -> dict[str, Any]:
+    argv = solve_argv(server.index_url, tmp / "cache", tmp / "out", "--stack", str(built["stack"]), *extra)
+    assert main(argv) == 0
+    doc: dict[str, Any] = json.loads((tmp / "out" / f"{NAME}.json").read_text())
+    return doc
+
+
+def _checks(doc: dict[str, Any], member: str) -> dict[str, str]:
+    cell = next(c for c in doc["cells"] if member in c["members"])
+    return dict(cell["checks"])
+
+
+def test_unreached_runtime_library_is_not_fetched_and_is_read_once_a_kernel_needs_it(
+    built: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with IndexServer() as server:
+        runtime = server.add_wheel(built["runtime"])
+        for key in ("torch", "k040"):
+            server.add_wheel(built[key])
+        # WHEN the stack is solved with no cache at all
+        first = _solve(server, tmp_path, built)
+        # THEN the set loads: libcudart_core.so.13, reached only through libcudart.so.13, was read
+        assert first["chosen"]["kernel"] == "sglang-kernel==0.4.0"
+        assert set(_checks(first, "sglang-kernel==0.4.0").values()) <= {"ok", "warn"}
+        # AND the engines library nothing links was not fetched: fewer bytes than its random blob
+        assert server.bytes_served[runtime.path] < BLOB
+        cache = Cache(tmp_path / "cache")
+        sha = runtime.sha256
+        partial = cache.load_facts(sha, allow_partial=True)
+        assert partial is not None and partial.unread == (ENGINES,)
+        assert {e.path for e in partial.elf} == {
+            "nvidia/cu13/lib/libcudart.so.13",
+            "nvidia/cu13/lib/libcudart_core.so.13",
+        }
+        # AND commands that need whole facts do not take the partial entry for them
+        assert cache.load_facts(sha) is None and cache.load_summary(sha) is None
+
+        # WHEN a kernel that links the engine library is published and the stack solved again
+        server.add_wheel(built["k041"])
+        server.reset_counts()
+        second = _solve(server, tmp_path, built, "--refresh")
+        # THEN the engine library is read now (its blob is fetched), so 0.4.1 finds it by its RPATH
+        assert server.bytes_served[runtime.path] > BLOB
+        assert second["chosen"]["kernel"] == "sglang-kernel==0.4.1"
+        assert _checks(second, "sglang-kernel==0.4.1")["sonames"] == "ok"
+        merged = cache.load_facts(sha)
+        assert merged is not None and merged.unread == ()
+        assert {e.path for e in merged.elf} >= {ENGINES, "nvidia/cu13/lib/libcudart_core.so.13"}
