@@ -272,6 +272,11 @@ class RemoteZip:
         assert self._directory is not None
         return [m.name for m in self._directory.members]
 
+    def members(self) -> tuple[ZipMember, ...]:
+        """The central directory's entries (range mode only; a full download has none to report)."""
+        self.open()
+        return self._directory.members if self._directory is not None else ()
+
     def read_members(self, names: Iterable[str]) -> dict[str, IO[bytes]]:
         """Fetch, inflate and CRC-check ``names``; each comes back as a seekable file at offset 0."""
         self.open()

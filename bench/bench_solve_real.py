@@ -5,7 +5,10 @@ Three scenarios, each in a fresh interpreter: fully cold (empty cache), fresh ma
 Prints wall time, peak RSS, bytes fetched, and those bytes against the candidate wheels' total size and
 against what the naive loop (a venv per set, install, import) downloads for the same sets: a lower bound
 (the stack wheels of every cell), every cell's whole install with no cache shared, and the union of those
-installs (what uv downloads when its cache is shared by the cells).
+installs (what uv downloads when its cache is shared by the cells). After the cold run it also measures
+the floor of any static reader of these sets: the compressed size of the members the cold solve had to
+read (each wheel's central directory is fetched again for the sizes; deflate has no random access, so
+a member whose fatbin or dynamic section is needed is needed whole).
 
     python bench/bench_solve_real.py [--skip-cold] [--json OUT]
 """
@@ -127,6 +130,50 @@ def naive_installs(cache: Path) -> dict[str, int]:
     }
 
 
+def read_floor(cache: Path) -> dict[str, int]:
+    """Compressed bytes of the members the cold solve read (its facts say which), and of every binary
+    member of the same wheels, from their central directories."""
+    from abiprobe.cache import Cache
+    from abiprobe.cli import build_parser
+    from abiprobe.commands.solve import index_urls
+    from abiprobe.http import Http
+    from abiprobe.index.client import IndexClient
+    from abiprobe.index.config import load_index_config
+    from abiprobe.remote import RemoteZip
+    from abiprobe.target import Target
+    from abiprobe.wheel import dist_info_dir, installed_path
+
+    args = build_parser("solve").parse_args(["solve", *ARGS])
+    target = Target.parse(
+        cuda=args.cuda, arch=args.arch, python=args.python, platform=args.platform, base=Target()
+    )
+    primary, extras = index_urls(args, target)
+    config = load_index_config(cli_indexes=primary, cli_extra_indexes=extras)
+    store = Cache(cache)
+    read = binaries = 0
+    with Http(progress=False) as http:
+        client = IndexClient(config.sources, store, http, offline=True)
+        for entry in sorted((cache / "facts").glob("*/*.facts.gz")):
+            facts = store.load_facts(entry.name.split(".")[0], allow_partial=True)
+            if facts is None:
+                continue
+            files = {c.file.filename: c.file for c in client.list_project(facts.metadata.name).candidates}
+            file = files.get(facts.filename)
+            if file is None:
+                continue
+            with RemoteZip(http, file.url, file.sha256, file.size) as remote:
+                members = remote.members()
+            info = dist_info_dir([m.name for m in members]) + "/"
+            elf = {e.path for e in facts.elf}
+            for m in members:
+                path = installed_path(m.name)
+                if path in elf or m.name.startswith(info):
+                    read += m.compressed_size
+                if path in elf or path in facts.unread:
+                    binaries += m.compressed_size
+    return {"floor_members_read_bytes": read, "all_binary_members_bytes": binaries}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip-cold", action="store_true")
@@ -137,6 +184,7 @@ def main() -> int:
         t = Path(tmp)
         if not args.skip_cold:
             results["cold"] = run(t / "cold")
+            results.update(read_floor(t / "cold"))
         export_committed_cache(t / "fresh")
         results["fresh"] = run(t / "fresh" / "wheel_index_cache")
         results["warm"] = run(t / "fresh" / "wheel_index_cache")
@@ -152,6 +200,11 @@ def main() -> int:
             r["share_of_naive_loop"] = f"{r['bytes'] / naive:.3%}"
             for key, total in full.items():
                 r[f"share_of_{key}"] = f"{r['bytes'] / total:.3%}"
+    cold, floor = results.get("cold"), results.get("floor_members_read_bytes")
+    if isinstance(cold, dict) and isinstance(floor, int) and floor:
+        cold["over_floor"] = f"{cold['bytes'] / floor - 1:.2%}"
+        for key, total in full.items():
+            results[f"floor_share_of_{key}"] = f"{floor / total:.3%}"
     text = json.dumps(results, indent=1)
     print(text)
     if args.json:
