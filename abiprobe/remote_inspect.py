@@ -60,8 +60,13 @@ def inspect_remote(target: str, args: argparse.Namespace) -> WheelFacts:
             listing = client.list_project(name)
             file = pick_candidate(listing.candidates, target).file
         if args.offline:
-            hit = cache.load_facts(file.sha256) if file.sha256 else None
+            hit = cache.load_facts(file.sha256, allow_partial=True) if file.sha256 else None
             if hit is None:
                 raise UsageError(f"{file.filename}: not in the cache, and --offline forbids fetching it")
+            if hit.unread:
+                raise UsageError(
+                    f"{file.filename}: only partly in the cache (a solve read {len(hit.elf)} of its "
+                    f"{len(hit.elf) + len(hit.unread)} libraries), and --offline forbids fetching the rest"
+                )
             return hit
         return remote_wheel_facts(http, file, cache)

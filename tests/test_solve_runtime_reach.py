@@ -144,3 +144,29 @@ def test_unreached_runtime_library_is_not_fetched_and_is_read_once_a_kernel_need
         merged = cache.load_facts(sha)
         assert merged is not None and merged.unread == ()
         assert {e.path for e in merged.elf} >= {ENGINES, "nvidia/cu13/lib/libcudart_core.so.13"}
+
+
+def test_inspect_of_a_partly_read_runtime_wheel_reads_the_rest(
+    built: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with IndexServer() as server:
+        runtime = server.add_wheel(built["runtime"])
+        for key in ("torch", "k040"):
+            server.add_wheel(built[key])
+        _solve(server, tmp_path, built)
+        inspect = ["inspect", "nvidia-cuda-runtime==13.0.96", "--index-url", server.index_url,
+                   "--cache-dir", str(tmp_path / "cache"), "--json"]  # fmt: skip
+        capsys.readouterr()
+        # WHEN the runtime wheel the solve read in part is inspected offline
+        rc = main([*inspect, "--offline"])
+        # THEN that is one clear line: the cache holds only part of it
+        assert rc == 2
+        assert "only partly in the cache (a solve read 2 of its 3 libraries)" in capsys.readouterr().err
+        # WHEN it is inspected online
+        server.reset_counts()
+        assert main(inspect) == 0
+        # THEN the whole wheel's facts are printed (the engines library too) and replace the partial entry
+        printed = json.loads(capsys.readouterr().out)
+        assert ENGINES in {o["path"] for s in printed["sources"] for o in s["objects"]}
+        assert server.bytes_served[runtime.path] > BLOB
+        assert Cache(tmp_path / "cache").load_facts(runtime.sha256) is not None
