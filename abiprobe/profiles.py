@@ -217,10 +217,21 @@ def _derived(data: Mapping[str, Any], origin: str) -> Profile:
 @lru_cache(maxsize=16)
 def builtin_profile(name: str) -> Profile:
     """One of ``BUILTIN_PROFILES`` (shipped as JSON under abiprobe/data/profiles)."""
+    return profile_from_json(_builtin_document(name), name)
+
+
+@lru_cache(maxsize=16)
+def _builtin_document(name: str) -> dict[str, Any]:
     if name not in BUILTIN_PROFILES:
         raise UsageError(f"unknown profile {name!r}; built-in: {', '.join(BUILTIN_PROFILES)}")
     text = resources.files("abiprobe").joinpath(f"data/profiles/{name}.json").read_text()
-    return profile_from_json(json.loads(text), name)
+    document: dict[str, Any] = json.loads(text)
+    return document
+
+
+def _builtin_glibc(name: str) -> tuple[int, int]:
+    major, _, minor = str(_builtin_document(name).get("glibc") or "0.0").partition(".")
+    return int(major), int(minor)
 
 
 def load_profile(path: Path) -> Profile:
@@ -236,15 +247,16 @@ def load_profile(path: Path) -> Profile:
 
 def profile_for(machine: str, glibc: tuple[int, int] | None) -> Profile:
     """The built-in profile with the newest glibc not above ``glibc`` for ``machine`` (2.28 when unknown)."""
+    # chosen by the documents' headers: only the profile returned has its export tables built
     candidates = sorted(
-        (p for p in (builtin_profile(n) for n in BUILTIN_PROFILES) if p.machine == machine),
-        key=lambda p: p.glibc or (0, 0),
+        (n for n in BUILTIN_PROFILES if _builtin_document(n).get("machine", "x86_64") == machine),
+        key=_builtin_glibc,
     )
     if not candidates:
         raise UsageError(f"no built-in profile for {machine}; pass --profile FILE")
     wanted = glibc or (2, 28)
-    fitting = [p for p in candidates if (p.glibc or (0, 0)) <= wanted]
-    return fitting[-1] if fitting else candidates[0]
+    fitting = [n for n in candidates if _builtin_glibc(n) <= wanted]
+    return builtin_profile(fitting[-1] if fitting else candidates[0])
 
 
 @lru_cache(maxsize=1)

@@ -14,7 +14,6 @@ from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.requirements import applicable_requirements
 from abiprobe.target import Target
 from abiprobe.verdict import Verdict
-from abiprobe.wheel import installed_path
 
 # Companions whose version must equal the core distribution's (flashinfer checks it at import).
 COMPANIONS: dict[str, str] = {
@@ -192,13 +191,16 @@ def _paths_by_top(w: WheelFacts | WheelSummary) -> dict[str, frozenset[str]]:
     found = _PATHS_BY_TOP.get(key)
     if found is not None:
         return found
-    grouped: dict[str, set[str]] = {}
-    for f in w.files:
-        path = installed_path(f)
-        top = path.split("/", 1)[0]
-        if top.endswith((".dist-info", ".data")) or top in SHARED_NAMESPACES or top in ("..", "__pycache__"):
-            continue
-        grouped.setdefault(top, set()).add(path)
+    grouped: dict[str, list[str]] = {}
+    for path in w.files:  # installed paths already (``*.data/purelib|platlib/`` unwrapped when read)
+        top = path.partition("/")[0]
+        group = grouped.get(top)
+        if group is None:
+            group = grouped[top] = []
+        group.append(path)
+    skipped = [t for t in grouped if t.endswith((".dist-info", ".data")) or t in SHARED_NAMESPACES]
+    for top in (*skipped, "..", "__pycache__"):
+        grouped.pop(top, None)
     found = {top: frozenset(paths) for top, paths in grouped.items()}
     if len(_PATHS_BY_TOP) > 256:
         _PATHS_BY_TOP.clear()
