@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from packaging.requirements import Requirement
@@ -45,6 +46,9 @@ from abiprobe.target import Target
 FactsFor = Callable[[IndexFile], WheelInfo | WheelFacts]
 # a runtime wheel's facts with at least the binaries (installed paths) the predicate accepts read
 RuntimeFactsFor = Callable[[IndexFile, Callable[[str], bool]], WheelInfo]
+# wheels whose facts are read at once: a cold read is CPU-bound (TLS, inflate, hashing), and two of
+# them overlap well on two cores because zlib, hashlib and socket reads release the GIL
+PREFETCH_WORKERS = 3
 _RUNTIME_PREFIXES = ("nvidia-", "cuda-toolkit")
 
 
@@ -119,6 +123,26 @@ class Collector:
                 self._facts[key] = None
         return self._facts[key]
 
+    def prefetch(self, scs: Sequence[StackCandidate], read: Callable[[str], bool] | None = None) -> None:
+        """Facts of several wheels read concurrently (runtime wheels with ``read``); later calls of
+        :meth:`facts` / :meth:`runtime_info` find them remembered. Problems are recorded as usual."""
+        done = self._facts if read is None else self._runtime
+        todo = list({sc.candidate.file.url: sc for sc in scs if sc.candidate.file.url not in done}.values())
+        if len(todo) < 2:
+            return
+        with ThreadPoolExecutor(max_workers=min(PREFETCH_WORKERS, len(todo))) as pool:
+            if read is None:
+                list(pool.map(self.facts, todo))
+            else:
+                list(pool.map(lambda sc: self.runtime_info(sc, read), todo))
+
+    def refresh_runtime(self, scs: Sequence[StackCandidate], read: Callable[[str], bool]) -> None:
+        """:meth:`runtime_info` of several runtime wheels that lack members ``read`` now accepts, at once."""
+        if self.runtime_facts_for is None or len(scs) < 2:
+            return
+        with ThreadPoolExecutor(max_workers=min(PREFETCH_WORKERS, len(scs))) as pool:
+            list(pool.map(lambda sc: self.runtime_info(sc, read), scs))
+
     def runtime_info(self, sc: StackCandidate, read: Callable[[str], bool]) -> WheelInfo | None:
         """A runtime wheel's facts with every binary ``read`` accepts read (others may stay unread)."""
         if self.runtime_facts_for is None:
@@ -152,6 +176,7 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Colle
     cores: dict[str, list[StackCandidate]] = {}
     companions: dict[str, dict[str, list[StackCandidate]]] = {}
     listed_companions: set[str] = set()
+    by_role: dict[str, list[StackCandidate]] = {}
     for member in stack.members:
         ordered: list[StackCandidate] = []
         for name in member.names:
@@ -160,6 +185,11 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Colle
             ordered += kept
             excluded += dropped
         ordered.sort(key=lambda s: s.version, reverse=True)
+        by_role[member.role] = ordered
+    # the newest few of every role at once; select_window then reads on only where one is excluded
+    collector.prefetch([sc for ordered in by_role.values() for sc in ordered[: options.window]])
+    for member in stack.members:
+        ordered = by_role[member.role]
         kept, dropped = select_window(member.role, ordered, collector.facts, target, options)
         cores[member.role] = kept
         excluded += dropped
@@ -171,6 +201,7 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Colle
             listed, dropped = prefilter(member.role, every_version, SpecifierSet(), target, options)
             excluded += [d for d in dropped if d.check != "tags"]
             listed = [c for c in listed if public_version(c.version) in wanted]
+            collector.prefetch(listed)
             every = FilterOptions(pre=options.pre, yanked=options.yanked, window=None)
             found, dropped = select_window(member.role, listed, collector.facts, target, every)
             companions.setdefault(member.role, {})[comp.name] = found
@@ -235,6 +266,7 @@ class RuntimeProviders:
             ]
             if not stale:
                 return chosen
+            self.collector.refresh_runtime([chosen[i] for i in stale], self._reached)
             for i in stale:
                 chosen[i] = replace(chosen[i], info=self._info(chosen[i]))
 
@@ -276,12 +308,14 @@ class RuntimeProviders:
             self.collector.problems.append(f"runtime wheels of {base.id} picked one pin at a time: {exc}")
             return None
         out = []
-        for pin in pins:  # all runtime projects: nothing else was followed
-            bare = StackCandidate("runtime", pin.candidate, 0)
+        bare_pins = [StackCandidate("runtime", pin.candidate, 0) for pin in pins]
+        self._reached("")  # the needed sonames are settled before the readers start
+        self.collector.prefetch(bare_pins, self._reached)
+        for bare in bare_pins:  # all runtime projects: nothing else was followed
             info = self._info(bare)
             if info is not None:
-                variant = infer_variant(pin.candidate, info.summary, target)
-                out.append(StackCandidate("runtime", pin.candidate, 0, info=info, variant=variant))
+                variant = infer_variant(bare.candidate, info.summary, target)
+                out.append(StackCandidate("runtime", bare.candidate, 0, info=info, variant=variant))
         return out
 
     def _expand(
