@@ -101,3 +101,29 @@ def test_stored_dependency_resolution_is_reused_until_a_page_it_read_changes(
         lock3 = (tmp_path / "m3" / f"{NAME}.lock.txt").read_text()
         assert "tinydep-2.5-" in lock3 and "tinyextra" not in lock3  # 2.5 has no dependencies
     capsys.readouterr()
+
+
+def test_an_offline_solve_reuses_what_an_online_one_with_a_dead_index_stored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    stack = solve_stack(tmp_path / "stack")
+    with socket.socket() as s:  # a port nothing listens on: connections are refused
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/simple"
+    with IndexServer() as server:
+        serve(server, stack)
+        argv = solve_argv(server.index_url, tmp_path / "cache", tmp_path / "m1", "--extra-index", dead)
+        # GIVEN an online solve with one index that cannot be reached (the answer is incomplete: 3)
+        assert main(argv) == 3
+        stored = {p: p.read_bytes() for p in (tmp_path / "cache" / "analyses").rglob("*.gz")}
+        # WHEN the same is solved offline, where the dead index's pages are simply not in the cache
+        rc = main([*solve_argv(server.index_url, tmp_path / "cache", tmp_path / "m2", "--extra-index", dead),
+                   "--offline"])  # fmt: skip
+        # THEN every stored verdict and resolution is reused as it is: nothing new is written
+        assert rc == 3
+        assert {p: p.read_bytes() for p in (tmp_path / "cache" / "analyses").rglob("*.gz")} == stored
+        lock = f"{NAME}.lock.txt"
+        assert (tmp_path / "m2" / lock).read_text() == (tmp_path / "m1" / lock).read_text()
+    capsys.readouterr()

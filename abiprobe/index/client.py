@@ -134,14 +134,16 @@ class IndexClient:
 
     def page_identity(self, project: str) -> tuple[str, ...] | None:
         """What the cache holds for ``project``'s pages (their bodies' sha256s), when this client would
-        answer from those very pages without asking (offline, or fresh); None when it would ask."""
+        answer from those very pages without asking (offline, or fresh); None when it would ask.
+
+        A page that is not there contributes nothing to a listing, so it adds nothing here either: an
+        offline run (no page of a dead index) and an online one (the dead index skipped) agree."""
         if self.cache is None:
             return None
         out = []
         for source in sources_for(project, self.sources, self.pins):
             record = self.cache.page_record(project_url(source, project))
             if record is None and self.offline:
-                out.append("-")
                 continue
             if record is None or (not self.offline and time.time() - record.fetched_at >= self.fresh_for):
                 return None
