@@ -38,7 +38,7 @@ from abiprobe.solve.candidates import (
 from abiprobe.solve.closure import resolve_closure
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, Matrix, MatrixBuilder, build_groups
-from abiprobe.solve.provider import build_picks, resolve
+from abiprobe.solve.provider import build_picks, resolve, rules_out
 from abiprobe.solve.result import IndexStatus, NearMiss, SolveResult
 from abiprobe.solve.stack import Stack
 from abiprobe.target import Target
@@ -392,7 +392,7 @@ def near_misses(
                 break
             reasons = []
             status, why = builder.alone(g)
-            if status == "fail":
+            if rules_out(status):
                 reasons.append(why)
             for j, other_role in enumerate(roles):
                 other_id = chosen.get(other_role)
@@ -400,7 +400,7 @@ def near_misses(
                     continue
                 other = matrix.group(other_role, other_id)
                 status, why = builder.together(other, g) if j < i else builder.together(g, other)
-                if status == "fail":
+                if rules_out(status):
                     reasons.append(f"with {other.id}: {why}")
             out.append(NearMiss(role, g.id, "; ".join(reasons) or "not preferred by the resolver"))
         for e in excluded:

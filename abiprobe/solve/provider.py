@@ -104,6 +104,12 @@ class StackProvider(AbstractProvider[Need, Pick, str]):
         return candidate.needs
 
 
+def rules_out(status: str) -> bool:
+    """Whether a verdict keeps a group (or a pair) out of the chosen set: a failure, or no verdict at all
+    (a wheel that could not be read was not checked, so it cannot be the answer to "what passes")."""
+    return status in ("fail", "unknown")
+
+
 def build_picks(
     stack: Stack, groups: Mapping[str, Sequence[Group]], target: Target, compat: Compatibility
 ) -> dict[str, list[Pick]]:
@@ -115,7 +121,7 @@ def build_picks(
         for g in groups.get(role, ()):
             needs: list[Need] = []
             status, why = compat.alone(g)
-            if status == "fail":
+            if rules_out(status):
                 needs.append(Need(CUDA_ID, f"{g.id} on the target: {why}", allowed=frozenset()))
             needs += _cuda_needs(g)
             needs += _requires_needs(g, stack, target)
@@ -123,7 +129,7 @@ def build_picks(
                 allowed, reasons = set(), []
                 for h in groups.get(earlier_role, ()):
                     st, why = compat.together(h, g)
-                    if st == "fail":
+                    if rules_out(st):
                         reasons.append(f"{h.id}: {why}")
                     else:
                         allowed.add(h.key)
