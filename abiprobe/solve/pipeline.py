@@ -46,8 +46,8 @@ from abiprobe.target import Target
 FactsFor = Callable[[IndexFile], WheelInfo | WheelFacts]
 # a runtime wheel's facts with at least the binaries (installed paths) the predicate accepts read
 RuntimeFactsFor = Callable[[IndexFile, Callable[[str], bool]], WheelInfo]
-# wheels whose facts are read at once: a cold read is CPU-bound (TLS, inflate, hashing), and two of
-# them overlap well on two cores because zlib, hashlib and socket reads release the GIL
+# wheels whose facts are read at once: a cold read is CPU-bound (TLS, inflate, hashing), and reads
+# overlap on two cores because zlib, hashlib and socket reads release the GIL
 PREFETCH_WORKERS = 3
 _RUNTIME_PREFIXES = ("nvidia-", "cuda-toolkit")
 
@@ -126,8 +126,11 @@ class Collector:
     def prefetch(self, scs: Sequence[StackCandidate], read: Callable[[str], bool] | None = None) -> None:
         """Facts of several wheels read concurrently (runtime wheels with ``read``); later calls of
         :meth:`facts` / :meth:`runtime_info` find them remembered. Problems are recorded as usual."""
-        done = self._facts if read is None else self._runtime
-        todo = list({sc.candidate.file.url: sc for sc in scs if sc.candidate.file.url not in done}.values())
+        if read is None:
+            todo = [sc for sc in scs if sc.candidate.file.url not in self._facts]
+        else:
+            todo = [sc for sc in scs if self._runtime_lacks(sc, read)]
+        todo = list({sc.candidate.file.url: sc for sc in todo}.values())
         if len(todo) < 2:
             return
         with ThreadPoolExecutor(max_workers=min(PREFETCH_WORKERS, len(todo))) as pool:
@@ -136,21 +139,21 @@ class Collector:
             else:
                 list(pool.map(lambda sc: self.runtime_info(sc, read), todo))
 
-    def refresh_runtime(self, scs: Sequence[StackCandidate], read: Callable[[str], bool]) -> None:
-        """:meth:`runtime_info` of several runtime wheels that lack members ``read`` now accepts, at once."""
-        if self.runtime_facts_for is None or len(scs) < 2:
-            return
-        with ThreadPoolExecutor(max_workers=min(PREFETCH_WORKERS, len(scs))) as pool:
-            list(pool.map(lambda sc: self.runtime_info(sc, read), scs))
+    def _runtime_lacks(self, sc: StackCandidate, read: Callable[[str], bool]) -> bool:
+        """Whether ``sc`` was never read as a runtime wheel, or was read without members ``read`` accepts."""
+        key = sc.candidate.file.url
+        if key not in self._runtime:
+            return True
+        have = self._runtime[key]
+        return have is not None and any(read(p) for p in have.summary.unread)
 
     def runtime_info(self, sc: StackCandidate, read: Callable[[str], bool]) -> WheelInfo | None:
         """A runtime wheel's facts with every binary ``read`` accepts read (others may stay unread)."""
         if self.runtime_facts_for is None:
             return self.facts(sc)
         key = sc.candidate.file.url
-        have = self._runtime.get(key)
-        if key in self._runtime and (have is None or not any(read(p) for p in have.summary.unread)):
-            return have
+        if not self._runtime_lacks(sc, read):
+            return self._runtime[key]
         try:
             self._runtime[key] = self.runtime_facts_for(sc.candidate.file, read)
         except AbiprobeError as exc:
@@ -242,23 +245,27 @@ class RuntimeProviders:
         self._chosen: dict[str, tuple[StackCandidate, ...]] = {}
         self._needed: set[str] | None = None
 
-    def _reached(self, path: str) -> bool:
-        """Whether the simulated loader may open the runtime library installed at ``path``."""
+    def _needed_sonames(self) -> set[str]:
+        """Sonames needed so far: every stack candidate's (all collected before any runtime wheel is
+        read), then those of the runtime libraries read."""
         if self._needed is None:
             self._needed = self.collector.stack_needed()
-        return bool(PRELOADED.match(path)) or posixpath.basename(path) in self._needed
+        return self._needed
+
+    def _reached(self, path: str) -> bool:
+        """Whether the simulated loader may open the runtime library installed at ``path``."""
+        return bool(PRELOADED.match(path)) or posixpath.basename(path) in self._needed_sonames()
 
     def _info(self, sc: StackCandidate) -> WheelInfo | None:
         return self.collector.runtime_info(sc, self._reached)
 
     def _settled(self, chosen: list[StackCandidate]) -> list[StackCandidate]:
         """Read what the libraries read so far need, until nothing more is reached."""
-        if self._needed is None:
-            self._needed = self.collector.stack_needed()
+        needed = self._needed_sonames()
         while True:
             for sc in chosen:
                 if sc.summary is not None:
-                    self._needed.update(sc.summary.needed)
+                    needed.update(sc.summary.needed)
             stale = [
                 i
                 for i, sc in enumerate(chosen)
@@ -266,7 +273,7 @@ class RuntimeProviders:
             ]
             if not stale:
                 return chosen
-            self.collector.refresh_runtime([chosen[i] for i in stale], self._reached)
+            self.collector.prefetch([chosen[i] for i in stale], self._reached)
             for i in stale:
                 chosen[i] = replace(chosen[i], info=self._info(chosen[i]))
 
@@ -309,7 +316,7 @@ class RuntimeProviders:
             return None
         out = []
         bare_pins = [StackCandidate("runtime", pin.candidate, 0) for pin in pins]
-        self._reached("")  # the needed sonames are settled before the readers start
+        self._needed_sonames()  # made before the readers start, which only read it
         self.collector.prefetch(bare_pins, self._reached)
         for bare in bare_pins:  # all runtime projects: nothing else was followed
             info = self._info(bare)
