@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from support.cbuild import build_shared
-from support.indexserver import IndexServer
+from support.indexserver import IndexServer, ServedFile
 from support.solve_stacks import C10_CALL, C10_DECL, solve_argv
 from support.stacks import ABI3_TAG, PY_TAG, _module, _torch
 from support.wheelbuild import build_wheel
@@ -103,6 +103,13 @@ def _solve(server: IndexServer, tmp: Path, built: dict[str, Path], *extra: str) 
     return doc
 
 
+def _serve_base(server: IndexServer, built: dict[str, Path]) -> ServedFile:
+    """torch, the runtime wheel and the kernel that links only libcudart; the runtime's served file."""
+    for key in ("torch", "k040"):
+        server.add_wheel(built[key])
+    return server.add_wheel(built["runtime"])
+
+
 def _checks(doc: dict[str, Any], member: str) -> dict[str, str]:
     cell = next(c for c in doc["cells"] if member in c["members"])
     return dict(cell["checks"])
@@ -112,9 +119,7 @@ def test_unreached_runtime_library_is_not_fetched_and_is_read_once_a_kernel_need
     built: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with IndexServer() as server:
-        runtime = server.add_wheel(built["runtime"])
-        for key in ("torch", "k040"):
-            server.add_wheel(built[key])
+        runtime = _serve_base(server, built)
         # WHEN the stack is solved with no cache at all
         first = _solve(server, tmp_path, built)
         # THEN the set loads: libcudart_core.so.13, reached only through libcudart.so.13, was read
@@ -150,9 +155,7 @@ def test_inspect_of_a_partly_read_runtime_wheel_reads_the_rest(
     built: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with IndexServer() as server:
-        runtime = server.add_wheel(built["runtime"])
-        for key in ("torch", "k040"):
-            server.add_wheel(built[key])
+        runtime = _serve_base(server, built)
         _solve(server, tmp_path, built)
         inspect = ["inspect", "nvidia-cuda-runtime==13.0.96", "--index-url", server.index_url,
                    "--cache-dir", str(tmp_path / "cache"), "--json"]  # fmt: skip
