@@ -303,5 +303,5 @@ def print_summary(result: SolveResult, doc: dict[str, object]) -> None:
     s = result.matrix.stats
     console.print(
         f"  matrix: {len(result.matrix.cells)} cells from {s.analyses} analyses "
-        f"(a naive loop: {s.naive_analyses})"
+        f"(a naive loop: {s.naive_analyses}; {s.analyses_run} run, {s.analyses_stored} stored)"
     )

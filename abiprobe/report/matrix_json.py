@@ -111,6 +111,8 @@ def matrix_document(result: SolveResult) -> dict[str, Any]:
             "pairs": len(m.pairs),
             "analyses": m.stats.analyses,
             "naive_analyses": m.stats.naive_analyses,
+            "analyses_run": m.stats.analyses_run,
+            "analyses_stored": m.stats.analyses_stored,
         },
     }
 

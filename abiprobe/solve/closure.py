@@ -9,13 +9,11 @@ result completes the lock and the probe jobs: ``--no-deps`` installs of them giv
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.parser import BytesParser
-from pathlib import Path
 from typing import Any, Protocol
 
 from packaging.specifiers import SpecifierSet
@@ -23,6 +21,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
 
+from abiprobe.codedigest import code_digest
 from abiprobe.errors import AbiprobeError
 from abiprobe.hosts import concrete, neutral
 from abiprobe.index.models import Candidate, IndexFile, candidates_from_files
@@ -165,20 +164,11 @@ class _Recording:
         return self.listing.metadata(file)
 
 
-@functools.cache
-def _code_digest() -> str:
-    here = Path(__file__).resolve().parent
-    h = hashlib.sha256()
-    for name in ("closure.py", "candidates.py"):
-        h.update((here / name).read_bytes())
-    return h.hexdigest()
-
-
 def _memo_key(roots: Sequence[StackCandidate], target: Target, pre: bool, scope: str) -> str | None:
     shas = [r.key for r in roots]
     if any(len(s) != 64 for s in shas):
         return None
-    doc = {"kind": "closure", "code": _code_digest(), "roots": sorted(shas), "target": target.key(),
+    doc = {"kind": "closure", "code": code_digest(__name__), "roots": sorted(shas), "target": target.key(),
            "pre": pre, "scope": scope}  # fmt: skip
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 

@@ -6,16 +6,15 @@ runtime providers (the nvidia wheels torch preloads), so the base's global state
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 from abiprobe import __version__
 from abiprobe.analyze import AnalysisCache, analyze_extension, analyze_set
 from abiprobe.analyze.checks import imports_torch_symbols, metadata_verdicts, tag_verdicts, torch_pin_verdict
+from abiprobe.codedigest import code_digest
 from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.profiles import Profile
 from abiprobe.solve.matrix import Group
@@ -25,19 +24,8 @@ from abiprobe.verdict import Verdict
 RuntimeFor = Callable[[Group], Sequence[WheelFacts]]
 RuntimeKeys = Callable[[Group], Sequence[WheelSummary]]
 ANALYSIS_STORE_VERSION = 1
-_PACKAGE = Path(__file__).resolve().parent.parent
-# The code and data a stored verdict depends on: any change to them makes earlier verdicts misses.
-_VERDICT_SOURCES = ("analyze/*.py", "cuda_arch.py", "sonames.py", "requirements.py", "target.py",
-                    "profiles.py", "data/profiles/*.json", "solve/evaluate.py")  # fmt: skip
-
-
-@functools.cache
-def _code_digest() -> str:
-    h = hashlib.sha256()
-    for pattern in _VERDICT_SOURCES:
-        for path in sorted(_PACKAGE.glob(pattern)):
-            h.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
+# Stored verdicts are keyed by the code of this module's import closure (derived, never listed by hand).
+VERDICT_ENTRY = "abiprobe.solve.evaluate"
 
 
 class VerdictStore(Protocol):
@@ -71,6 +59,8 @@ class StaticEvaluator:
         self.runtime_keys = runtime_keys
         self.cache: AnalysisCache = {}
         self.store = store
+        self.analyses_run = 0  # verdict lists computed by the loader simulation
+        self.analyses_stored = 0  # verdict lists served from the store
 
     def _key(self, kind: str, groups: Sequence[Group], base: Group) -> str | None:
         """Digest of everything a verdict list depends on; None when a wheel has no known sha256.
@@ -85,7 +75,7 @@ class StaticEvaluator:
         doc = {
             "version": ANALYSIS_STORE_VERSION,
             "abiprobe": __version__,
-            "code": _code_digest(),
+            "code": code_digest(VERDICT_ENTRY),
             "kind": kind,
             "groups": shas,
             "providers": sorted(p.sha256 for p in providers),
@@ -95,12 +85,14 @@ class StaticEvaluator:
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
     def _remembered(self, key: str | None, compute: Callable[[], list[Verdict]]) -> list[Verdict]:
-        if self.store is None or key is None:
-            return compute()
-        hit = self.store.load_analysis(key)
+        hit = self.store.load_analysis(key) if self.store is not None and key is not None else None
         if hit is not None:
+            self.analyses_stored += 1
             return [Verdict.from_json(v) for v in hit]
+        self.analyses_run += 1
         verdicts = compute()
+        if self.store is None or key is None:
+            return verdicts
         self.store.store_analysis(key, [v.to_json() for v in verdicts])
         return verdicts
 

@@ -98,6 +98,8 @@ class MatrixStats:
     analyses: int = 0
     pair_lookups: int = 0
     naive_analyses: int = 0
+    analyses_run: int = 0  # of ``analyses``: computed by the evaluator now
+    analyses_stored: int = 0  # of ``analyses``: served from stored verdicts
 
 
 @dataclass(frozen=True)

@@ -445,6 +445,8 @@ def solve(
     picks = build_picks(stack, matrix.groups, target, builder)
     resolution = resolve(stack, picks, target)
     misses = near_misses(matrix, builder, resolution.chosen, collected.excluded)
+    matrix.stats.analyses_run = evaluator.analyses_run
+    matrix.stats.analyses_stored = evaluator.analyses_stored
     result = SolveResult(
         matrix=matrix,
         resolution=resolution,

@@ -1,0 +1,96 @@
+"""The digest of the code a stored result depends on, derived from the code itself.
+
+A stored analysis or resolution is keyed by :func:`code_digest` of its entry modules: the bytes of every
+abiprobe module in their import closure (read statically from the source: ``import``, ``from … import``,
+relative imports, the parent packages Python runs first, ``importlib.import_module("abiprobe.…")`` with a
+literal name) and of the package data under ``abiprobe/data``. Editing any module a verdict can depend on
+changes the key, so an old stored verdict becomes a miss; nothing is listed by hand.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+from pathlib import Path
+
+PACKAGE = "abiprobe"
+_ROOT = Path(__file__).resolve().parent
+
+
+def _module_file(name: str, root: Path = _ROOT) -> Path | None:
+    """The source file of an abiprobe module or package, None when there is none."""
+    parts = name.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    base = root.joinpath(*parts[1:])
+    for candidate in (base.with_suffix(".py") if len(parts) > 1 else None, base / "__init__.py"):
+        if candidate is not None and candidate.is_file():
+            return candidate
+    return None
+
+
+def _is_package(name: str, root: Path) -> bool:
+    f = _module_file(name, root)
+    return f is not None and f.name == "__init__.py"
+
+
+def _imports(name: str, source: str, root: Path) -> set[str]:
+    """abiprobe modules one module's source may import (anywhere in it, at any depth)."""
+    package = name if _is_package(name, root) else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            arg = node.args[0]
+            if called == "import_module" and isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                found.add(arg.value)
+    return {m for m in found if m.split(".")[0] == PACKAGE and _module_file(m, root) is not None}
+
+
+def import_closure(entries: tuple[str, ...], root: Path = _ROOT) -> tuple[str, ...]:
+    """Every abiprobe module importing ``entries`` may run, with the packages above each, sorted."""
+    seen: set[str] = set()
+    todo = list(entries)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = _module_file(name, root)
+        if path is None:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+        todo.extend(_imports(name, path.read_text(encoding="utf-8"), root) - seen)
+    return tuple(sorted(seen))
+
+
+def closure_files(entries: tuple[str, ...], root: Path = _ROOT) -> tuple[Path, ...]:
+    """The source files of :func:`import_closure` and every package data file, in a stable order."""
+    files = {p for m in import_closure(entries, root) if (p := _module_file(m, root)) is not None}
+    data = root / "data"
+    if data.is_dir():
+        files.update(p for p in data.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return tuple(sorted(files, key=lambda p: p.relative_to(root).as_posix()))
+
+
+@functools.cache
+def code_digest(*entries: str) -> str:
+    """sha256 over the path and bytes of each file :func:`closure_files` names for ``entries``."""
+    h = hashlib.sha256()
+    for path in closure_files(tuple(entries)):
+        h.update(path.relative_to(_ROOT).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
