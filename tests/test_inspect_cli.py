@@ -12,19 +12,17 @@ from typing import Any
 import jsonschema
 import pytest
 from support.cbuild import build_shared
-from support.nvbuild import NVCC, CudaFixtures, cuda_fixtures
+from support.nvbuild import CudaFixtures, cuda_fixtures, need_nvcc
 from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "abiprobe/schemas/inspect.schema.json").read_text())
-needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 
 
 @pytest.fixture(scope="session")
 def cuda(tmp_path_factory: pytest.TempPathFactory) -> CudaFixtures:
-    if NVCC is None:
-        pytest.skip("nvcc is not on PATH")
+    need_nvcc()
     return cuda_fixtures(tmp_path_factory.getbasetemp() / "nvbuild")
 
 
@@ -71,7 +69,6 @@ def test_shared_object_facts_come_out_as_schema_valid_json(
     assert obj["arch_verdict"] is None
 
 
-@needs_nvcc
 def test_arch_verdict_for_arch_specific_build(cuda: CudaFixtures, capsys: pytest.CaptureFixture[str]) -> None:
     # GIVEN a library built with `-arch sm_120a` (nvcc 13 embeds sm_120a SASS, compute_120a PTX and also
     # plain compute_120 PTX: seen in the container headers)
@@ -85,7 +82,6 @@ def test_arch_verdict_for_arch_specific_build(cuda: CudaFixtures, capsys: pytest
     assert (v121["status"], v121["deciding"]) == ("jit", ["compute_120"])
 
 
-@needs_nvcc
 def test_wheel_lists_every_elf_member_with_metadata(
     libs: dict[str, Path], cuda: CudaFixtures, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

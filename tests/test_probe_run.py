@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
 from pathlib import Path
 
 import pytest
 from support.probe_wheels import ProbeWheels, build_probe_wheels
+from support.tools import venv_tool
 from support.wheelbuild import build_wheel
 
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
 from abiprobe.probe.interpreters import InterpreterNotFoundError, find_interpreter
 from abiprobe.probe.procs import ProcessRegistry
-from abiprobe.probe.venv import create_venv, find_installer, install_wheels, site_packages
+from abiprobe.probe.venv import Installer, create_venv, install_wheels, site_packages
 
 CP311 = "cp311-cp311-manylinux_2_28_x86_64"
 
@@ -143,15 +142,11 @@ def test_unknown_python_version_is_a_clear_error() -> None:
         find_interpreter("3.99")
 
 
-def _uv_available() -> bool:
-    return shutil.which("uv") is not None or importlib.util.find_spec("uv") is not None
-
-
-@pytest.mark.skipif(not _uv_available(), reason="uv is neither on PATH nor importable (pip install uv)")
 def test_uv_installs_exactly_the_given_wheels_offline(probe_wheels: ProbeWheels, tmp_path: Path) -> None:
     procs = ProcessRegistry()
     py = create_venv(procs, find_interpreter(None).path, tmp_path / "venv", tmp_path)
-    install_wheels(procs, find_installer("uv"), py, [probe_wheels.base, probe_wheels.good], tmp_path)
+    uv = Installer("uv", (venv_tool("uv"),))
+    install_wheels(procs, uv, py, [probe_wheels.base, probe_wheels.good], tmp_path)
     installed = sorted(
         p.name for p in site_packages(tmp_path / "venv").iterdir() if p.name.endswith("dist-info")
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import http.server
 import json
-import shutil
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ import pytest
 from support.indexserver import IndexServer
 from support.solve_stacks import SolveStack, serve, solve_argv, solve_stack
 from support.stacks import PY_TAG
+from support.tools import venv_tool
 
 from abiprobe.cli import main
 from abiprobe.report.matrix_json import matrix_schema
@@ -181,7 +181,6 @@ def test_pip_accepts_the_lock_file_with_require_hashes(solved: tuple[int, Path],
     assert names == sorted(LOCKED)
 
 
-@pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed on this machine")
 def test_uv_accepts_the_lock_file(
     solved: tuple[int, Path], server: IndexServer, stack: SolveStack, tmp_path: Path
 ) -> None:
@@ -196,7 +195,7 @@ def test_uv_accepts_the_lock_file(
         lock = tmp_path / "lock.txt"
         lock.write_text(text.replace(prefix, f"http://127.0.0.1:{static.server_address[1]}/"))
         cmd = [
-            "uv",
+            venv_tool("uv"),
             "pip",
             "install",
             "--dry-run",

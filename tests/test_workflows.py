@@ -7,7 +7,6 @@ import copy
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import yaml
 from support.indexserver import IndexServer
 from support.solve_stacks import SolveStack, _kernel, serve, solve_stack
 from support.stacks import PY_TAG
+from support.tools import venv_path_env
 
 REPO = Path(__file__).parent.parent
 WORKFLOWS = REPO / ".github" / "workflows"
@@ -49,10 +49,6 @@ class Run:
 
 def run_step(script: str, cwd: Path, env: dict[str, str]) -> Run:
     """Run a workflow step's script with bash as the runner would, GitHub's files pointed at temp files."""
-    shim = cwd / ".bin"
-    shim.mkdir(exist_ok=True)
-    if not (shim / "python").exists():
-        (shim / "python").symlink_to(sys.executable)
     summary, output = cwd / ".summary.md", cwd / ".output"
     summary.write_text("")
     output.write_text("")
@@ -61,7 +57,7 @@ def run_step(script: str, cwd: Path, env: dict[str, str]) -> Run:
         **env,
         "GITHUB_STEP_SUMMARY": str(summary),
         "GITHUB_OUTPUT": str(output),
-        "PATH": f"{shim}:{os.environ['PATH']}",
+        "PATH": venv_path_env()["PATH"],
         "PYTHONPATH": str(REPO),
     }
     proc = subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=full, capture_output=True, text=True)

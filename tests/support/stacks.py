@@ -13,7 +13,6 @@ conflicting and mislabelled wheels, a Requires-Dist violation, flashinfer compan
 from __future__ import annotations
 
 import importlib.machinery
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from abiprobe.facts import WheelFacts
 from support.cbuild import build_shared
+from support.nvbuild import need_nvcc
 from support.wheelbuild import build_wheel
 
 PY_TAG = f"cp{sys.version_info[0]}{sys.version_info[1]}"
@@ -180,9 +180,8 @@ def build_fatbin(out: Path, name: str, gencode: str) -> Path:
     src = out / f"{name}.cu"
     src.write_text(GPU_SRC)
     fatbin = out / f"{name}.fatbin"
-    nvcc = shutil.which("nvcc") or "nvcc"
     subprocess.run(
-        [nvcc, "-fatbin", "-gencode", gencode, "-o", str(fatbin), str(src)],
+        [need_nvcc(), "-fatbin", "-gencode", gencode, "-o", str(fatbin), str(src)],
         check=True,
         capture_output=True,
         text=True,
