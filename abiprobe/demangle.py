@@ -94,6 +94,26 @@ def demangle_many(names: Iterable[str]) -> dict[str, str]:
     return {name: demangle(name) for name in names}
 
 
+# A C++ name a line of text shows demangled: ``{demangle:_ZN3c105ErrorC2Ev}`` (see :func:`cxx`).
+_MARKED = re.compile(r"\{demangle:([^{}\s]+)\}")
+
+
+def cxx(name: str) -> str:
+    """``name`` marked in a line of text to be shown demangled (:func:`render_text`); a C name as it is."""
+    return f"{{demangle:{name}}}" if _mangled(name) else name
+
+
+def render_text(text: str) -> str:
+    """``text`` with each name marked by :func:`cxx` demangled, for display.
+
+    Stored results keep the marked mangled names, which are the same on every host; the demangled form
+    depends on the local libstdc++ and is produced only here, when a line is shown. Unmarked names (a
+    loader's own message) are left as they are."""
+    if "{demangle:" not in text:
+        return text
+    return _MARKED.sub(lambda m: demangle(m.group(1)), text)
+
+
 _OPERATOR = re.compile(r"(?:^|(?<=[\s:]))operator(?![A-Za-z0-9_])")
 _CLONE_SUFFIX = re.compile(r"(?:\s*\[clone [^\]]*\])+$")
 _OPEN = {"(": ")", "<": ">", "[": "]", "{": "}"}
@@ -181,8 +201,10 @@ def abi_tag_kind(mangled: str) -> AbiTagKind | None:
 __all__ = [
     "AbiTagKind",
     "abi_tag_kind",
+    "cxx",
     "demangle",
     "demangle_many",
     "demangler_available",
+    "render_text",
     "split_signature",
 ]

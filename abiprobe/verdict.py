@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from abiprobe.demangle import render_text
+
 Status = Literal["ok", "fail", "warn", "unknown"]
 STATUS_ORDER: dict[str, int] = {"ok": 0, "unknown": 1, "warn": 2, "fail": 3}
 
@@ -31,15 +33,22 @@ class Verdict:
 
     check: str
     status: Status
-    explanation: str  # one line, human words
+    explanation: str  # one line, human words; C++ names mangled (``text`` shows them demangled)
     subject: str = ""  # e.g. "sgl_kernel/common_ops.abi3.so" or "sgl-kernel 0.3.21"
     evidence: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def text(self) -> str:
+        """The explanation as shown: mangled C++ names in it demangled (here, at render time)."""
+        return render_text(self.explanation)
+
+    def to_json(self, *, rendered: bool = True) -> dict[str, Any]:
+        """The verdict as output (explanation rendered), or as stored (``rendered=False``: the same on
+        every host, mangled names kept)."""
         return {
             "check": self.check,
             "status": self.status,
-            "explanation": self.explanation,
+            "explanation": self.text if rendered else self.explanation,
             "subject": self.subject,
             "evidence": self.evidence,
         }

@@ -48,22 +48,29 @@ def test_torch_upgrade_that_changed_a_parameter_is_a_signature_change(stacks: Fi
     # GIVEN the same kernel with torch 2.9.0, whose c10 function takes unsigned int
     a = _analyze(stacks, "torch_v2", "cuda13_runtime", "sgl_kernel_v1")
     v = _verdict(a, "symbols", "sgl_kernel/common_ops.abi3.so")
-    # THEN symbols fail and both signatures and the exporting wheel are named
+    # THEN symbols fail and both signatures and the exporting wheel are named (demangled when shown)
     assert (v.status, a.ok) == ("fail", False)
-    assert v.explanation == (
+    assert v.text == (
         "signature changed: wants c10::cuda::c10_cuda_check_implementation(int, char const*, "
         "char const*, int, "
         "bool); libc10.so (torch 2.9.0) exports c10::cuda::c10_cuda_check_implementation(unsigned int, char "
         "const*, char const*, int, bool)"
     )
     assert v.evidence["missing"][0]["exported"] == "_ZN3c104cuda29c10_cuda_check_implementationEjPKcS2_ib"
+    # AND what is kept (and stored) holds the mangled names, the same on every host
+    assert v.explanation == (
+        "signature changed: wants {demangle:_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib}; "
+        "libc10.so (torch 2.9.0) exports {demangle:_ZN3c104cuda29c10_cuda_check_implementationEjPKcS2_ib}"
+    )
+    assert v.to_json()["explanation"] == v.text
+    assert v.to_json(rendered=False)["explanation"] == v.explanation
 
 
 def test_old_string_abi_import_against_cxx11_torch_is_a_string_abi_mismatch(stacks: FixtureStacks) -> None:
     a = _analyze(stacks, *CORE, "old_abi_kernel")
     v = _verdict(a, "symbols", "old_abi_kernel/_ext.abi3.so")
     assert v.status == "fail"
-    assert v.explanation.startswith(
+    assert v.text.startswith(
         "C++ std::string ABI mismatch: wants torch::jit::parseSchemaOrName(std::string const&, bool) "
         "(old ABI); libtorch_cpu.so (torch 2.8.0) exports only the cxx11 form "
         "torch::jit::parseSchemaOrName(std::__cxx11::"

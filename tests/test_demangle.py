@@ -9,7 +9,15 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from support.cbuild import build_shared
 
-from abiprobe.demangle import abi_tag_kind, demangle, demangle_many, demangler_available, split_signature
+from abiprobe.demangle import (
+    abi_tag_kind,
+    cxx,
+    demangle,
+    demangle_many,
+    demangler_available,
+    render_text,
+    split_signature,
+)
 
 pytestmark = pytest.mark.skipif(not demangler_available(), reason="libstdc++ is not loadable")
 
@@ -150,3 +158,11 @@ def test_string_return_shows_only_the_new_abi(string_abi_libs: dict[str, set[str
 
 def test_string_free_function_has_no_string_abi(string_abi_libs: dict[str, set[str]]) -> None:
     assert abi_tag_kind(demo_symbol(string_abi_libs["1"], "plain")) is None
+
+
+def test_only_marked_names_are_demangled_when_a_line_is_rendered() -> None:
+    # GIVEN a stored line with one marked C++ name, a C name and a loader's own (unmarked) mangled name
+    line = f"wants {cxx('_ZN3c105ErrorC2Ev')} and {cxx('cuInit')}; ld.so said: undefined symbol: _Z3foov"
+    # THEN the stored form names no host-dependent text, and rendering demangles only the marked name
+    assert line == "wants {demangle:_ZN3c105ErrorC2Ev} and cuInit; ld.so said: undefined symbol: _Z3foov"
+    assert render_text(line) == "wants c10::Error::Error() and cuInit; ld.so said: undefined symbol: _Z3foov"

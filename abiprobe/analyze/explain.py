@@ -1,4 +1,8 @@
-"""One-line, demangled explanations of what the simulated loader found, as Verdicts with evidence."""
+"""One-line explanations of what the simulated loader found, as Verdicts with evidence.
+
+C++ names stay mangled in the text (marked by ``cxx``) and the evidence, the same on every host; they are
+demangled when a verdict is shown (:attr:`abiprobe.verdict.Verdict.text`).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from collections.abc import Sequence
 from abiprobe.analyze.driver_api import driver_symbol_introduced
 from abiprobe.analyze.layout import InstalledObject, Layout
 from abiprobe.analyze.loader import LoadResult, MissingSymbol
-from abiprobe.demangle import abi_tag_kind, demangle, split_signature
+from abiprobe.demangle import abi_tag_kind, cxx, split_signature
 from abiprobe.profiles import Profile
 from abiprobe.sonames import cuda_major_of_soname, providing_wheel, split_soname
 from abiprobe.target import CUDA_DRIVER_TABLE, Target
@@ -67,7 +71,7 @@ def version_verdict(result: LoadResult, profile: Profile) -> Verdict:
     if not missing:
         return Verdict("symbol_versions", "ok", "every needed symbol version is defined", result.path)
     m = missing[0]
-    sym = f" (for {demangle(m.symbols[0])})" if m.symbols else ""
+    sym = f" (for {cxx(m.symbols[0])})" if m.symbols else ""
     family = m.version.rstrip("0123456789.")
     newest = _newest_of(profile, m.file, family)
     where = f"{profile.name} provides up to {newest}" if newest else f"{m.provider} does not define it"
@@ -134,8 +138,8 @@ def symbols_verdict(result: LoadResult, layout: Layout) -> Verdict:
 def explain_missing_symbol(m: MissingSymbol, layout: Layout) -> dict[str, object]:
     """One missing symbol as evidence: kind, demangled names, the closest export and who exports it."""
     name = m.symbol.name
-    wanted = demangle(name)
-    base: dict[str, object] = {"symbol": m.symbol.display(), "demangled": wanted, "required_by": m.requirer}
+    wanted = cxx(name)
+    base: dict[str, object] = {"symbol": m.symbol.display(), "required_by": m.requirer}
     if name.startswith("aoti_torch_"):
         torch = layout.wheel_of("torch")
         who = f"torch {torch.metadata.version}" if torch else "no torch in the set"
@@ -153,11 +157,11 @@ def explain_missing_symbol(m: MissingSymbol, layout: Layout) -> dict[str, object
             if kinds in (("old", "cxx11"), ("cxx11", "old")):
                 text = (
                     f"C++ std::string ABI mismatch: wants {wanted} ({kinds[0]} ABI); "
-                    f"{shown} exports only the {kinds[1]} form {demangle(other)}"
+                    f"{shown} exports only the {kinds[1]} form {cxx(other)}"
                 )
                 kind = "string_abi"
             else:
-                text = f"signature changed: wants {wanted}; {shown} exports {demangle(other)}"
+                text = f"signature changed: wants {wanted}; {shown} exports {cxx(other)}"
                 kind = "signature_changed"
             return {**base, "kind": kind, "text": text, "exported": other, "exported_by": obj.path}
     text = f"undefined symbol {wanted}: no library in its load scope exports it"

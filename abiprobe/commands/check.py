@@ -209,7 +209,7 @@ def render(analysis: SetAnalysis, stream: object = None) -> None:
             table.add_column(col, overflow="fold")
         for v in analysis.failures():
             style = "red" if v.status == "fail" else "yellow"
-            table.add_row(f"[{style}]{v.status}[/{style}]", v.check, v.subject, v.explanation)
+            table.add_row(f"[{style}]{v.status}[/{style}]", v.check, v.subject, v.text)
         console.print(table)
     checks = ", ".join(f"{c} {s}" for c, s in analysis.worst_by_check().items())
     console.print(("[green]OK[/green] " if analysis.ok else "[red]FAIL[/red] ") + checks, highlight=False)

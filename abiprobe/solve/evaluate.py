@@ -15,6 +15,7 @@ from abiprobe import __version__
 from abiprobe.analyze import AnalysisCache, analyze_extension, analyze_set
 from abiprobe.analyze.checks import imports_torch_symbols, metadata_verdicts, tag_verdicts, torch_pin_verdict
 from abiprobe.codedigest import code_digest
+from abiprobe.demangle import demangler_available
 from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.profiles import Profile
 from abiprobe.solve.matrix import Group
@@ -81,6 +82,8 @@ class StaticEvaluator:
             "providers": sorted(p.sha256 for p in providers),
             "target": self.target.key(),
             "profile": self.profile.digest(),
+            # which symbols count as "signature changed" needs the demangler to split signatures
+            "demangler": demangler_available(),
         }
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
@@ -93,7 +96,7 @@ class StaticEvaluator:
         verdicts = compute()
         if self.store is None or key is None:
             return verdicts
-        self.store.store_analysis(key, [v.to_json() for v in verdicts])
+        self.store.store_analysis(key, [v.to_json(rendered=False) for v in verdicts])
         return verdicts
 
     def _providers(self, base: Group) -> list[WheelFacts]:

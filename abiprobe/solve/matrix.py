@@ -156,7 +156,7 @@ def explain(verdicts: Sequence[Verdict]) -> str:
     head = bad[0]
     where = f"{head.subject}: " if head.subject else ""
     more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
-    return f"{head.check} {head.status}: {where}{head.explanation}{more}"
+    return f"{head.check} {head.status}: {where}{head.text}{more}"
 
 
 def set_checks(a: Group, b: Group, target: Target) -> tuple[Verdict, ...]:
