@@ -12,7 +12,8 @@ from abiprobe.errors import AbiprobeError
 
 # Order is the order `abiprobe --help` lists them in.
 COMMANDS = (
-    "solve", "inspect", "check", "probe", "index", "cache", "matrix", "report", "snapshot", "restore_plan",
+    "solve", "inspect", "check", "diff", "probe", "index", "cache", "matrix", "report", "snapshot",
+    "restore_plan",
 )  # fmt: skip
 
 

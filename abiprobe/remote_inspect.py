@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import posixpath
+from collections.abc import Callable
 from urllib.parse import unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -34,8 +35,11 @@ def index_file_from_url(url: str) -> IndexFile:
     return IndexFile(filename=filename, url=url.split("#", 1)[0], hashes=hashes)
 
 
-def pick_candidate(candidates: tuple[Candidate, ...], spec: str) -> Candidate:
-    """The candidate an installer on this host would take for ``name==version``, else the first listed."""
+def pick_candidate(
+    candidates: tuple[Candidate, ...], spec: str, prefer: Callable[[Candidate], bool] | None = None
+) -> Candidate:
+    """The candidate an installer on this host would take for ``name==version``, else the first listed;
+    with ``prefer``, a matching candidate it accepts (one whose facts are cached) comes first."""
     try:
         req = Requirement(spec)
     except InvalidRequirement as exc:
@@ -43,12 +47,16 @@ def pick_candidate(candidates: tuple[Candidate, ...], spec: str) -> Candidate:
     matching = [c for c in candidates if c.name == canonicalize_name(req.name) and c.version in req.specifier]
     if not matching:
         raise UsageError(f"{spec}: no wheel of that version on the configured indexes")
+    if prefer is not None:
+        matching = [c for c in matching if prefer(c)] or matching
     rank = {t: i for i, t in enumerate(sys_tags())}
     best = min(matching, key=lambda c: min((rank.get(t, len(rank)) for t in c.tags), default=len(rank)))
     return best
 
 
-def inspect_remote(target: str, args: argparse.Namespace) -> WheelFacts:
+def inspect_remote(target: str, args: argparse.Namespace, *, prefer_cached: bool = False) -> WheelFacts:
+    """Facts of a wheel URL or ``PROJECT==VERSION``; ``prefer_cached``: of several wheels of that version,
+    one whose facts the cache already holds (any of torch's wheels shows the same libraries)."""
     cache = Cache(args.cache_dir)
     with Http(progress=not args.json) as http:
         if target.startswith(("http://", "https://")):
@@ -58,7 +66,11 @@ def inspect_remote(target: str, args: argparse.Namespace) -> WheelFacts:
             client = IndexClient(config.sources, cache, http, args.offline, strategy=config.strategy)
             name = Requirement(target).name if "==" in target else target
             listing = client.list_project(name)
-            file = pick_candidate(listing.candidates, target).file
+
+            def cached(c: Candidate) -> bool:
+                return bool(c.file.sha256) and cache.load_summary(c.file.sha256 or "") is not None
+
+            file = pick_candidate(listing.candidates, target, cached if prefer_cached else None).file
         if args.offline:
             hit = cache.load_facts(file.sha256, allow_partial=True) if file.sha256 else None
             if hit is None:

@@ -75,7 +75,8 @@ def test_kernel_importing_torch_symbols_without_pinning_torch_warns(stacks: Fixt
     a = _analyze(stacks, "torch_v1", "cuda13_runtime", "sgl_kernel_v1")
     (v,) = [v for v in _only(a, "requires", "warn") if v.subject == "sgl-kernel 0.3.0"]
     assert v.explanation == (
-        "imports torch C++ symbols but does not pin torch: the real constraint comes from the symbols"
+        "torch range too loose: declares no torch requirement but imports torch's C++ ABI, which only "
+        "torch 2.8.0 exports (of 1 known)"
     )
 
 

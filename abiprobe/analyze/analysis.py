@@ -8,12 +8,10 @@ from typing import Any
 
 from abiprobe.analyze.checks import (
     files_verdicts,
-    imports_torch_symbols,
     metadata_verdicts,
     requires_verdicts,
     runtime_selection,
     tag_verdicts,
-    torch_pin_verdict,
 )
 from abiprobe.analyze.explain import (
     driver_verdict,
@@ -24,6 +22,7 @@ from abiprobe.analyze.explain import (
 )
 from abiprobe.analyze.layout import InstalledObject, dist_label
 from abiprobe.analyze.loader import LoaderSimulation, LoadResult
+from abiprobe.analyze.torch_abi import TorchRelease, torch_range_verdicts
 from abiprobe.facts import WheelFacts
 from abiprobe.profiles import Profile
 from abiprobe.target import Target
@@ -177,8 +176,14 @@ def spare_partial_gpu(units: Sequence[UnitAnalysis]) -> list[UnitAnalysis]:
     return out
 
 
-def analyze_set(wheels: Sequence[WheelFacts], target: Target, profile: Profile) -> SetAnalysis:
-    """Every check of a candidate set under a target: pure, no I/O."""
+def analyze_set(
+    wheels: Sequence[WheelFacts],
+    target: Target,
+    profile: Profile,
+    torch_releases: Sequence[TorchRelease] = (),
+) -> SetAnalysis:
+    """Every check of a candidate set under a target: pure, no I/O. ``torch_releases``: torch releases
+    known besides the set's own, against which each kernel wheel's torch range is judged."""
     sim = LoaderSimulation(wheels, target, profile)
     units = spare_partial_gpu([_unit(sim, r) for r in sim.load_all()])
     units = [u for u in units if u.kind == "extension" or u.status != "ok"]
@@ -188,10 +193,7 @@ def analyze_set(wheels: Sequence[WheelFacts], target: Target, profile: Profile) 
         *requires_verdicts(wheels, target),
         *files_verdicts(sim.layout),
     ]
-    for w in wheels:
-        pin = torch_pin_verdict(w, imports_torch_symbols(w))
-        if pin is not None:
-            set_verdicts.append(pin)
+    set_verdicts += torch_range_verdicts(wheels, torch_releases)
     return SetAnalysis(
         target=target,
         profile=profile.name,

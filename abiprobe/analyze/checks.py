@@ -5,7 +5,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
@@ -22,7 +21,6 @@ COMPANIONS: dict[str, str] = {
 }
 # Directories several distributions share by design (nvidia-*-cu12 wheels each ship nvidia/__init__.py).
 SHARED_NAMESPACES = frozenset({"nvidia"})
-TORCH_SYMBOL_PREFIXES = ("_ZN3c10", "_ZNK3c10", "_ZN2at", "_ZNK2at", "_ZN5torch", "_ZNK5torch", "aoti_torch_")
 
 
 def _version(text: str) -> Version | None:
@@ -112,29 +110,6 @@ def requires_verdicts(wheels: Sequence[WheelFacts], target: Target) -> list[Verd
         else:
             out.append(Verdict("requires", "ok", "every Requires-Dist is met by the set", subject))
     return out
-
-
-def torch_pin_verdict(wheel: WheelFacts, imports_torch: bool) -> Verdict | None:
-    """``requires`` warn: a wheel binds to torch's C++ symbols but its Requires-Dist leaves torch unpinned."""
-    if not imports_torch or canonicalize_name(wheel.metadata.name) == "torch":
-        return None
-    for text in wheel.metadata.requires_dist:
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if canonicalize_name(req.name) == "torch" and any(
-            s.operator in ("==", "===", "~=", "<", "<=") for s in req.specifier
-        ):
-            return None
-    text = "imports torch C++ symbols but does not pin torch: the real constraint comes from the symbols"
-    return Verdict(
-        "requires", "warn", text, dist_label(wheel), {"requires_dist": list(wheel.metadata.requires_dist)}
-    )
-
-
-def imports_torch_symbols(wheel: WheelFacts) -> bool:
-    return any(i.name.startswith(TORCH_SYMBOL_PREFIXES) for e in wheel.elf for i in e.imports)
 
 
 def files_verdicts(layout: Layout) -> list[Verdict]:

@@ -19,8 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from abiprobe.analyze import SetAnalysis, analyze_set
+from abiprobe.analyze.torch_abi import TorchRelease
 from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts
+from abiprobe.known_wheels import add_torch_option
 from abiprobe.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
 from abiprobe.target import Target
 
@@ -77,6 +79,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory (remote items)")
     p.add_argument("--index-url", action="append", default=None, help="index to look PROJECT==VERSION up in")
     p.add_argument("--offline", action="store_true", help="answer remote items from the cache alone")
+    add_torch_option(p, "Default: the set's own torch.")
     p.set_defaults(func=run)
 
 
@@ -185,7 +188,12 @@ def run(args: argparse.Namespace) -> int:
     target = target_from_args(args)
     profile = profile_from_args(args, target)
     wheels = collect_wheels(args)
-    analysis = scoped(analyze_set(wheels, target, profile), wheels, args)
+    releases: tuple[TorchRelease, ...] = ()
+    if args.torch:
+        from abiprobe.known_wheels import releases_from_args
+
+        releases = releases_from_args(args.torch, args)
+    analysis = scoped(analyze_set(wheels, target, profile, releases), wheels, args)
     if args.json:
         json.dump(analysis.to_json(), sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")

@@ -6,13 +6,16 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from abiprobe.analyze.torch_abi import TorchRelease, wheel_torch_range
 from abiprobe.cuda import GpuArch, arch_verdict, parse_arch
 from abiprobe.errors import UsageError
 from abiprobe.facts import ElfFacts, WheelFacts
+from abiprobe.known_wheels import CACHED, add_torch_option
 
 INSPECT_SCHEMA_VERSION = 1
 
@@ -32,13 +35,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory (remote targets)")
     p.add_argument("--index-url", action="append", default=None, help="index to look PROJECT==VERSION up in")
     p.add_argument("--offline", action="store_true", help="answer remote targets from the cache alone")
+    add_torch_option(p, f"Default: {CACHED}.")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     arch = parse_arch(args.arch) if args.arch else None
     sources = resolve_target(args)
-    doc = inspect_document(args.target, sources, arch)
+    releases: tuple[TorchRelease, ...] = ()
+    if any(isinstance(f, WheelFacts) and f.metadata.name.lower() != "torch" for _, f in sources):
+        from abiprobe.known_wheels import releases_from_args
+
+        releases = releases_from_args(args.torch or [CACHED], args)
+    doc = inspect_document(args.target, sources, arch, releases)
     if args.json:
         json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
@@ -102,15 +111,26 @@ def object_document(obj: ElfFacts, arch: GpuArch | None) -> dict[str, Any]:
     return d
 
 
+def _torch_range(facts: WheelFacts, releases: Sequence[TorchRelease]) -> dict[str, Any] | None:
+    if facts.metadata.name.lower() == "torch":
+        return None
+    found = wheel_torch_range(facts, releases)
+    return None if found.kind == "none" else found.to_json()
+
+
 def gpu_summary(obj: ElfFacts) -> dict[str, int]:
     """Count of GPU code entries per label (sm_90, sm_120a, compute_120 ...)."""
     return dict(sorted(Counter(g.label() for g in obj.gpu_code).items()))
 
 
 def inspect_document(
-    subject: str, sources: list[tuple[str, WheelFacts | ElfFacts]], arch: GpuArch | None
+    subject: str,
+    sources: list[tuple[str, WheelFacts | ElfFacts]],
+    arch: GpuArch | None,
+    releases: Sequence[TorchRelease] = (),
 ) -> dict[str, Any]:
-    """The `--json` document: a schema version and, per source, its metadata and objects."""
+    """The `--json` document: a schema version and, per source, its metadata and objects, and for a wheel
+    linking torch the torch range its bytes allow against ``releases``."""
     out: list[dict[str, Any]] = []
     for kind, facts in sources:
         if isinstance(facts, ElfFacts):
@@ -123,6 +143,7 @@ def inspect_document(
                     "metadata": None,
                     "errors": [],
                     "objects": [object_document(facts, arch)],
+                    "torch_range": None,
                 }
             )
         else:
@@ -135,6 +156,7 @@ def inspect_document(
                     "metadata": asdict(facts.metadata),
                     "errors": list(facts.errors),
                     "objects": [object_document(o, arch) for o in facts.elf],
+                    "torch_range": _torch_range(facts, releases),
                 }
             )
     return {

@@ -45,6 +45,8 @@ def render_inspect(
         con.print(f"[bold]{title}[/bold]  ({source['kind']}: {source['filename']})")
         if meta and meta["requires_dist"]:
             con.print("  requires: " + "; ".join(meta["requires_dist"]))
+        if source.get("torch_range"):
+            _print_torch_range(con, source["torch_range"])
         if not source["objects"]:
             con.print("  no ELF objects")
         for obj in source["objects"]:
@@ -53,6 +55,19 @@ def render_inspect(
                 _print_symbols(con, obj)
         for err in source["errors"]:
             con.print(f"[red]error:[/red] {err}")
+
+
+_RANGE_STYLE = {"agrees": "green", "too loose": "red", "too tight": "yellow", "unknown": "white"}
+
+
+def _print_torch_range(con: Console, r: dict[str, Any]) -> None:
+    """ABI kind, the range the bytes allow, the declared constraint and the verdict."""
+    declared = "none" if r["declared"] is None else (f"torch{r['declared']}" if r["declared"] else "torch")
+    style = _RANGE_STYLE.get(r["verdict"], "white")
+    con.print(f"  torch ABI: {r['kind']}; range from its bytes: {r['range']}", highlight=False)
+    con.print(
+        f"  declared: {declared}; verdict [{style}]{r['verdict']}[/{style}]: {r['reason']}", highlight=False
+    )
 
 
 def _object_table(obj: dict[str, Any]) -> Table:

@@ -13,11 +13,13 @@ from typing import Any, Protocol
 
 from abiprobe import __version__
 from abiprobe.analyze import AnalysisCache, analyze_extension, analyze_set
-from abiprobe.analyze.checks import imports_torch_symbols, metadata_verdicts, tag_verdicts, torch_pin_verdict
+from abiprobe.analyze.checks import metadata_verdicts, tag_verdicts
+from abiprobe.analyze.torch_abi import TorchRelease, releases_of, torch_range_verdicts
 from abiprobe.codedigest import code_digest
 from abiprobe.demangle import demangler_available
 from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.profiles import Profile
+from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group
 from abiprobe.target import Target
 from abiprobe.verdict import Verdict
@@ -55,9 +57,13 @@ class StaticEvaluator:
         runtime_for: RuntimeFor,
         store: VerdictStore | None = None,
         runtime_keys: RuntimeKeys | None = None,
+        torch_candidates: Sequence[StackCandidate] = (),
     ) -> None:
         self.target, self.profile, self.runtime_for = target, profile, runtime_for
         self.runtime_keys = runtime_keys
+        # every torch the matrix has a row for: the releases a kernel's torch range is judged against
+        self.torch_candidates = tuple(c for c in torch_candidates if c.name == "torch")
+        self._releases: tuple[TorchRelease, ...] | None = None
         self.cache: AnalysisCache = {}
         self.store = store
         self.analyses_run = 0  # verdict lists computed by the loader simulation
@@ -85,6 +91,10 @@ class StaticEvaluator:
             # which symbols count as "signature changed" needs the demangler to split signatures
             "demangler": demangler_available(),
         }
+        if kind == "pair" and self.torch_candidates:
+            doc["torch_releases"] = sorted(
+                c.summary.sha256 if c.summary else c.key for c in self.torch_candidates
+            )
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
     def _remembered(self, key: str | None, compute: Callable[[], list[Verdict]]) -> list[Verdict]:
@@ -118,13 +128,18 @@ class StaticEvaluator:
         key = self._key("pair", [base, member], base)
         return self._remembered(key, lambda: self._pair(base, member, self._providers(base)))
 
+    def releases(self) -> tuple[TorchRelease, ...]:
+        """The matrix's torch rows as releases (their facts are loaded once, on the first cold pair)."""
+        if self._releases is None:
+            self._releases = releases_of(f for c in self.torch_candidates if (f := c.facts) is not None)
+        return self._releases
+
     def _pair(self, base: Group, member: Group, providers: list[WheelFacts]) -> list[Verdict]:
         wheels = [w.facts for w in member.wheels if w.facts is not None]
         verdicts: list[Verdict] = [*metadata_verdicts(wheels), *tag_verdicts(wheels, self.target)]
         for w in wheels:
             for unit in analyze_extension(w, providers, self.target, self.profile, self.cache):
                 verdicts.extend(unit.verdicts)
-            pin = torch_pin_verdict(w, imports_torch_symbols(w))
-            if pin is not None:
-                verdicts.append(pin)
+        torch = [p for p in providers if p.metadata.name.lower() == "torch"]
+        verdicts += torch_range_verdicts([*torch, *wheels], self.releases())
         return verdicts + _unknown(member) + _unknown(base)

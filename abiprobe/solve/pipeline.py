@@ -434,12 +434,16 @@ def solve(
     collector = Collector(client, facts_for, target, metadata_for, runtime_facts_for)
     collected = collect(stack, collector, options)
     providers = RuntimeProviders(collector, options)
+    torch_rows = [g.core for g in collected.groups.get(stack.roles[0], ())]
     if runtime:
         evaluator = StaticEvaluator(
-            target, profile, providers, store=client.cache, runtime_keys=providers.summaries
-        )
+            target, profile, providers, store=client.cache, runtime_keys=providers.summaries,
+            torch_candidates=torch_rows,
+        )  # fmt: skip
     else:
-        evaluator = StaticEvaluator(target, profile, lambda _g: (), store=client.cache)
+        evaluator = StaticEvaluator(
+            target, profile, lambda _g: (), store=client.cache, torch_candidates=torch_rows
+        )
     builder = MatrixBuilder(stack, target, evaluator)
     matrix = builder.build(collected.groups)
     picks = build_picks(stack, matrix.groups, target, builder)

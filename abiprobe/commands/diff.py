@@ -1,0 +1,87 @@
+"""`abiprobe diff OLD NEW`: what changed between two torch releases, and which known kernels it breaks.
+
+OLD and NEW are each ``torch==VERSION`` (from the configured indexes, cache first), a torch wheel file or
+URL, an unpacked directory, or the path of a Python interpreter whose environment has torch installed.
+
+Exit status: 0 no export of OLD is gone from NEW; 4 some export was removed or changed its signature;
+12 (4|8) and a kernel wheel abiprobe knows (its facts are in the cache) imports one; 1 error, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from abiprobe.known_wheels import cached_kernels, torch_facts_of
+from abiprobe.torch_diff import TorchDiff, diff_torch
+
+_EPILOG = (
+    "exit status: 0 nothing removed; 4 exports removed or changed; 12 and a known kernel wheel imports one; "
+    "1 error; 2 usage."
+)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "diff",
+        help="what changed between two torch releases: exports, CUDA sonames, string ABI, broken kernels",
+        description="Compare the exports of two torch releases (torch==A torch==B, two wheels, two unpacked "
+        "directories or two Python interpreters with torch installed).",
+        epilog=_EPILOG,
+    )
+    p.add_argument("old", metavar="OLD", help="torch==VERSION, a torch wheel/URL/directory, or a python path")
+    p.add_argument("new", metavar="NEW", help="the release to compare against, in any form OLD takes")
+    p.add_argument("--format", choices=("text", "json", "md"), default="text", help="output format")
+    p.add_argument("--json", action="store_true", help="same as --format json")
+    p.add_argument("-o", "--output", type=Path, help="write the output here (default: stdout)")
+    p.add_argument("--limit", type=int, default=20, help="entries listed per section in text/md (default 20)")
+    p.add_argument(
+        "--no-kernels",
+        action="store_true",
+        help="do not check the kernel wheels whose facts are in the cache",
+    )
+    p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory")
+    p.add_argument("--index-url", action="append", default=None, help="index to look torch==VERSION up in")
+    p.add_argument("--offline", action="store_true", help="answer from the cache alone")
+    p.set_defaults(func=run)
+
+
+def exit_code(diff: TorchDiff) -> int:
+    code = 4 if diff.removed or diff.changed else 0
+    if any(k.symbols for k in diff.kernels):
+        code |= 8
+    return code
+
+
+def run(args: argparse.Namespace) -> int:
+    old = torch_facts_of(args.old, args)
+    new = torch_facts_of(args.new, args)
+    kernels = [] if args.no_kernels else cached_kernels(args.cache_dir)
+    diff = diff_torch(old, new, kernels)
+    doc = diff.to_json()
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
+    elif fmt == "md":
+        from abiprobe.render.torch_diff import render_markdown
+
+        text = render_markdown(doc, limit=args.limit)
+    else:
+        from abiprobe.render.torch_diff import render_text
+
+        if args.output is None:
+            render_text(doc, limit=args.limit)
+            return exit_code(diff)
+        from rich.console import Console
+
+        with args.output.open("w", encoding="utf-8") as stream:
+            render_text(doc, limit=args.limit, console=Console(file=stream, width=160))
+        return exit_code(diff)
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return exit_code(diff)
