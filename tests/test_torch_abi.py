@@ -1,0 +1,188 @@
+"""The torch range a kernel wheel's bytes allow, against its declared pin; and `abiprobe diff` of two torches.
+
+Fixtures (tests/support/torch_abi_stacks.py): two real fixture torch releases (2.12.0 -> 2.13.0: one
+export removed, one parameter int -> unsigned int, one stable-shim function added) and kernel wheels built
+against 2.12.0 whose pins agree, are too loose or too tight.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from packaging.version import Version
+from support.torch_abi_stacks import TorchAbiStacks, torch_abi_stacks
+
+from abiprobe.analyze.torch_abi import (
+    WheelTorchRange,
+    releases_of,
+    shim_table,
+    wheel_torch_range,
+)
+from abiprobe.cache import Cache
+from abiprobe.cli import main
+from abiprobe.wheel import wheel_facts_from_path
+
+SCHEMAS = Path(__file__).parent.parent / "abiprobe" / "schemas"
+PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+TARGET = ["--cuda", "13.0", "--python", PY, "--platform", "manylinux_2_28_x86_64"]
+LEGACY = "_ZN2at13legacy_helperEi"
+CHECK_INT = "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"
+CHECK_UINT = "_ZN3c104cuda29c10_cuda_check_implementationEjPKcS2_ib"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> TorchAbiStacks:
+    return torch_abi_stacks(tmp_path_factory.mktemp("torch-abi"))
+
+
+def _range(built: TorchAbiStacks, key: str) -> WheelTorchRange:
+    releases = releases_of([wheel_facts_from_path(built.torch_old), wheel_facts_from_path(built.torch_new)])
+    return wheel_torch_range(wheel_facts_from_path(built.kernels[key]), releases)
+
+
+def test_the_shipped_shim_table_parses_and_names_its_source() -> None:
+    table = shim_table()
+    assert table.source.endswith("shim_function_versions.txt") and len(table.source_commit) == 40
+    assert table.read_through == "2.13" and table.first_enforced == "2.10"
+    assert table.first_release("torch_library_def_with_tags") == "2.12"
+    assert table.first_release("torch_from_blob") == "2.11"
+    assert table.first_release("aoti_torch_abi_version") is None  # older than the table: before 2.10
+    assert all(Version("2.10") <= Version(v) <= Version(table.read_through) for v in table.functions.values())
+
+
+def test_unstable_kernel_pinned_to_the_release_it_was_built_on_agrees(built: TorchAbiStacks) -> None:
+    r = _range(built, "removed-pinned")
+    assert (r.kind, r.loads_with, r.declared, r.verdict) == ("unstable", ("2.12.0",), "==2.12.0", "agrees")
+    (ext,) = [e for e in r.extensions if e.kind != "none"]
+    assert ext.missing == (("2.13.0", LEGACY),)
+
+
+def test_unstable_kernel_without_a_torch_requirement_is_too_loose(built: TorchAbiStacks) -> None:
+    r = _range(built, "removed-unpinned")
+    assert (r.verdict, r.declared) == ("too loose", None)
+    assert r.reason == (
+        "declares no torch requirement but imports torch's C++ ABI, which only torch 2.12.0 exports (of 2 known)"
+    )
+
+
+def test_floating_pin_admitting_a_release_with_a_changed_signature_is_too_loose(
+    built: TorchAbiStacks,
+) -> None:
+    r = _range(built, "changed-floating")
+    assert (r.kind, r.loads_with, r.verdict) == ("unstable", ("2.12.0",), "too loose")
+    (ext,) = [e for e in r.extensions if e.kind != "none"]
+    assert ext.missing == (("2.13.0", CHECK_INT),)
+
+
+def test_stable_abi_kernel_pinned_exactly_is_too_tight(built: TorchAbiStacks) -> None:
+    r = _range(built, "stable-pinned")
+    assert (r.kind, r.floor, r.verdict) == ("stable", "2.12", "too tight")
+    (ext,) = [e for e in r.extensions if e.kind != "none"]
+    assert (ext.floor_symbol, ext.floor_from) == ("torch_library_def_with_tags", "table")
+    assert r.loads_with == ("2.12.0", "2.13.0")
+    assert (
+        r.range_text()
+        == "torch >= 2.12 (stable ABI floor); bytes load with torch 2.12.0, 2.13.0 (of 2.12.0, 2.13.0)"
+    )
+
+
+def test_stable_abi_kernel_floating_from_its_floor_agrees(built: TorchAbiStacks) -> None:
+    assert _range(built, "stable-floating").verdict == "agrees"
+
+
+def test_stable_abi_kernel_declaring_below_its_floor_is_too_loose(built: TorchAbiStacks) -> None:
+    r = _range(built, "stable-low")
+    assert r.verdict == "too loose"
+    assert "the bytes need torch >= 2.12" in r.reason
+
+
+def test_stable_floor_comes_from_the_newest_shim_function_it_imports(built: TorchAbiStacks) -> None:
+    r = _range(built, "stable-new")
+    assert (r.floor, r.loads_with, r.verdict) == ("2.13", ("2.13.0",), "agrees")
+
+
+def test_check_names_the_torch_range_of_a_too_loose_kernel(
+    built: TorchAbiStacks, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN torch 2.13.0 with a kernel built on 2.12.0 that declares no torch requirement
+    argv = ["check", str(built.torch_new), str(built.kernels["removed-unpinned"]), *TARGET, "--json"]
+    code = main([*argv, "--torch", str(built.torch_old)])
+    doc = json.loads(capsys.readouterr().out)
+    # THEN the symbol check fails and the requires check says the pin is too loose, with the range
+    (v,) = [v for v in doc["set_verdicts"] if v["explanation"].startswith("torch range")]
+    assert (code & 8, v["status"], v["subject"]) == (8, "warn", "removed-unpinned 1.0.0")
+    assert v["evidence"]["torch_range"]["loads_with"] == ["2.12.0"]
+
+
+def test_inspect_prints_and_documents_the_torch_range(
+    built: TorchAbiStacks, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel = str(built.kernels["stable-pinned"])
+    torches = ["--torch", str(built.torch_old), "--torch", str(built.torch_new)]
+    assert main(["inspect", wheel, *torches, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, json.loads((SCHEMAS / "inspect.schema.json").read_text()))
+    r = doc["sources"][0]["torch_range"]
+    assert (r["kind"], r["floor"], r["declared"], r["verdict"]) == ("stable", "2.12", "==2.12.0", "too tight")
+    assert main(["inspect", wheel, *torches]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "torch ABI: stable; range from its bytes: torch >= 2.12 (stable ABI floor)" in out
+    assert "declared: torch==2.12.0; verdict too tight" in out
+
+
+def _diff(built: TorchAbiStacks, cache: Path, *extra: str) -> int:
+    return main(["diff", str(built.torch_old), str(built.torch_new), "--cache-dir", str(cache), *extra])
+
+
+def test_diff_reports_removed_changed_and_added_exports_and_broken_kernels(
+    built: TorchAbiStacks, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a cache that knows three kernels built on 2.12.0
+    cache = Cache(tmp_path / "cache")
+    for key in ("removed-pinned", "changed-floating", "stable-pinned"):
+        cache.store_facts(wheel_facts_from_path(built.kernels[key]))
+    # WHEN diffing 2.12.0 against 2.13.0
+    code = _diff(built, tmp_path / "cache", "--json")
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, json.loads((SCHEMAS / "torch-diff.schema.json").read_text()))
+    # THEN the removal, the signature change and the added shim function are found
+    assert [c["symbol"] for c in doc["removed"]] == [LEGACY]
+    (changed,) = doc["changed"]
+    assert (changed["symbol"], changed["replacement"], changed["namespace"]) == (
+        CHECK_INT,
+        CHECK_UINT,
+        "c10::cuda",
+    )
+    assert changed["replacement_demangled"].startswith(
+        "c10::cuda::c10_cuda_check_implementation(unsigned int"
+    )
+    assert [c["symbol"] for c in doc["added"]] == ["torch_new_stable_ivalue"]
+    # AND the two unstable kernels break, the stable one does not; exit bits 4 (removed) | 8 (kernel)
+    broken = {k["wheel"]: k["symbols"] for k in doc["kernels"]["broken"]}
+    assert broken == {"removed-pinned 1.0.0": [LEGACY], "changed-floating 1.0.0": [CHECK_INT]}
+    assert (code, doc["kernels"]["checked"]) == (12, 3)
+    assert doc["headline"] == (
+        "torch 2.12.0 -> 2.13.0: 1 removed, 1 signature changed, 1 added; "
+        "2 of 3 known kernel wheels import a removed export"
+    )
+
+
+def test_diff_markdown_is_an_upgrade_ticket_section(
+    built: TorchAbiStacks, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _diff(built, tmp_path, "--format", "md") == 4
+    out = capsys.readouterr().out
+    assert out.startswith("## torch 2.12.0 → 2.13.0")
+    assert "### Signature changed (1)" in out and "`at::legacy_helper(int)` (libtorch_cpu.so)" in out
+
+
+def test_diff_of_a_wheel_without_torch_libraries_is_one_line_usage_error(
+    built: TorchAbiStacks, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["diff", str(built.torch_old), str(built.kernels["stable-pinned"])])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "no torch libraries in it" in err
