@@ -65,7 +65,8 @@ def test_unstable_kernel_without_a_torch_requirement_is_too_loose(built: TorchAb
     r = _range(built, "removed-unpinned")
     assert (r.verdict, r.declared) == ("too loose", None)
     assert r.reason == (
-        "declares no torch requirement but imports torch's C++ ABI, which only torch 2.12.0 exports (of 2 known)"
+        "declares no torch requirement but imports torch's C++ ABI, "
+        "which only torch 2.12.0 exports (of 2 known)"
     )
 
 
