@@ -88,8 +88,10 @@ def test_pinned_kernel_gets_no_pin_warning(stacks: FixtureStacks) -> None:
 def test_flashinfer_companion_with_another_version_fails(stacks: FixtureStacks) -> None:
     a = _analyze(stacks, "flashinfer_python", "flashinfer_cubin", "flashinfer_jit_cache")
     (v,) = _only(a, "metadata", "fail")
-    assert (
-        v.explanation == "flashinfer-cubin version (0.5.2) does not match flashinfer-python version (0.5.3)"
+    # THEN in flashinfer's own words (flashinfer/jit/env.py raises this at import)
+    assert v.explanation == (
+        "flashinfer-cubin version (0.5.2) does not match flashinfer version (0.5.3). "
+        "Please install the same version of both packages."
     )
 
 

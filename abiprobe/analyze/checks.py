@@ -11,14 +11,10 @@ from packaging.version import InvalidVersion, Version
 from abiprobe.analyze.layout import Layout, dist_label
 from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.requirements import applicable_requirements
+from abiprobe.solve.stack import CompanionRule, Stack, default_stack, version_error
 from abiprobe.target import Target
 from abiprobe.verdict import Verdict
 
-# Companions whose version must equal the core distribution's (flashinfer checks it at import).
-COMPANIONS: dict[str, str] = {
-    "flashinfer-cubin": "flashinfer-python",
-    "flashinfer-jit-cache": "flashinfer-python",
-}
 # Directories several distributions share by design (nvidia-*-cu12 wheels each ship nvidia/__init__.py).
 SHARED_NAMESPACES = frozenset({"nvidia"})
 
@@ -30,8 +26,10 @@ def _version(text: str) -> Version | None:
         return None
 
 
-def metadata_verdicts(wheels: Sequence[WheelFacts]) -> list[Verdict]:
-    """``metadata``: filename version vs METADATA Version, and companion versions."""
+def metadata_verdicts(wheels: Sequence[WheelFacts], stack: Stack | None = None) -> list[Verdict]:
+    """``metadata``: filename version vs METADATA Version, and companion versions as the stack couples
+    them (the built-in stack's by default)."""
+    stack = stack if stack is not None else default_stack()
     out: list[Verdict] = []
     by_name: dict[str, WheelFacts] = {canonicalize_name(w.metadata.name): w for w in wheels}
     for w in wheels:
@@ -52,15 +50,32 @@ def metadata_verdicts(wheels: Sequence[WheelFacts]) -> list[Verdict]:
                     "metadata", "fail", text, subject, {"filename": str(fversion), "metadata": str(mversion)}
                 )
             )
-        core = COMPANIONS.get(canonicalize_name(w.metadata.name))
-        if core is not None and core in by_name and mversion is not None:
-            cv = _version(by_name[core].metadata.version)
-            if cv is not None and cv.public != mversion.public:
-                text = f"{w.metadata.name} version ({mversion}) does not match {core} version ({cv})"
-                problems.append(
-                    Verdict("metadata", "fail", text, subject, {"companion": str(mversion), "core": str(cv)})
-                )
+        rule = stack.version_rules(w.metadata.name)
+        if rule is not None and mversion is not None:
+            problems += _coupling_verdicts(rule, mversion, by_name, subject)
         out.extend(problems or [Verdict("metadata", "ok", "filename and METADATA agree", subject)])
+    return out
+
+
+def _coupling_verdicts(
+    rule: CompanionRule, version: Version, by_name: dict[str, WheelFacts], subject: str
+) -> list[Verdict]:
+    """A companion's version against its core's (flashinfer's own check and wording, flashinfer/jit/env.py),
+    and a provider's against its shim's, which pins it exactly (flashinfer-jit-cache/build_backend.py)."""
+    out: list[Verdict] = []
+    core = by_name.get(rule.core)
+    cv = _version(core.metadata.version) if core is not None else None
+    if cv is not None:
+        differs = cv != version if rule.match == "exact" else cv.public != version.public
+        if differs:
+            text = version_error(rule, str(version), str(cv))
+            evidence = {"companion": str(version), "core": str(cv), "match": rule.match}
+            out.append(Verdict("metadata", "fail", text, subject, evidence))
+    shim = by_name.get(rule.shim) if rule.shim is not None else None
+    sv = _version(shim.metadata.version) if shim is not None else None
+    if sv is not None and sv != version:
+        text = f"{rule.name} version ({version}) does not match {rule.shim} version ({sv}), which pins it"
+        out.append(Verdict("metadata", "fail", text, subject, {"provider": str(version), "shim": str(sv)}))
     return out
 
 

@@ -16,19 +16,20 @@ from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis
 from abiprobe.analyze.layout import dist_label
 from abiprobe.facts import WheelFacts
 from abiprobe.requirements import applicable_requirements
+from abiprobe.solve.stack import Stack, default_stack
 from abiprobe.target import Target
 from abiprobe.verdict import Verdict
 
-# The stack abiprobe answers for, with flashinfer's companions.
-DEFAULT_STACK = (
-    "torch",
-    "sgl-kernel",
-    "sglang-kernel",
-    "flashinfer-python",
-    "flashinfer-cubin",
-    "flashinfer-jit-cache",
-)
 OPTIONAL_NOTE = "optional: loaded only when its module is imported, not by importing the stack"
+
+
+def stack_roots(wheels: Sequence[WheelFacts], stack: Stack | None = None) -> tuple[str, ...]:
+    """The stack's distributions (the built-in stack's by default) as the roots of an environment
+    check: every core, companion and known provider, and any installed provider of a shim by prefix."""
+    stack = stack if stack is not None else default_stack()
+    names: list[str] = list(stack.project_names())
+    names += [w.metadata.name for w in wheels if stack.role_of(w.metadata.name) is not None]
+    return tuple(dict.fromkeys(str(canonicalize_name(n)) for n in names))
 
 
 def requirement_closure(wheels: Sequence[WheelFacts], roots: Iterable[str], target: Target) -> frozenset[str]:

@@ -161,7 +161,8 @@ def scoped(analysis: SetAnalysis, wheels: Sequence[WheelFacts], args: argparse.N
     --all (or wheel items): everything, failures outside the stack marked optional with --installed."""
     from packaging.utils import canonicalize_name
 
-    from abiprobe.analyze.scope import DEFAULT_STACK, mark_optional, requirement_closure, restrict
+    from abiprobe.analyze.scope import mark_optional, requirement_closure, restrict, stack_roots
+    from abiprobe.solve.stack import default_stack
 
     present = {canonicalize_name(w.metadata.name) for w in wheels}
     if args.package:
@@ -173,12 +174,13 @@ def scoped(analysis: SetAnalysis, wheels: Sequence[WheelFacts], args: argparse.N
         return restrict(analysis, wheels, requirement_closure(wheels, args.package, analysis.target))
     if not args.installed:
         return analysis
-    stack = requirement_closure(wheels, DEFAULT_STACK, analysis.target)
+    stack = requirement_closure(wheels, stack_roots(wheels), analysis.target)
     if args.all:
         return mark_optional(analysis, wheels, stack)
     if not stack:
         raise UsageError(
-            f"none of {', '.join(DEFAULT_STACK)} is installed: pass --all or --package NAME to choose what "
+            f"none of {', '.join(n for m in default_stack().members for n in m.names)} is installed: "
+            "pass --all or --package NAME to choose what "
             "to check"
         )
     return restrict(analysis, wheels, stack)

@@ -278,6 +278,7 @@ def lock_text(result: SolveResult, providers: RuntimeProviders, complete: Comple
 
 def print_summary(result: SolveResult, doc: dict[str, object]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
@@ -289,6 +290,10 @@ def print_summary(result: SolveResult, doc: dict[str, object]) -> None:
         for ident, label in chosen.items():
             table.add_row(ident, label)
         console.print(table)
+        for role in result.matrix.stack.roles:
+            for p in result.matrix.group(role, chosen[role]).providers if role in chosen else ():
+                what = f"{p.chosen}: {p.reason}" if p.chosen else f"no provider: {p.reason}"
+                console.print(f"  provider of {p.shim}: {escape(what)}")
     else:
         console.print("[bold red]No passing set.[/]")
         for line in result.resolution.conflicts:

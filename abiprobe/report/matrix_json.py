@@ -46,7 +46,12 @@ def wheel_entry(w: StackCandidate) -> dict[str, Any]:
 
 
 def _group(g: Group) -> dict[str, Any]:
-    return {"id": g.id, "wheels": [wheel_entry(w) for w in g.wheels], "missing_companions": list(g.missing)}
+    return {
+        "id": g.id,
+        "wheels": [wheel_entry(w) for w in g.wheels],
+        "missing_companions": list(g.missing),
+        "providers": [p.to_json() for p in g.providers],
+    }
 
 
 def _verdict(v: Verdict) -> dict[str, Any]:

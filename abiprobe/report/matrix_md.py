@@ -31,6 +31,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     for i in doc["indexes"]:
         out.append(f"| {_esc(i['url'])} | {_esc(index_state(i))} |")
     out += ["", *_grid(doc, axes), ""]
+    out += provider_lines(doc)
     problems = [c for c in doc["cells"] if c["status"] != "ok"]
     if problems:
         out.append("### Problems")
@@ -67,6 +68,18 @@ def _grid(doc: dict[str, Any], axes: dict[str, Any]) -> list[str]:
             row.append(SYMBOL[cell["status"]] + _esc(extra))
         lines.append("| " + " | ".join(row) + " |")
     return lines
+
+
+def provider_lines(doc: dict[str, Any]) -> list[str]:
+    """Which per-architecture provider each group's shim loads on the target, and why (or why none)."""
+    lines = [
+        f"- `{g['id']}` + {p['shim']}: "
+        + (f"**{p['chosen']}**, {_esc(p['reason'])}" if p["chosen"] else f"no provider: {_esc(p['reason'])}")
+        for groups in doc["groups"].values()
+        for g in groups
+        for p in g.get("providers", ())
+    ]
+    return ["### Providers", *lines, ""] if lines else []
 
 
 def excluded_lines(excluded: list[dict[str, str]]) -> list[str]:

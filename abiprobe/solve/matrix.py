@@ -17,6 +17,7 @@ from packaging.utils import canonicalize_name
 from abiprobe.analyze.checks import files_verdicts_of
 from abiprobe.requirements import applicable_requirements
 from abiprobe.solve.candidates import StackCandidate
+from abiprobe.solve.providers import ProviderChoice
 from abiprobe.solve.stack import Stack
 from abiprobe.target import Target
 from abiprobe.verdict import CHECKS, STATUS_ORDER, Status, Verdict, worst
@@ -24,12 +25,16 @@ from abiprobe.verdict import CHECKS, STATUS_ORDER, Status, Verdict, worst
 
 @dataclass(frozen=True)
 class Group:
-    """One pick for a role: the core wheel plus its version-locked companions (``missing``: none found)."""
+    """One pick for a role: the core wheel plus its version-locked companions (``missing``: none found).
+
+    ``providers``: for each shim companion, the per-architecture provider the target loads (its wheel is
+    among ``companions``) and why, or why there is none."""
 
     role: str
     core: StackCandidate
     companions: tuple[StackCandidate, ...] = ()
     missing: tuple[str, ...] = ()
+    providers: tuple[ProviderChoice, ...] = ()
 
     @property
     def id(self) -> str:
@@ -190,7 +195,7 @@ def _requires(src: Group, dst: Group, target: Target) -> list[Verdict]:
 
 
 def _missing_companions(g: Group) -> tuple[Verdict, ...]:
-    return tuple(
+    missing = tuple(
         Verdict(
             "metadata",
             "warn",
@@ -199,6 +204,12 @@ def _missing_companions(g: Group) -> tuple[Verdict, ...]:
         )
         for name in g.missing
     )
+    no_provider = tuple(
+        Verdict("gpu_arch", "warn", p.reason, subject=p.shim, evidence={"provider": p.to_json()})
+        for p in g.providers
+        if p.chosen is None
+    )
+    return missing + no_provider
 
 
 class MatrixBuilder:

@@ -39,6 +39,7 @@ from abiprobe.solve.closure import resolve_closure
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, Matrix, MatrixBuilder, build_groups
 from abiprobe.solve.provider import build_picks, resolve, rules_out
+from abiprobe.solve.providers import ProviderChoice, choose_provider, named_tags, ranked_providers
 from abiprobe.solve.result import IndexStatus, NearMiss, SolveResult
 from abiprobe.solve.stack import Stack
 from abiprobe.target import Target
@@ -173,7 +174,8 @@ class Collected:
 
 
 def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Collected:
-    """Each role's windowed candidates (all its names together) and their version-matched companions."""
+    """Each role's windowed candidates (all its names together), their version-matched companions, and
+    for a shim companion the per-architecture provider the target loads."""
     target = collector.target
     excluded: list[Exclusion] = []
     cores: dict[str, list[StackCandidate]] = {}
@@ -191,6 +193,7 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Colle
         by_role[member.role] = ordered
     # the newest few of every role at once; select_window then reads on only where one is excluded
     collector.prefetch([sc for ordered in by_role.values() for sc in ordered[: options.window]])
+    provider_found: dict[str, dict[str, list[StackCandidate]]] = {}
     for member in stack.members:
         ordered = by_role[member.role]
         kept, dropped = select_window(member.role, ordered, collector.facts, target, options)
@@ -198,18 +201,22 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Colle
         excluded += dropped
         wanted = {public_version(c.version) for c in kept}
         for comp in member.companions:
-            every_version = collector.candidates(comp.name)
-            if every_version:
+            found, dropped = _companion_candidates(member.role, comp.name, wanted, collector, options)
+            if collector.candidates(comp.name):
                 listed_companions.add(comp.name)
-            listed, dropped = prefilter(member.role, every_version, SpecifierSet(), target, options)
-            excluded += [d for d in dropped if d.check != "tags"]
-            listed = [c for c in listed if public_version(c.version) in wanted]
-            collector.prefetch(listed)
-            every = FilterOptions(pre=options.pre, yanked=options.yanked, window=None)
-            found, dropped = select_window(member.role, listed, collector.facts, target, every)
             companions.setdefault(member.role, {})[comp.name] = found
             excluded += dropped
+            if comp.providers is not None:
+                versions = {public_version(c.version) for c in found}
+                # the shims' Requires-Dist names every provider of their release (a legacy shim none)
+                tags = {t for c in found for t in named_tags(c, comp.providers)}
+                for tag in sorted(_reachable_tags(tags, target)):
+                    provider = str(comp.providers.name(tag))
+                    got, dropped = _companion_candidates(member.role, provider, versions, collector, options)
+                    provider_found.setdefault(comp.name, {})[tag] = got
+                    excluded += dropped
     groups = build_groups(cores, companions, stack, matching_companions, listed_companions)
+    groups = _with_providers(groups, stack, provider_found, target, _asked(collector))
     required = {c.name for m in stack.members for c in m.companions if c.required}
     final: dict[str, tuple[Group, ...]] = {}
     for role, gs in groups.items():
@@ -227,6 +234,60 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Colle
             keep.append(g)
         final[role] = tuple(keep)
     return Collected(final, tuple(excluded))
+
+
+def _companion_candidates(
+    role: str, name: str, wanted: set[Version], collector: Collector, options: FilterOptions
+) -> tuple[list[StackCandidate], list[Exclusion]]:
+    """Every listed version of a companion project whose public version is one of ``wanted``, read."""
+    target = collector.target
+    listed, dropped = prefilter(role, collector.candidates(name), SpecifierSet(), target, options)
+    excluded = [d for d in dropped if d.check != "tags"]
+    listed = [c for c in listed if public_version(c.version) in wanted]
+    collector.prefetch(listed)
+    every = FilterOptions(pre=options.pre, yanked=options.yanked, window=None)
+    found, dropped = select_window(role, listed, collector.facts, target, every)
+    return found, excluded + dropped
+
+
+def _reachable_tags(tags: set[str], target: Target) -> list[str]:
+    """Provider tags whose code could run on the target (all of them when the target has no GPU arch)."""
+    if target.arch is None:
+        return sorted(tags)
+    return [r.tag for r in ranked_providers(tags, target.arch)]
+
+
+def _asked(collector: Collector) -> str:
+    return ", ".join(s.label for s in collector.client.sources) or "no index"
+
+
+def _with_providers(
+    groups: Mapping[str, tuple[Group, ...]],
+    stack: Stack,
+    found: Mapping[str, Mapping[str, Sequence[StackCandidate]]],
+    target: Target,
+    where: str,
+) -> dict[str, tuple[Group, ...]]:
+    """Each group's shim companions get the provider the target loads (added to the companions)."""
+    out: dict[str, tuple[Group, ...]] = {}
+    for member in stack.members:
+        shims = {c.name: c.providers for c in member.companions if c.providers is not None}
+        updated = []
+        for g in groups.get(member.role, ()):
+            extra: list[StackCandidate] = []
+            choices: list[ProviderChoice] = []
+            for comp in g.companions:
+                spec = shims.get(comp.name)
+                if spec is None:
+                    continue
+                choice, wheel = choose_provider(comp, spec, found.get(comp.name, {}), target.arch, where)
+                if choice is not None:
+                    choices.append(choice)
+                if wheel is not None:
+                    extra.append(wheel)
+            updated.append(replace(g, companions=(*g.companions, *extra), providers=tuple(choices)))
+        out[member.role] = tuple(updated)
+    return out
 
 
 class RuntimeProviders:

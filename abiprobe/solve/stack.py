@@ -1,17 +1,21 @@
 """What to solve together: stack members, their roles, alternatives, companions and version bounds.
 
-The built-in stack is torch + the sglang kernel (``sglang-kernel`` or its old name ``sgl-kernel``:
-one import package, so exactly one of them) + flashinfer with its version-locked companions.
+The one stack definition: solve, ``check`` (companion versions) and the installed-environment scope all
+read it. The built-in stack is torch + the sglang kernel (``sglang-kernel`` or its old name
+``sgl-kernel``: one import package, so exactly one of them) + flashinfer with its version-locked
+companions, one of which (``flashinfer-jit-cache``) is a shim over per-architecture provider wheels.
+Per-package facts are fields of :class:`StackMember` / :class:`Companion`, so a stack file can set them.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -19,15 +23,62 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from abiprobe.errors import UsageError
 
+_PROVIDER_TAG = re.compile(r"sm\d{2,3}[af]?")
+
 BASE_ROLE = "torch"
+# How a companion's version must equal its core's: ``public`` ignores local labels (``0.7.0+cu130``
+# matches ``0.7.0``), ``exact`` compares whole versions.
+VersionMatch = Literal["public", "exact"]
+VERSION_MATCHES: tuple[VersionMatch, ...] = ("public", "exact")
 
 
 @dataclass(frozen=True)
 class Companion:
-    """A wheel whose version must equal its core's; ``required`` companions must be found on an index."""
+    """A wheel whose version must equal its core's; ``required`` companions must be found on an index.
+
+    ``providers``: the per-architecture wheels this companion (a shim) pins to its own version, of which
+    the target loads the one its package's own selection order picks (see :mod:`abiprobe.solve.providers`).
+    """
 
     name: NormalizedName
     required: bool = False
+    match: VersionMatch = "public"
+    providers: ArchProviders | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "required": self.required, "match": self.match}
+        if self.providers is not None:
+            out["providers"] = self.providers.to_json()
+        return out
+
+
+@dataclass(frozen=True)
+class ArchProviders:
+    """Per-architecture provider wheels named ``<prefix><tag>`` (``flashinfer-jit-cache-sm120f``).
+
+    ``tags`` are the providers known to exist; those a shim's Requires-Dist names are added at solve time.
+    ``error`` is the package's own wording of a version mismatch, with ``{name}``, ``{version}`` and
+    ``{core_version}`` fields.
+    """
+
+    prefix: str
+    tags: tuple[str, ...] = ()
+    error: str = "{name} version ({version}) does not match the core version ({core_version})"
+
+    def name(self, tag: str) -> NormalizedName:
+        return canonicalize_name(f"{self.prefix}{tag}")
+
+    def tag_of(self, name: str) -> str | None:
+        """The architecture tag of a provider's distribution name, or None when it is not one."""
+        wanted = canonicalize_name(name)
+        prefix = canonicalize_name(self.prefix.rstrip("-_.")) + "-"
+        if not wanted.startswith(prefix):
+            return None
+        tag = wanted[len(prefix) :]
+        return tag if _PROVIDER_TAG.fullmatch(tag) else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"prefix": self.prefix, "tags": list(self.tags)}
 
 
 @dataclass(frozen=True)
@@ -44,14 +95,30 @@ class StackMember:
         return self.names[0]
 
     def all_names(self) -> tuple[NormalizedName, ...]:
-        return self.names + tuple(c.name for c in self.companions)
+        """Cores and companions, and the providers known by tag (others are matched by prefix)."""
+        providers = tuple(
+            c.providers.name(t) for c in self.companions if c.providers is not None for t in c.providers.tags
+        )
+        return self.names + tuple(c.name for c in self.companions) + providers
+
+    def owns(self, name: str) -> bool:
+        """Whether a distribution belongs to this role: a core, a companion, or any provider by prefix."""
+        wanted = canonicalize_name(name)
+        return wanted in self.all_names() or self.provider_of(wanted) is not None
+
+    def provider_of(self, name: str) -> tuple[Companion, str] | None:
+        """The shim companion whose provider ``name`` is, and the provider's architecture tag."""
+        for c in self.companions:
+            if c.providers is not None and (tag := c.providers.tag_of(name)) is not None:
+                return c, tag
+        return None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "role": self.role,
             "names": list(self.names),
             "specifier": str(self.specifier),
-            "companions": [{"name": c.name, "required": c.required} for c in self.companions],
+            "companions": [c.to_json() for c in self.companions],
         }
 
 
@@ -84,15 +151,28 @@ class Stack:
         raise UsageError(f"no stack role {role!r} (roles: {', '.join(self.roles)})")
 
     def role_of(self, name: str) -> str | None:
-        """The role a distribution name belongs to (as a member or companion), or None."""
-        wanted = canonicalize_name(name)
+        """The role a distribution name belongs to (as a member, companion or provider), or None."""
         for m in self.members:
-            if wanted in m.all_names():
+            if m.owns(name):
                 return m.role
         return None
 
     def project_names(self) -> tuple[NormalizedName, ...]:
         return tuple(n for m in self.members for n in m.all_names())
+
+    def version_rules(self, name: str) -> CompanionRule | None:
+        """How ``name``'s version is coupled to another distribution's, when it is a companion or provider."""
+        wanted = canonicalize_name(name)
+        for m in self.members:
+            for c in m.companions:
+                if c.name == wanted:
+                    return CompanionRule(wanted, m.primary, c.match)
+            found = m.provider_of(wanted)
+            if found is not None:
+                shim = found[0]
+                assert shim.providers is not None
+                return CompanionRule(wanted, m.primary, "public", shim.name, shim.providers.error)
+        return None
 
     def with_constraint(self, requirement: str) -> Stack:
         """Narrow the member that owns the requirement's name (``torch>=2.9``)."""
@@ -122,6 +202,18 @@ class Stack:
         return [m.to_json() for m in self.members]
 
 
+@dataclass(frozen=True)
+class CompanionRule:
+    """A version coupling: ``name`` must equal ``core`` (by ``match``), and a provider also its ``shim``
+    exactly (the shim pins every provider to its own version)."""
+
+    name: NormalizedName
+    core: NormalizedName
+    match: VersionMatch
+    shim: NormalizedName | None = None
+    error: str | None = None
+
+
 def _parse_requirement(text: str) -> Requirement:
     try:
         req = Requirement(text)
@@ -136,6 +228,18 @@ def _names(values: Iterable[str]) -> tuple[NormalizedName, ...]:
     return tuple(canonicalize_name(v) for v in values)
 
 
+# flashinfer's version checks at import (flashinfer-ai/flashinfer flashinfer/jit/env.py): flashinfer-cubin's
+# version must equal flashinfer's; flashinfer-jit-cache's and every provider's public version must equal
+# flashinfer's (its _check_jit_cache_version), in this wording.
+FLASHINFER_VERSION_ERROR = (
+    "{name} version ({version}) does not match flashinfer version ({core_version}). "
+    "Please install the same version of both packages."
+)
+# The cu130 providers flashinfer publishes (its wheel index's cu130 page); provider distributions are
+# named flashinfer-jit-cache-<tag> (flashinfer-jit-cache-provider/package_config.py).
+FLASHINFER_PROVIDER_TAGS = ("sm80", "sm89", "sm90a", "sm100a", "sm103a", "sm110a", "sm120f", "sm121a")
+
+
 def default_stack() -> Stack:
     """torch; the kernel under its new and old names; flashinfer with cubin and jit-cache companions."""
     return Stack(
@@ -146,12 +250,23 @@ def default_stack() -> Stack:
                 role="flashinfer",
                 names=_names(["flashinfer-python"]),
                 companions=(
-                    Companion(canonicalize_name("flashinfer-cubin")),
-                    Companion(canonicalize_name("flashinfer-jit-cache")),
+                    Companion(canonicalize_name("flashinfer-cubin"), match="exact"),
+                    Companion(
+                        canonicalize_name("flashinfer-jit-cache"),
+                        providers=ArchProviders(
+                            "flashinfer-jit-cache-", FLASHINFER_PROVIDER_TAGS, FLASHINFER_VERSION_ERROR
+                        ),
+                    ),
                 ),
             ),
         )
     )
+
+
+def version_error(rule: CompanionRule, version: str, core_version: str) -> str:
+    """The coupled package's own wording of a version mismatch (flashinfer's for flashinfer's stack)."""
+    template = rule.error or FLASHINFER_VERSION_ERROR
+    return template.format(name=rule.name, version=version, core_version=core_version)
 
 
 def stack_from_mapping(data: Mapping[str, Any], base: Stack | None = None) -> Stack:
@@ -182,17 +297,33 @@ def _member_from_mapping(m: Mapping[str, Any]) -> StackMember:
     role, names = m.get("role"), m.get("names")
     if not isinstance(role, str) or not isinstance(names, list) or not names:
         raise UsageError('stack file: each member needs role = "..." and names = ["..."]')
-    companions = tuple(
-        Companion(canonicalize_name(str(c["name"])), bool(c.get("required", False)))
-        if isinstance(c, Mapping)
-        else Companion(canonicalize_name(str(c)))
-        for c in m.get("companions", [])
-    )
+    companions = tuple(_companion_from(c, role) for c in m.get("companions", []))
     try:
         spec = SpecifierSet(str(m.get("specifier", "")))
     except ValueError as exc:
         raise UsageError(f"stack file: role {role}: bad specifier ({exc})") from None
     return StackMember(role=role, names=_names(str(n) for n in names), specifier=spec, companions=companions)
+
+
+def _companion_from(c: Any, role: str) -> Companion:
+    """``"name"`` or ``{name, required, match, providers = {prefix, tags}}``."""
+    if not isinstance(c, Mapping):
+        return Companion(canonicalize_name(str(c)))
+    match = c.get("match", "public")
+    if match not in VERSION_MATCHES:
+        choices = ", ".join(VERSION_MATCHES)
+        raise UsageError(f"stack file: role {role}: companion match must be one of {choices}")
+    providers = None
+    raw = c.get("providers")
+    if raw is not None:
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("prefix"), str):
+            raise UsageError(f'stack file: role {role}: providers needs prefix = "..." (and tags = [...])')
+        tags = tuple(str(t).lower() for t in _list_of(raw.get("tags", []), "providers.tags", str))
+        bad = [t for t in tags if not _PROVIDER_TAG.fullmatch(t)]
+        if bad:
+            raise UsageError(f"stack file: role {role}: provider tags look like sm90a, not {bad[0]!r}")
+        providers = ArchProviders(raw["prefix"], tags, str(raw.get("error", ArchProviders.error)))
+    return Companion(canonicalize_name(str(c["name"])), bool(c.get("required", False)), match, providers)
 
 
 def load_stack_file(path: Path, base: Stack | None = None) -> Stack:

@@ -1,0 +1,134 @@
+"""Which per-architecture provider wheel a target loads, by the providing package's own selection order.
+
+flashinfer-jit-cache is a shim; each GPU target gets a provider wheel ``flashinfer-jit-cache-<tag>``
+(flashinfer-ai/flashinfer ``docs/design_docs/jit_cache_provider_wheels.md``, names from
+``flashinfer-jit-cache-provider/package_config.py``), pinned by the shim to its own version
+(``flashinfer-jit-cache/build_backend.py``). At run time flashinfer takes a module from a provider whose
+SASS runs on the GPU by CUDA's binary-compatibility rules (providers carry no PTX), the closest first:
+the exact target (``sm121a`` on a 12.1 GPU) before a family target (``sm120f``) before an unsuffixed
+baseline (``sm120``) (flashinfer ``flashinfer/jit/env.py``; flashinfer PR 5096 states that order).
+Pure: tags and a target in, the ranked choice and its reason out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from abiprobe.cuda_arch import GpuArch, parse_arch, sass_runs_on
+from abiprobe.errors import UsageError
+from abiprobe.facts import GpuCode
+from abiprobe.solve.candidates import StackCandidate
+from abiprobe.solve.stack import ArchProviders
+
+ProviderKind = Literal["exact", "family", "unsuffixed"]
+_KINDS: dict[str, ProviderKind] = {"a": "exact", "f": "family", "": "unsuffixed"}
+_ORDER: tuple[ProviderKind, ...] = ("exact", "family", "unsuffixed")
+
+
+@dataclass(frozen=True)
+class RankedProvider:
+    """A provider tag whose code runs on the target, with the kind of match that ranks it."""
+
+    tag: str
+    arch: GpuArch
+    kind: ProviderKind
+
+    def reason(self, target: GpuArch) -> str:
+        where = f"sm_{target.sm}"
+        if self.kind == "exact":
+            return f"{self.tag} is the exact target of {where}"
+        if self.kind == "family":
+            return f"{self.tag} is a family target covering {where}"
+        return f"{self.tag} is an unsuffixed baseline that runs on {where}"
+
+
+def tag_arch(tag: str) -> GpuArch | None:
+    """``sm120f`` -> 12.0f; None for a tag that names no architecture."""
+    try:
+        return parse_arch(tag)
+    except UsageError:
+        return None
+
+
+def ranked_providers(tags: Iterable[str], target: GpuArch) -> tuple[RankedProvider, ...]:
+    """The tags whose SASS runs on ``target``, in the order flashinfer prefers them: exact, family,
+    unsuffixed; within a kind the nearest architecture first."""
+    found: dict[str, RankedProvider] = {}
+    for tag in tags:
+        arch = tag_arch(tag)
+        if arch is None:
+            continue
+        if sass_runs_on(GpuCode("sass", arch.sm, arch.variant), target):
+            found[tag] = RankedProvider(tag, arch, _KINDS[arch.variant])
+    return tuple(sorted(found.values(), key=lambda p: (_ORDER.index(p.kind), target.sm - p.arch.sm, p.tag)))
+
+
+@dataclass(frozen=True)
+class ProviderChoice:
+    """For one shim wheel: the provider the target loads (``chosen``, a distribution name) and why, or
+    why none; ``asked`` are the provider projects considered, in selection order."""
+
+    shim: str
+    chosen: str | None
+    reason: str
+    asked: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"shim": self.shim, "chosen": self.chosen, "reason": self.reason, "asked": list(self.asked)}
+
+
+def named_tags(shim: StackCandidate, providers: ArchProviders) -> tuple[str, ...]:
+    """The provider tags a shim wheel's Requires-Dist names (a legacy monolithic wheel names none)."""
+    if shim.summary is None:
+        return ()
+    tags: list[str] = []
+    for text in shim.summary.metadata.requires_dist:
+        try:
+            name = Requirement(text).name
+        except InvalidRequirement:
+            continue
+        tag = providers.tag_of(name)
+        if tag is not None and tag not in tags:
+            tags.append(tag)
+    return tuple(tags)
+
+
+def choose_provider(
+    shim: StackCandidate,
+    providers: ArchProviders,
+    found: Mapping[str, Sequence[StackCandidate]],
+    target: GpuArch | None,
+    where: str,
+) -> tuple[ProviderChoice | None, StackCandidate | None]:
+    """The provider wheel of ``shim``'s exact version the target loads, by flashinfer's order.
+
+    ``found`` holds each provider tag's candidates. None when the shim is a legacy wheel that names no
+    providers and none exist at its version (its own files hold the kernels)."""
+    tags = list(dict.fromkeys([*named_tags(shim, providers), *found]))
+    same = {t: [c for c in found.get(t, ()) if c.version == shim.version] for t in tags}
+    if not named_tags(shim, providers) and not any(same.values()):
+        return None, None
+    if target is None:
+        why = "no GPU architecture given: which provider loads cannot be known"
+        return ProviderChoice(str(shim.name), None, why), None
+    ranked = ranked_providers(tags, target)
+    asked = tuple(str(providers.name(r.tag)) for r in ranked)
+    passed: list[str] = []
+    for r in ranked:
+        wheels = same.get(r.tag) or []
+        if wheels:
+            reason = r.reason(target)
+            if passed:
+                reason += f" (no {', '.join(passed)} {shim.version} found)"
+            return ProviderChoice(str(shim.name), str(providers.name(r.tag)), reason, asked), wheels[0]
+        passed.append(r.tag)
+    if not ranked:
+        why = f"no {shim.name} provider targets sm_{target.sm} (known: {', '.join(tags) or 'none'})"
+    else:
+        why = f"no {', '.join(asked)} {shim.version} found on {where}"
+    why += ": flashinfer compiles its kernels at run time (JIT) instead"
+    return ProviderChoice(str(shim.name), None, why, asked), None

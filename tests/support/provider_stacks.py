@@ -1,0 +1,72 @@
+"""A fixture flashinfer stack in the provider layout: flashinfer-python 0.7.0, flashinfer-cubin 0.7.0, the
+``flashinfer-jit-cache`` 0.7.0+cu130 shim pinning three providers, and the providers themselves.
+
+As flashinfer builds them (flashinfer-ai/flashinfer ``flashinfer-jit-cache-provider/package_config.py``):
+each provider is ``flashinfer-jit-cache-<tag>`` installing ``flashinfer_jit_cache/providers/<tag>/``, its
+module built for that one target only (no PTX). The modules here are real abi3 extensions whose
+``.nv_fatbin`` sections hold nvcc-built SASS for ``sm_90a`` / ``sm_120f`` / ``sm_121a``. A second
+``sm120f`` provider, 0.7.1+cu130, is for the version-mismatch case.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support.stacks import ABI3_TAG, PURE_TAG, _gpu_module
+from support.wheelbuild import build_wheel
+
+PROVIDER_GENCODES = {
+    "sm90a": "arch=compute_90a,code=sm_90a",
+    "sm120f": "arch=compute_120f,code=sm_120f",
+    "sm121a": "arch=compute_121a,code=sm_121a",
+}
+VERSION = "0.7.0"
+
+
+def provider_wheel(out: Path, tag: str, version: str) -> Path:
+    """``flashinfer-jit-cache-<tag> <version>``: one module with SASS for ``tag`` alone."""
+    module = _gpu_module(out / f"{tag}-{version}", "norm", PROVIDER_GENCODES[tag])
+    root = f"flashinfer_jit_cache/providers/{tag}"
+    files = {f"{root}/__init__.py": b"", f"{root}/jit_cache/norm/norm.abi3.so": module}
+    return build_wheel(out / "wheels", f"flashinfer-jit-cache-{tag}", version, files, tag=ABI3_TAG)
+
+
+def build_provider_stack(out: Path) -> dict[str, Path]:
+    """Wheels by key: ``fi``, ``cubin``, ``shim`` and ``provider_<tag>``, plus ``provider_sm120f_071``."""
+    w = out / "wheels"
+    local = f"{VERSION}+cu130"
+    wheels = {
+        "fi": build_wheel(
+            w,
+            "flashinfer-python",
+            VERSION,
+            {"flashinfer/__init__.py": b""},
+            tag=PURE_TAG,
+            requires_dist=["torch>=2.9"],
+        ),
+        "cubin": build_wheel(
+            w, "flashinfer-cubin", VERSION, {"flashinfer_cubin/__init__.py": b""}, tag=PURE_TAG
+        ),
+        "shim": build_wheel(
+            w,
+            "flashinfer-jit-cache",
+            local,
+            {"flashinfer_jit_cache/__init__.py": b""},
+            tag=ABI3_TAG,
+            requires_dist=[f"flashinfer-jit-cache-{tag}=={local}" for tag in PROVIDER_GENCODES],
+        ),
+    }
+    for tag in PROVIDER_GENCODES:
+        wheels[f"provider_{tag}"] = provider_wheel(out, tag, local)
+    wheels["provider_sm120f_071"] = provider_wheel(out / "next", "sm120f", "0.7.1+cu130")
+    return wheels
+
+
+_BUILT: dict[str, dict[str, Path]] = {}
+
+
+def provider_stack(out: Path) -> dict[str, Path]:
+    """Build once per process."""
+    if "stack" not in _BUILT:
+        _BUILT["stack"] = build_provider_stack(out)
+    return _BUILT["stack"]
