@@ -16,6 +16,7 @@ from abiprobe.http import Http
 from abiprobe.jobs import load_jobs, result_document, select_job
 from abiprobe.localstate import hash_file as sha256_of_file
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
+from abiprobe.verdict import STATUSES
 
 
 def fetch_wheel(wheel: dict[str, Any], into: Path, http: Http | None) -> Path:
@@ -69,7 +70,7 @@ def run_job(
 
 
 def _status(value: Any) -> Any:
-    return value if value in ("ok", "fail", "warn", "unknown") else None
+    return value if value in STATUSES else None
 
 
 def _gpu(result: ProbeResult) -> dict[str, Any]:

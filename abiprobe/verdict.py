@@ -8,8 +8,12 @@ from typing import Any, Literal
 
 from abiprobe.demangle import render_text
 
-Status = Literal["ok", "fail", "warn", "unknown"]
-STATUS_ORDER: dict[str, int] = {"ok": 0, "unknown": 1, "warn": 2, "fail": 3}
+Status = Literal["ok", "warn", "blocked", "unknown", "fail"]
+# Severity, least first. ``blocked``: the loader checks pass but a declared requirement forbids the set;
+# ``unknown``: bytes a check needs were not read, so the set may load or not (never ok, never warn);
+# ``fail``: a check that was made failed, which no unread byte can undo.
+STATUS_ORDER: dict[str, int] = {"ok": 0, "warn": 1, "blocked": 2, "unknown": 3, "fail": 4}
+STATUSES: tuple[Status, ...] = ("ok", "warn", "blocked", "unknown", "fail")
 
 # Check names, in the order reports list them.
 CHECKS = (
@@ -65,9 +69,37 @@ class Verdict:
 
 
 def worst(statuses: Iterable[str]) -> Status:
-    """The most severe status of several (fail > warn > unknown > ok); ok for none."""
+    """The most severe status of several (fail > unknown > blocked > warn > ok); ok for none."""
     result: Status = "ok"
     for s in statuses:
         if STATUS_ORDER[s] > STATUS_ORDER[result]:
             result = s  # type: ignore[assignment]
     return result
+
+
+# Checks that read a wheel's bytes (its METADATA, file list, ELF objects, GPU code): a wheel that could
+# not be read leaves each of them unknown. ``tags`` come from the filename alone.
+BYTE_CHECKS = ("metadata", "requires", "files", "sonames", "symbols", "symbol_versions", "driver", "gpu_arch")
+# Loader checks another wheel of the set can satisfy: with a wheel unread, their failures are unknown.
+PROVIDED_CHECKS = ("sonames", "symbols")
+
+
+def unread_verdicts(subject: str, reason: str) -> list[Verdict]:
+    """One ``unknown`` verdict per byte check of a wheel that could not be read, saying why."""
+    text = f"not checked: the wheel could not be read ({reason})"
+    return [Verdict(c, "unknown", text, subject, {"unread": reason}) for c in BYTE_CHECKS]
+
+
+def unsettled(verdicts: Iterable[Verdict], unread: Iterable[str]) -> list[Verdict]:
+    """Failures an unread wheel of the set might have prevented (a library or symbol it may provide)
+    become ``unknown``, naming it; every other verdict is kept as it is."""
+    names = ", ".join(unread)
+    if not names:
+        return list(verdicts)
+    out = []
+    for v in verdicts:
+        if v.status == "fail" and v.check in PROVIDED_CHECKS:
+            text = f"{v.explanation} (unsettled: {names} could not be read and may provide it)"
+            v = Verdict(v.check, "unknown", text, v.subject, {**v.evidence, "unread": names})
+        out.append(v)
+    return out

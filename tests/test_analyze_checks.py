@@ -55,9 +55,10 @@ def test_local_label_in_filename_absent_from_metadata(stacks: FixtureStacks) -> 
     )
 
 
-def test_requires_dist_not_met_by_the_set_and_false_markers_ignored(stacks: FixtureStacks) -> None:
+def test_requires_dist_not_met_by_the_set_blocks_it_and_false_markers_ignored(stacks: FixtureStacks) -> None:
     a = _analyze(stacks, "torch_v2", "needs_old_torch")
-    (v,) = _only(a, "requires", "fail")
+    (v,) = _only(a, "requires", "blocked")
+    assert a.status == "blocked"
     assert (v.subject, v.explanation) == (
         "needs-old-torch 1.0.0",
         "requires torch==2.8.0 (set has torch 2.9.0)",

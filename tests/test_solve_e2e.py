@@ -92,15 +92,16 @@ def test_arch_specific_only_kernel_fails_gpu_arch(solved: tuple[int, Path]) -> N
 
 
 def test_kernel_built_against_the_other_torch_fails_symbols(solved: tuple[int, Path]) -> None:
+    # its pin on the other torch blocks it too, but the undefined symbol is what makes it fail
     c = cell(document(solved[1]), "torch==2.9.0", "sgl-kernel==0.3.0")
-    assert (c["checks"]["symbols"], c["checks"]["requires"]) == ("fail", "fail")
+    assert (c["status"], c["checks"]["symbols"], c["checks"]["requires"]) == ("fail", "fail", "blocked")
 
 
 def test_older_torch_row_picks_the_flashinfer_its_requires_allow(solved: tuple[int, Path]) -> None:
     c = cell(document(solved[1]), "torch==2.8.0", "sgl-kernel==0.3.0")
     assert c["choices"][0]["chosen"] == "flashinfer-python==0.5.2"
     assert c["choices"][0]["options"] == [
-        {"id": "flashinfer-python==0.5.3", "status": "fail"},
+        {"id": "flashinfer-python==0.5.3", "status": "blocked"},  # it requires torch>=2.9
         {"id": "flashinfer-python==0.5.2", "status": "warn"},
     ]
 

@@ -53,3 +53,36 @@ def test_unreadable_wheels_are_named_and_the_rest_of_the_stack_is_solved(
         assert store.load_summary(sha, allow_partial=True) is None
     assert main(["cache", "verify", "--cache-dir", str(cache)]) == 0
     capsys.readouterr()
+
+
+def test_a_kernel_whose_host_drops_every_connection_is_unknown_in_every_cell(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = solve_stack(tmp_path / "stack")
+    dropped = stack.wheels["k040"]
+    with IndexServer() as server:
+        serve(server, stack)
+        # GIVEN the newest passing kernel listed, but its wheel host resets every connection
+        server.fail(match=dropped.name, reset_after=0)
+        main(solve_argv(server.index_url, tmp_path / "cache", tmp_path / "out", "--no-write", "--json"))
+    doc = json.loads(capsys.readouterr().out)
+    cells = [c for c in doc["cells"] if c["col"] == "sglang-kernel==0.4.0"]
+    # THEN each of its cells is unknown (never ok or warn), and so is every check that reads its bytes
+    assert [c["status"] for c in cells] != [] and {c["status"] for c in cells} <= {"unknown", "fail"}
+    row = next(c for c in cells if c["row"] == "torch==2.9.0")
+    assert row["status"] == "unknown"
+    byte_checks = (
+        "metadata",
+        "requires",
+        "files",
+        "sonames",
+        "symbols",
+        "symbol_versions",
+        "driver",
+        "gpu_arch",
+    )
+    assert {row["checks"][c] for c in byte_checks} == {"unknown"}
+    # AND it is not chosen, and no near miss or conflict says it passes
+    assert doc["chosen"] is None or doc["chosen"]["kernel"] != "sglang-kernel==0.4.0"
+    said = json.dumps(doc["near_misses"]) + json.dumps(doc["conflicts"])
+    assert "sglang-kernel==0.4.0" in said and "passes static checks with 1" not in said

@@ -195,7 +195,8 @@ def test_no_set_names_the_verdict_that_ruled_out_each_near_miss() -> None:
     assert result.chosen is None
     assert result.conflicts == (
         "the stack needs torch: stack role torch",
-        "sgl-kernel==0.3.0: passes static checks with no torch; ruled out torch==2.9.0: undefined symbol",
+        "sgl-kernel==0.3.0: no torch candidate passes static checks with it; ruled out torch==2.9.0: "
+        "undefined symbol",
     )
 
 

@@ -78,11 +78,19 @@ class SetAnalysis:
         return {c: result[c] for c in CHECKS if c in result}
 
     @property
+    def status(self) -> Status:
+        """The set's overall status: fail, unknown (not all was read), blocked (loads, but a declared
+        requirement forbids it), warn or ok."""
+        return worst(v.status for v in self.verdicts)
+
+    @property
     def ok(self) -> bool:
-        return all(v.status != "fail" for v in self.verdicts)
+        return self.status in ("ok", "warn")
 
     def failures(self) -> tuple[Verdict, ...]:
-        return tuple(v for v in self.verdicts if v.status in ("fail", "warn"))
+        """Every verdict that is not ok, worst first."""
+        bad = (v for v in self.verdicts if v.status != "ok")
+        return tuple(sorted(bad, key=lambda v: -STATUS_ORDER[v.status]))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +99,7 @@ class SetAnalysis:
             "profile": self.profile,
             "wheels": list(self.wheels),
             "ok": self.ok,
+            "status": self.status,
             "checks": self.worst_by_check(),
             "set_verdicts": [v.to_json() for v in self.set_verdicts],
             "units": [u.to_json() for u in self.units],

@@ -100,7 +100,8 @@ def tag_verdicts(wheels: Sequence[WheelFacts], target: Target) -> list[Verdict]:
 
 
 def requires_verdicts(wheels: Sequence[WheelFacts], target: Target) -> list[Verdict]:
-    """``requires``: every Requires-Dist whose marker holds on the target is met by the set's versions."""
+    """``requires``: every Requires-Dist whose marker holds on the target is met by the set's versions;
+    an unmet one blocks the set (an installer refuses it, whether or not it would load)."""
     versions = {canonicalize_name(w.metadata.name): w.metadata.version for w in wheels}
     out: list[Verdict] = []
     for w in wheels:
@@ -116,7 +117,7 @@ def requires_verdicts(wheels: Sequence[WheelFacts], target: Target) -> list[Verd
         if unmet:
             evidence = {"unmet": unmet, "absent": absent}
             text = f"requires {unmet[0]}" + (f" (and {len(unmet) - 1} more)" if len(unmet) > 1 else "")
-            out.append(Verdict("requires", "fail", text, subject, evidence))
+            out.append(Verdict("requires", "blocked", text, subject, evidence))
         elif absent:
             text = f"requires {absent[0]}, which the set does not contain" + (
                 f" (and {len(absent) - 1} more)" if len(absent) > 1 else ""

@@ -6,7 +6,9 @@ judged; --all judges every extension, --package NAME chooses.
 Exit status: 0 when no check fails (warnings allowed); 1 for an error, 2 for a usage error, 3 when an index
 could not be read; otherwise the OR of these bits, one per failing check family:
 4 a needed library (soname) is missing, 8 an undefined symbol, 16 a symbol version or driver API too new
-for the target, 32 no GPU code for the target architecture, 64 metadata / tags / Requires-Dist / files.
+for the target, 32 no GPU code for the target architecture, 64 metadata / tags / Requires-Dist / files
+(a set a declared requirement blocks sets 64 alone). ``--json`` carries the set's overall ``status``:
+ok, warn, blocked, fail or unknown.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ EXIT_BITS: dict[str, int] = {
     "requires": 64,
     "files": 64,
 }
+STYLE = {"ok": "green", "warn": "yellow", "blocked": "blue", "unknown": "magenta", "fail": "red"}
 _EPILOG = (
     "exit status: 0 all checks pass (warnings allowed); 1 error; 2 usage; 3 index unreachable; otherwise "
     "the OR of 4 missing soname, 8 undefined symbol, 16 symbol version or driver API too new, "
@@ -84,10 +87,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def exit_code(analysis: SetAnalysis) -> int:
-    """The documented exit status: OR of the bits of every failing check."""
+    """The documented exit status: OR of the bits of every failing (or blocking) check."""
     code = 0
     for v in analysis.verdicts:
-        if v.status == "fail":
+        if v.status in ("fail", "blocked"):
             code |= EXIT_BITS.get(v.check, 64)
     return code
 
@@ -212,14 +215,15 @@ def render(analysis: SetAnalysis, stream: object = None) -> None:
     console = Console(file=stream) if stream is not None else Console()  # type: ignore[arg-type]
     console.print(f"target {analysis.target.key()}  profile {analysis.profile}")
     console.print("set: " + ", ".join(analysis.wheels))
-    problems: Sequence[object] = analysis.failures()
+    problems = analysis.failures()
     if problems:
         table = Table(show_lines=False)
         for col in ("status", "check", "subject", "explanation"):
             table.add_column(col, overflow="fold")
-        for v in analysis.failures():
-            style = "red" if v.status == "fail" else "yellow"
+        for v in problems:
+            style = STYLE[v.status]
             table.add_row(f"[{style}]{v.status}[/{style}]", v.check, v.subject, v.text)
         console.print(table)
     checks = ", ".join(f"{c} {s}" for c, s in analysis.worst_by_check().items())
-    console.print(("[green]OK[/green] " if analysis.ok else "[red]FAIL[/red] ") + checks, highlight=False)
+    status = analysis.status
+    console.print(f"[{STYLE[status]}]{status.upper()}[/{STYLE[status]}] {checks}", highlight=False)

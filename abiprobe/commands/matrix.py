@@ -43,7 +43,7 @@ def print_table(doc: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    colour = {"ok": "green", "warn": "yellow", "fail": "red", "unknown": "dim"}
+    colour = {"ok": "green", "warn": "yellow", "blocked": "blue", "fail": "red", "unknown": "dim"}
     rows, cols = axis_ids(doc)
     cells = {(c["row"], c["col"]): c for c in doc["cells"]}
     table = Table(title=title_of(doc))

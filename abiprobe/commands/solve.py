@@ -207,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:
-        print_summary(result, doc)
+        print_summary(args, result, doc)
     return result.exit_code
 
 
@@ -276,7 +276,18 @@ def lock_text(result: SolveResult, providers: RuntimeProviders, complete: Comple
     return render_lock(locked_wheels(wheels), m.target, note=note)
 
 
-def print_summary(result: SolveResult, doc: dict[str, object]) -> None:
+SHOWN_LINES = 10
+
+
+def print_some(console: Any, lines: list[str], what: str, where: str) -> None:
+    """The first lines of a list, then how many more there are and where the whole list is."""
+    for line in lines[:SHOWN_LINES]:
+        console.print(f"  {line}")
+    if len(lines) > SHOWN_LINES:
+        console.print(f"  +{len(lines) - SHOWN_LINES} more {what}: all of them in {where}")
+
+
+def print_summary(args: argparse.Namespace, result: SolveResult, doc: dict[str, object]) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -298,13 +309,21 @@ def print_summary(result: SolveResult, doc: dict[str, object]) -> None:
         console.print("[bold red]No passing set.[/]")
         for line in result.resolution.conflicts:
             console.print(f"  {line}")
-    for miss in result.near_misses[:10]:
-        console.print(f"  [yellow]near miss[/] {miss.id}: {miss.reason}")
+    over = result.override
+    if over is not None:
+        newer = ", ".join(over.chosen.values())
+        console.print(f"  [blue]if declared pins were overridden[/]: {newer}", highlight=False)
+        for b in over.blocked_by:
+            console.print(f"    blocked by {b.by} requiring {b.requirement} (the set has {b.found})")
+        for line in (*over.uv, *over.pip):
+            console.print(f"    $ {line}", highlight=False, markup=False)
+    where = str(args.out_dir / f"{matrix_name(result.matrix.target)}.json") if not args.no_write else "--json"
+    shown = [f"[yellow]near miss[/] {m.id}: {m.reason}" for m in result.near_misses]
+    print_some(console, shown, "near misses", where)
     for idx in result.indexes:
         state = "answered" if idx.answered else f"[red]no answer[/]: {idx.error}"
         console.print(f"  index {idx.url}: {state}")
-    for problem in result.problems[:10]:
-        console.print(f"  [red]problem[/] {problem}")
+    print_some(console, [f"[red]problem[/] {p}" for p in result.problems], "problems", where)
     s = result.matrix.stats
     console.print(
         f"  matrix: {len(result.matrix.cells)} cells from {s.analyses} analyses "

@@ -69,9 +69,10 @@ class ProbeResult:
     @property
     def disagrees(self) -> bool:
         """True when a static verdict was given and the real import says otherwise."""
-        if self.expected is None or self.expected in ("unknown", "warn"):
+        if self.expected not in ("ok", "blocked", "fail"):
             return False
-        return (self.expected == "ok") != (self.outcome == "ok")
+        # a blocked set passed every loader check: it is expected to import (installed --no-deps)
+        return (self.expected != "fail") != (self.outcome == "ok")
 
     @property
     def smoke_disagrees(self) -> bool:

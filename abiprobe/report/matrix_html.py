@@ -11,13 +11,15 @@ from html import escape
 from typing import Any
 
 from abiprobe.report.matrix_json import axis_ids, index_state, title_of
+from abiprobe.verdict import STATUSES
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.3em}table.grid{border-collapse:collapse;margin:1em 0}
 .grid th,.grid td{border:1px solid #ccc;padding:4px 8px;text-align:center;white-space:nowrap}
 .grid th.rowh{text-align:left}td.cell{cursor:pointer}
-.ok{background:#c8efc8}.warn{background:#fbe7a6}.fail{background:#f6b3b3}.unknown{background:#ddd}
+.ok{background:#c8efc8}.warn{background:#fbe7a6}.blocked{background:#cfd8f7}.fail{background:#f6b3b3}
+.unknown{background:#ddd}
 td.chosen{outline:3px solid #1a56db;outline-offset:-3px}.hidden{display:none}
 #details{border:1px solid #999;padding:.6em;margin-top:1em;min-height:2em;white-space:pre-wrap}
 .filters label{margin-right:1em}small{color:#555}
@@ -93,11 +95,12 @@ def render_html(doc: dict[str, Any]) -> str:
         )
         + "</p>",
         _indexes(doc),
+        _override(doc.get("if_pins_overridden")),
         "<div class='filters'>",
         *[
             f"<label><input type='checkbox' class='status' value='{s}' checked> <span class='{s}'>{s}</span>"
             "</label>"
-            for s in ("ok", "warn", "fail", "unknown")
+            for s in STATUSES
         ],
         "<label>check <select id='check'><option value=''>any</option>",
         *[f"<option value='{escape(c)}'>{escape(c)}</option>" for c in checks],
@@ -133,6 +136,23 @@ def render_html(doc: dict[str, Any]) -> str:
         f"<script>{_JS}</script></body></html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _override(override: dict[str, Any] | None) -> str:
+    if not override:
+        return ""
+    chosen = ", ".join(f"<code>{escape(v)}</code>" for v in override["chosen"].values())
+    why = "".join(
+        f"<li><span class='blocked'>blocked</span> by <code>{escape(b['by'])}</code> requiring "
+        f"<code>{escape(b['requirement'])}</code> (the set has {escape(b['found'])})</li>"
+        for b in override["blocked_by"]
+    )
+    uv, pip = (escape("\n".join(override[k])) for k in ("uv", "pip"))
+    return (
+        f"<div class='override'><p>If declared pins were overridden, the newest set the loader checks pass "
+        f"for: {chosen}</p><ul>{why}</ul><p>uv:</p><pre>{uv}</pre><p>pip, in this order:</p><pre>{pip}</pre>"
+        "</div>"
+    )
 
 
 def _indexes(doc: dict[str, Any]) -> str:

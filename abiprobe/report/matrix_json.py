@@ -11,6 +11,7 @@ from abiprobe import __version__
 from abiprobe.jsondoc import load_versioned
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group, Matrix
+from abiprobe.solve.override import blocking
 from abiprobe.solve.result import SolveResult
 from abiprobe.target import Target
 from abiprobe.verdict import Verdict
@@ -96,6 +97,7 @@ def matrix_document(result: SolveResult) -> dict[str, Any]:
                 "checks": dict(c.checks),
                 "pairs": list(c.pairs),
                 "set_verdicts": [_verdict(v) for v in c.set_verdicts],
+                "blocked_by": [b.to_json() for b in blocking(c.set_verdicts)],
                 "choices": [
                     {
                         "role": ch.role,
@@ -111,6 +113,7 @@ def matrix_document(result: SolveResult) -> dict[str, Any]:
         "chosen": dict(result.resolution.chosen) if result.resolution.chosen is not None else None,
         "conflicts": list(result.resolution.conflicts),
         "near_misses": [n.to_json() for n in result.near_misses],
+        "if_pins_overridden": result.override.to_json() if result.override is not None else None,
         "stats": {
             "cells": len(m.cells),
             "pairs": len(m.pairs),

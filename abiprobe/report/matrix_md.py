@@ -7,7 +7,13 @@ from typing import Any
 
 from abiprobe.report.matrix_json import axis_ids, index_state, title_of
 
-SYMBOL = {"ok": "✅ ok", "warn": "⚠️ warn", "fail": "❌ fail", "unknown": "❔ unknown"}
+SYMBOL = {
+    "ok": "✅ ok",
+    "warn": "⚠️ warn",
+    "blocked": "🚧 blocked",
+    "fail": "❌ fail",
+    "unknown": "❔ unknown",
+}
 
 
 def _esc(text: str) -> str:
@@ -39,6 +45,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
             where = " × ".join(x for x in (c["row"], c["col"]) if x)
             out.append(f"- **{_esc(where)}** ({c['status']}): {_esc(c['explanation'])}")
         out.append("")
+    out += override_lines(doc.get("if_pins_overridden"))
     if doc["near_misses"]:
         out.append("### Near misses")
         out += [f"- `{n['id']}`: {_esc(n['reason'])}" for n in doc["near_misses"]]
@@ -50,6 +57,32 @@ def render_markdown(doc: dict[str, Any]) -> str:
         f"(a naive loop: {s['naive_analyses']}); {doc['generated_by']}</sub>"
     )
     return "\n".join(out) + "\n"
+
+
+def override_lines(override: dict[str, Any] | None) -> list[str]:
+    """The newest set that loads if declared pins were overridden, and the two ways to install it."""
+    if not override:
+        return []
+    out = ["### If declared pins were overridden", ""]
+    out.append(
+        "**Newest set the loader checks pass for:** "
+        + ", ".join(f"`{v}`" for v in override["chosen"].values())
+    )
+    out += [f"- blocked by `{b['by']}` requiring `{b['requirement']}` (the set has {b['found']})"
+            for b in override["blocked_by"]]  # fmt: skip
+    out += [
+        "",
+        "uv:",
+        "```sh",
+        *override["uv"],
+        "```",
+        "pip (in this order):",
+        "```sh",
+        *override["pip"],
+        "```",
+        "",
+    ]
+    return out
 
 
 def _grid(doc: dict[str, Any], axes: dict[str, Any]) -> list[str]:

@@ -22,10 +22,12 @@ from abiprobe.profiles import Profile
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group
 from abiprobe.target import Target
-from abiprobe.verdict import Verdict
+from abiprobe.verdict import Verdict, unread_verdicts, unsettled
 
 RuntimeFor = Callable[[Group], Sequence[WheelFacts]]
 RuntimeKeys = Callable[[Group], Sequence[WheelSummary]]
+# (wheel label, why it could not be read) of the wheels a group needs that were not read
+Unread = Callable[[Group], Sequence[tuple[str, str]]]
 ANALYSIS_STORE_VERSION = 1
 # Stored verdicts are keyed by the code of this module's import closure (derived, never listed by hand).
 VERDICT_ENTRY = "abiprobe.solve.evaluate"
@@ -39,12 +41,8 @@ class VerdictStore(Protocol):
     def store_analysis(self, key: str, verdicts: list[dict[str, Any]]) -> None: ...
 
 
-def _unknown(group: Group) -> list[Verdict]:
-    missing = [w.label() for w in group.wheels if w.facts is None]
-    if not missing:
-        return []
-    text = f"no facts for {', '.join(missing)} (the wheel could not be read)"
-    return [Verdict("sonames", "unknown", text, subject=group.id)]
+def _no_reader(_group: Group) -> Sequence[tuple[str, str]]:
+    return ()
 
 
 class StaticEvaluator:
@@ -58,9 +56,12 @@ class StaticEvaluator:
         store: VerdictStore | None = None,
         runtime_keys: RuntimeKeys | None = None,
         torch_candidates: Sequence[StackCandidate] = (),
+        unread: Unread = _no_reader,
+        runtime_unread: Unread = _no_reader,
     ) -> None:
         self.target, self.profile, self.runtime_for = target, profile, runtime_for
         self.runtime_keys = runtime_keys
+        self.unread, self.runtime_unread = unread, runtime_unread
         # every torch the matrix has a row for: the releases a kernel's torch range is judged against
         self.torch_candidates = tuple(c for c in torch_candidates if c.name == "torch")
         self._releases: tuple[TorchRelease, ...] | None = None
@@ -78,6 +79,8 @@ class StaticEvaluator:
         runtime = self.runtime_keys(base) if self.runtime_keys is not None else self.runtime_for(base)
         providers = [*own, *runtime]
         if any(not sha for group in shas for sha in group) or any(not p.sha256 for p in providers):
+            return None
+        if self.runtime_unread(base):  # not stored: a set missing a wheel is keyed like one without it
             return None
         doc = {
             "version": ANALYSIS_STORE_VERSION,
@@ -117,12 +120,23 @@ class StaticEvaluator:
         key = self._key("base", [base], base)
         return self._remembered(key, lambda: self._base(base, self._providers(base)))
 
+    def _missing(self, *groups: Group) -> list[tuple[str, str]]:
+        """Every wheel the analysis of ``groups`` (the base first) needs but could not read."""
+        out = [m for g in groups for m in self.unread(g)]
+        return out + list(self.runtime_unread(groups[0]))
+
+    def _settle(self, verdicts: list[Verdict], missing: Sequence[tuple[str, str]]) -> list[Verdict]:
+        """Verdicts of a set with wheels unread: what they may provide is unknown, and so are they."""
+        unknown = [v for label, reason in missing for v in unread_verdicts(label, reason)]
+        return unsettled(verdicts, [label for label, _ in missing]) + unknown
+
     def _base(self, base: Group, providers: list[WheelFacts]) -> list[Verdict]:
+        missing = self._missing(base)
         if not providers:
-            return _unknown(base)
+            return self._settle([], missing)
         analysis = analyze_set(providers, self.target, self.profile)
         keep = [v for v in analysis.verdicts if v.check != "requires"]
-        return keep + _unknown(base)
+        return self._settle(keep, missing)
 
     def pair(self, base: Group, member: Group) -> Sequence[Verdict]:
         key = self._key("pair", [base, member], base)
@@ -142,4 +156,4 @@ class StaticEvaluator:
                 verdicts.extend(unit.verdicts)
         torch = [p for p in providers if p.metadata.name.lower() == "torch"]
         verdicts += torch_range_verdicts([*torch, *wheels], self.releases())
-        return verdicts + _unknown(member) + _unknown(base)
+        return self._settle(verdicts, self._missing(base, member))

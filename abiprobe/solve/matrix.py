@@ -174,7 +174,8 @@ def set_checks(a: Group, b: Group, target: Target) -> tuple[Verdict, ...]:
 
 
 def _requires(src: Group, dst: Group, target: Target) -> list[Verdict]:
-    """Requires-Dist of ``src``'s wheels that name one of ``dst``'s projects, checked against its version."""
+    """Requires-Dist of ``src``'s wheels that name one of ``dst``'s projects, checked against its version:
+    an unmet one blocks the set (an installer refuses it; the loader might not)."""
     out: list[Verdict] = []
     dst_names = {w.name: w for w in dst.wheels}
     for wheel in src.wheels:
@@ -188,9 +189,10 @@ def _requires(src: Group, dst: Group, target: Target) -> list[Verdict]:
             if req.specifier.contains(other.version, prereleases=True):
                 out.append(Verdict("requires", "ok", f"{req} is met by {other.version}", subject=who))
                 continue
-            evidence = {"requirement": str(req), "found": str(other.version)}
+            evidence = {"requirement": str(req), "found": str(other.version), "project": str(other.name),
+                        "dist": str(wheel.name)}  # fmt: skip
             text = f"requires {req}, the set has {other.name} {other.version}"
-            out.append(Verdict("requires", "fail", text, subject=who, evidence=evidence))
+            out.append(Verdict("requires", "blocked", text, subject=who, evidence=evidence))
     return out
 
 
@@ -242,7 +244,8 @@ class MatrixBuilder:
         self.pairs[pid] = result
         return result
 
-    def _set(self, a: Group, b: Group) -> tuple[Verdict, ...]:
+    def set_verdicts(self, a: Group, b: Group) -> tuple[Verdict, ...]:
+        """Set-level verdicts of two groups of different roles (memoised)."""
         key = (a.key, b.key)
         if key not in self._sets:
             self._sets[key] = set_checks(a, b, self.target)
@@ -257,7 +260,7 @@ class MatrixBuilder:
 
     def together(self, earlier: Group, later: Group) -> tuple[Status, str]:
         """Pair analysis (when ``earlier`` is the base) plus set-level checks of two groups."""
-        verdicts = list(self._set(earlier, later))
+        verdicts = list(self.set_verdicts(earlier, later))
         if earlier.role == self.stack.roles[0]:
             verdicts += self._pair(earlier, later).verdicts
         return worst(v.status for v in verdicts), explain(verdicts)
@@ -292,7 +295,7 @@ class MatrixBuilder:
         picked: list[Group] = [row]
         if col is not None:
             pairs.append(self._pair(row, col))
-            set_verdicts += self._set(row, col)
+            set_verdicts += self.set_verdicts(row, col)
             picked.append(col)
         choices: list[Choice] = []
         for role in extras:
@@ -330,7 +333,9 @@ class MatrixBuilder:
         scored: list[tuple[str, Status, PairResult, tuple[Verdict, ...]]] = []
         for g in options:
             pair = self._pair(row, g)
-            sets = tuple(v for other in picked[1:] for v in self._set(other, g)) + self._set(row, g)
+            sets = tuple(v for other in picked[1:] for v in self.set_verdicts(other, g)) + self.set_verdicts(
+                row, g
+            )
             status = worst([pair.status, *(v.status for v in sets)])
             scored.append((g.id, status, pair, sets))
         opts = tuple((gid, st) for gid, st, _, _ in scored)

@@ -38,11 +38,13 @@ from abiprobe.solve.candidates import (
 from abiprobe.solve.closure import resolve_closure
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, Matrix, MatrixBuilder, build_groups
+from abiprobe.solve.override import override_set
 from abiprobe.solve.provider import build_picks, resolve, rules_out
 from abiprobe.solve.providers import ProviderChoice, choose_provider, named_tags, ranked_providers
 from abiprobe.solve.result import IndexStatus, NearMiss, SolveResult
 from abiprobe.solve.stack import Stack
 from abiprobe.target import Target
+from abiprobe.verdict import STATUS_ORDER
 
 FactsFor = Callable[[IndexFile], WheelInfo | WheelFacts]
 # a runtime wheel's facts with at least the binaries (installed paths) the predicate accepts read
@@ -65,6 +67,7 @@ class Collector:
     outcomes: list[IndexOutcome] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     _facts: dict[str, WheelInfo | None] = field(default_factory=dict)
+    _errors: dict[str, str] = field(default_factory=dict)  # url -> why the wheel could not be read
     _runtime: dict[str, WheelInfo | None] = field(default_factory=dict)
     _listings: dict[str, tuple[Candidate, ...]] = field(default_factory=dict)
 
@@ -121,8 +124,21 @@ class Collector:
                 self._facts[key] = WheelInfo.of(got) if isinstance(got, WheelFacts) else got
             except AbiprobeError as exc:
                 self.problems.append(f"{sc.filename}: {exc}")
+                self._errors[key] = str(exc)
                 self._facts[key] = None
         return self._facts[key]
+
+    def unread_reason(self, sc: StackCandidate) -> str | None:
+        """Why ``sc``'s bytes could not be read (None: read, or never asked for)."""
+        return self._errors.get(sc.candidate.file.url)
+
+    def unread(self, group: Group) -> list[tuple[str, str]]:
+        """(label, reason) of each wheel of ``group`` whose facts are missing."""
+        out = []
+        for w in group.wheels:
+            if w.info is None:
+                out.append((w.label(), self.unread_reason(w) or "no facts were read"))
+        return out
 
     def prefetch(self, scs: Sequence[StackCandidate], read: Callable[[str], bool] | None = None) -> None:
         """Facts of several wheels read concurrently (runtime wheels with ``read``); later calls of
@@ -159,6 +175,7 @@ class Collector:
             self._runtime[key] = self.runtime_facts_for(sc.candidate.file, read)
         except AbiprobeError as exc:
             self.problems.append(f"{sc.filename}: {exc}")
+            self._errors[key] = str(exc)
             self._runtime[key] = None
         return self._runtime[key]
 
@@ -304,6 +321,7 @@ class RuntimeProviders:
         self.options = FilterOptions(pre=options.pre, yanked=options.yanked, window=1)
         self._picked: dict[str, StackCandidate | None] = {}
         self._chosen: dict[str, tuple[StackCandidate, ...]] = {}
+        self._unread: dict[str, tuple[tuple[str, str], ...]] = {}
         self._needed: set[str] | None = None
 
     def _needed_sonames(self) -> set[str]:
@@ -342,6 +360,11 @@ class RuntimeProviders:
         """Full facts of the providers (loads them)."""
         return tuple(f for sc in self.wheels(base) if (f := sc.facts) is not None)
 
+    def unread(self, base: Group) -> Sequence[tuple[str, str]]:
+        """(label, reason) of the runtime wheels an install of ``base`` gets that could not be read."""
+        self.wheels(base)
+        return self._unread.get(base.key, ())
+
     def summaries(self, base: Group) -> Sequence[WheelSummary]:
         return tuple(s for sc in self.wheels(base) if (s := sc.summary) is not None)
 
@@ -352,10 +375,12 @@ class RuntimeProviders:
             chosen = self._resolved(base)
             if chosen is None:
                 found: dict[str, StackCandidate] = {}
+                unread: list[tuple[str, str]] = []
                 for w in base.wheels:
                     if w.summary is not None:
-                        self._expand(w.summary, frozenset(), found, depth=0)
+                        self._expand(w.summary, frozenset(), found, unread, depth=0)
                 chosen = [found[k] for k in sorted(found)]
+                self._unread[base.key] = tuple(unread)
             self._chosen[base.key] = tuple(self._settled(chosen))
         return list(self._chosen[base.key])
 
@@ -379,15 +404,24 @@ class RuntimeProviders:
         bare_pins = [StackCandidate("runtime", pin.candidate, 0) for pin in pins]
         self._needed_sonames()  # made before the readers start, which only read it
         self.collector.prefetch(bare_pins, self._reached)
+        unread = []
         for bare in bare_pins:  # all runtime projects: nothing else was followed
             info = self._info(bare)
             if info is not None:
                 variant = infer_variant(bare.candidate, info.summary, target)
                 out.append(StackCandidate("runtime", bare.candidate, 0, info=info, variant=variant))
+            else:
+                unread.append((bare.label(), self.collector.unread_reason(bare) or "no facts were read"))
+        self._unread[base.key] = tuple(unread)
         return out
 
     def _expand(
-        self, facts: WheelSummary, extras: frozenset[str], found: dict[str, StackCandidate], depth: int
+        self,
+        facts: WheelSummary,
+        extras: frozenset[str],
+        found: dict[str, StackCandidate],
+        unread: list[tuple[str, str]],
+        depth: int,
     ) -> None:
         target = self.collector.target
         for req in _requirements_with_extras(facts.metadata.requires_dist, target, extras):
@@ -395,10 +429,12 @@ class RuntimeProviders:
             if not name.startswith(_RUNTIME_PREFIXES) or name in found or depth > 3:
                 continue
             sc = self._pick(req)
+            if sc is not None and sc.summary is None:
+                unread.append((sc.label(), self.collector.unread_reason(sc) or "no facts were read"))
             if sc is None or sc.summary is None:
                 continue
             found[name] = sc
-            self._expand(sc.summary, frozenset(req.extras), found, depth + 1)
+            self._expand(sc.summary, frozenset(req.extras), found, unread, depth + 1)
 
     def _pick(self, req: Requirement) -> StackCandidate | None:
         key = f"{canonicalize_name(req.name)}{req.specifier}"
@@ -447,7 +483,7 @@ def near_misses(
             if groups:
                 best = min(
                     (c for c in matrix.cells if groups[0].id in c.members),
-                    key=lambda c: ("ok", "unknown", "warn", "fail").index(c.status),
+                    key=lambda c: STATUS_ORDER[c.status],
                     default=None,
                 )
                 if best is not None:
@@ -498,12 +534,23 @@ def solve(
     torch_rows = [g.core for g in collected.groups.get(stack.roles[0], ())]
     if runtime:
         evaluator = StaticEvaluator(
-            target, profile, providers, store=client.cache, runtime_keys=providers.summaries,
+            target,
+            profile,
+            providers,
+            store=client.cache,
+            runtime_keys=providers.summaries,
             torch_candidates=torch_rows,
-        )  # fmt: skip
+            unread=collector.unread,
+            runtime_unread=providers.unread,
+        )
     else:
         evaluator = StaticEvaluator(
-            target, profile, lambda _g: (), store=client.cache, torch_candidates=torch_rows
+            target,
+            profile,
+            lambda _g: (),
+            store=client.cache,
+            torch_candidates=torch_rows,
+            unread=collector.unread,
         )
     builder = MatrixBuilder(stack, target, evaluator)
     matrix = builder.build(collected.groups)
@@ -512,6 +559,7 @@ def solve(
     misses = near_misses(matrix, builder, resolution.chosen, collected.excluded)
     matrix.stats.analyses_run = evaluator.analyses_run
     matrix.stats.analyses_stored = evaluator.analyses_stored
+    override = override_set(matrix, builder, resolution)
     result = SolveResult(
         matrix=matrix,
         resolution=resolution,
@@ -519,5 +567,6 @@ def solve(
         excluded=collected.excluded,
         near_misses=misses,
         problems=tuple(dict.fromkeys(collector.problems)),
+        override=override,
     )
     return result, providers

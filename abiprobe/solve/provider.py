@@ -104,16 +104,25 @@ class StackProvider(AbstractProvider[Need, Pick, str]):
         return candidate.needs
 
 
-def rules_out(status: str) -> bool:
+def rules_out(status: str, *, honour_pins: bool = True) -> bool:
     """Whether a verdict keeps a group (or a pair) out of the chosen set: a failure, or no verdict at all
-    (a wheel that could not be read was not checked, so it cannot be the answer to "what passes")."""
-    return status in ("fail", "unknown")
+    (a wheel that could not be read was not checked, so it cannot be the answer to "what passes"), or,
+    while declared requirements are honoured, a set one of them forbids."""
+    return status in ("fail", "unknown") or (honour_pins and status == "blocked")
 
 
 def build_picks(
-    stack: Stack, groups: Mapping[str, Sequence[Group]], target: Target, compat: Compatibility
+    stack: Stack,
+    groups: Mapping[str, Sequence[Group]],
+    target: Target,
+    compat: Compatibility,
+    *,
+    honour_pins: bool = True,
 ) -> dict[str, list[Pick]]:
-    """Every group becomes a pick whose needs encode Requires-Dist, companions, CUDA and verdicts."""
+    """Every group becomes a pick whose needs encode Requires-Dist, companions, CUDA and verdicts.
+
+    Without ``honour_pins`` the members' Requires-Dist on each other are left out (as an installer's
+    override would), so the resolution finds the newest set the loader checks pass for."""
     cuda = Version(f"{target.cuda[0]}.{target.cuda[1]}")
     picks: dict[str, list[Pick]] = {CUDA_ID: [Pick(CUDA_ID, "cuda", CUDA_ID, cuda, f"cuda {cuda}")]}
     roles = stack.roles
@@ -121,21 +130,23 @@ def build_picks(
         for g in groups.get(role, ()):
             needs: list[Need] = []
             status, why = compat.alone(g)
-            if rules_out(status):
+            if rules_out(status, honour_pins=honour_pins):
                 needs.append(Need(CUDA_ID, f"{g.id} on the target: {why}", allowed=frozenset()))
             needs += _cuda_needs(g)
-            needs += _requires_needs(g, stack, target)
+            if honour_pins:
+                needs += _requires_needs(g, stack, target)
             for earlier_role in roles[:i]:
                 allowed, reasons = set(), []
                 for h in groups.get(earlier_role, ()):
                     st, why = compat.together(h, g)
-                    if rules_out(st):
+                    if rules_out(st, honour_pins=honour_pins):
                         reasons.append(f"{h.id}: {why}")
                     else:
                         allowed.add(h.key)
-                text = "passes static checks with " + (
-                    "no " + earlier_role if not allowed else f"{len(allowed)} {earlier_role} candidate(s)"
-                )
+                if allowed:
+                    text = f"passes static checks with {len(allowed)} {earlier_role} candidate(s)"
+                else:
+                    text = f"no {earlier_role} candidate passes static checks with it"
                 if reasons:
                     text += "; ruled out " + "; ".join(reasons[:3])
                 needs.append(Need(earlier_role, text, allowed=frozenset(allowed)))

@@ -7,6 +7,7 @@ from typing import Any
 
 from abiprobe.solve.candidates import Exclusion
 from abiprobe.solve.matrix import Matrix
+from abiprobe.solve.override import OverrideSet
 from abiprobe.solve.provider import Resolution
 
 EXIT_FOUND, EXIT_NONE, EXIT_INCOMPLETE = 0, 1, 3
@@ -52,6 +53,7 @@ class SolveResult:
     excluded: tuple[Exclusion, ...] = ()
     near_misses: tuple[NearMiss, ...] = ()
     problems: tuple[str, ...] = field(default=())
+    override: OverrideSet | None = None  # the newest set that loads if declared pins were overridden
 
     @property
     def complete(self) -> bool:

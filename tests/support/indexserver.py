@@ -12,7 +12,8 @@ Usage::
 
 Pages negotiate JSON vs HTML on ``Accept`` (``server.formats`` limits what is offered), carry an ETag and
 Last-Modified and answer 304 to a matching revalidation. Files answer single ranges (``a-b``, ``a-``,
-``-n``) with 206 and Content-Range; ``<file>.metadata`` serves the wheel's METADATA (PEP 658).
+``-n``) with 206 and Content-Range; ``<file>.metadata`` serves the wheel's METADATA (PEP 658). HEAD
+answers what GET would, without the body.
 ``add_wheel`` options shape the listing: ``href`` ("quoted" with %2B, "plus" with a literal +,
 "absolute"), ``wrong_hash``, ``duplicate_hashes`` (list the filename again with these hashes),
 ``yanked``, ``requires_python`` (default: from METADATA), ``upload_time``, ``metadata``.
@@ -267,6 +268,14 @@ class _Handler(BaseHTTPRequestHandler):
                     return fault
         return None
 
+    def do_HEAD(self) -> None:
+        """The GET answer's status and headers without its body (uv asks a file's size this way)."""
+        self._head = True
+        try:
+            self.do_GET()
+        finally:
+            self._head = False
+
     def do_GET(self) -> None:
         self._sent_this_request = 0
         path = unquote(urlsplit(self.path).path)
@@ -401,7 +410,7 @@ class _Handler(BaseHTTPRequestHandler):
         return True
 
     def _raw_write(self, path: str, data: bytes) -> None:
-        if data:
+        if data and not getattr(self, "_head", False):
             self.wfile.write(data)
             with self.state.lock:
                 self.state.bytes_served[path] += len(data)
