@@ -19,6 +19,7 @@ from abiprobe.elf_dynsym import (
     count_from_sections,
     read_symbols,
     read_versions,
+    relocation_symbols,
 )
 from abiprobe.elf_layout import (
     PT_DYNAMIC,
@@ -36,13 +37,24 @@ from abiprobe.facts import ElfFacts, SymbolExport, SymbolImport
 
 DT_NULL = 0
 DT_NEEDED = 1
+DT_PLTRELSZ = 2
 DT_HASH = 4
 DT_STRTAB = 5
 DT_SYMTAB = 6
+DT_RELA = 7
+DT_RELASZ = 8
+DT_RELAENT = 9
 DT_STRSZ = 10
 DT_SYMENT = 11
 DT_SONAME = 14
 DT_RPATH = 15
+DT_REL = 17
+DT_RELSZ = 18
+DT_RELENT = 19
+DT_PLTREL = 20
+DT_JMPREL = 23
+DT_RELACOUNT = 0x6FFFFFF9
+DT_RELCOUNT = 0x6FFFFFFA
 DT_RUNPATH = 29
 DT_GNU_HASH = 0x6FFFFEF5
 DT_VERSYM = 0x6FFFFFF0
@@ -114,7 +126,7 @@ def _read(src: ByteSource, path: str) -> ElfFacts:
         dynamic.get(DT_VERNEED),
         dynamic.get(DT_VERNEEDNUM),
     )
-    exports, imports = _symbols(src, amap, hdr, strings, dynamic, versions)
+    exports, imports, import_indexes = _symbols(src, amap, hdr, strings, dynamic, versions)
     soname_off = dynamic.get(DT_SONAME)
     return ElfFacts(
         path=path,
@@ -129,8 +141,35 @@ def _read(src: ByteSource, path: str) -> ElfFacts:
         imports=imports,
         version_needs=versions.need_list,
         version_defs=versions.def_names,
+        binding_order=binding_order(amap, hdr, dynamic, import_indexes),
         size=src.size,
     )
+
+
+def binding_order(
+    amap: AddressMap, hdr: ElfHeader, dynamic: DynamicTable, import_indexes: list[int]
+) -> tuple[int, ...]:
+    """Indexes into the imports, in the order ld.so first looks each up when it relocates the object
+    with RTLD_NOW: the DT_REL table, then DT_RELA (each after its leading relative entries, which name
+    no symbol), then DT_JMPREL, entries in table order. An import no relocation names is never looked up."""
+    position = {sym: i for i, sym in enumerate(import_indexes)}
+    if not position:
+        return ()
+    plt_rela = dynamic.get(DT_PLTREL) == DT_RELA
+    tables = (
+        (DT_REL, DT_RELSZ, DT_RELENT, False, DT_RELCOUNT),
+        (DT_RELA, DT_RELASZ, DT_RELAENT, True, DT_RELACOUNT),
+        (DT_JMPREL, DT_PLTRELSZ, DT_RELAENT if plt_rela else DT_RELENT, plt_rela, None),
+    )
+    order: dict[int, None] = {}
+    for addr_tag, size_tag, ent_tag, rela, count_tag in tables:
+        vaddr, size = dynamic.get(addr_tag), dynamic.get(size_tag)
+        if vaddr is None or not size:
+            continue
+        skip = dynamic.get(count_tag) or 0 if count_tag is not None else 0
+        symbols = relocation_symbols(amap, hdr, vaddr, size, dynamic.get(ent_tag) or 0, rela, skip)
+        order.update(dict.fromkeys(p for sym in symbols if (p := position.get(sym)) is not None))
+    return tuple(order)
 
 
 def read_dynamic(src: ByteSource, hdr: ElfHeader, data: bytes) -> DynamicTable:
@@ -187,10 +226,10 @@ def _symbols(
     strings: StringTable,
     dynamic: DynamicTable,
     versions: VersionTables,
-) -> tuple[tuple[SymbolExport, ...], tuple[SymbolImport, ...]]:
+) -> tuple[tuple[SymbolExport, ...], tuple[SymbolImport, ...], list[int]]:
     symtab = dynamic.get(DT_SYMTAB)
     if symtab is None:
-        return (), ()
+        return (), (), []
     syment = dynamic.get(DT_SYMENT) or (16 if hdr.elf_class == 32 else 24)
     count = _symbol_count(src, amap, hdr, dynamic)
     return read_symbols(amap, hdr, strings, symtab, count, syment, dynamic.get(DT_VERSYM), versions)

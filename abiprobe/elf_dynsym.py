@@ -272,8 +272,9 @@ def read_symbols(
     syment: int,
     versym: int | None,
     versions: VersionTables,
-) -> tuple[tuple[SymbolExport, ...], tuple[SymbolImport, ...]]:
-    """Decode ``count`` dynamic symbols and split them into exports and imports with their versions."""
+) -> tuple[tuple[SymbolExport, ...], tuple[SymbolImport, ...], list[int]]:
+    """Decode ``count`` dynamic symbols and split them into exports and imports with their versions;
+    last, the dynamic symbol index of each import."""
     base = 16 if hdr.elf_class == 32 else 24
     if syment < base:
         raise amap.fail(f"bad ELF: dynamic symbol entry size {syment} is too small")
@@ -285,7 +286,8 @@ def read_symbols(
     else:
         vers = memoryview(bytes(2 * count)).cast("H")
     columns = _columns(data, hdr, syment)
-    return _exports(strings, columns, vers, versions), _imports(strings, columns, vers, versions)
+    imports, import_indexes = _imports(strings, columns, vers, versions)
+    return _exports(strings, columns, vers, versions), imports, import_indexes
 
 
 @dataclass(frozen=True)
@@ -385,8 +387,9 @@ def _exports(
 
 def _imports(
     strings: StringTable, cols: SymbolColumns, vers: Sequence[int], versions: VersionTables
-) -> tuple[SymbolImport, ...]:
-    """Undefined non-local symbols, with the version and file .gnu.version_r requires them from."""
+) -> tuple[tuple[SymbolImport, ...], list[int]]:
+    """Undefined non-local symbols, with the version and file .gnu.version_r requires them from, and
+    the dynamic symbol index of each."""
     undefined = cols.defined.translate(_FLIP)
     sel = bytearray(_mask_and(len(cols), cols.info.translate(_NON_LOCAL), undefined))
     if sel:
@@ -405,4 +408,26 @@ def _imports(
                 weak=cols.info[i] >> 4 == 2,
             )
         )
-    return tuple(out)
+    return tuple(out), indexes
+
+
+def relocation_symbols(
+    amap: AddressMap, hdr: ElfHeader, vaddr: int, size: int, entsize: int, rela: bool, skip: int
+) -> Sequence[int]:
+    """The symbol index of each entry of one relocation table, in table order, after its first ``skip``
+    (relative) entries."""
+    base = (24 if rela else 16) if hdr.elf_class == 64 else (12 if rela else 8)
+    entsize = entsize or base
+    if entsize < base or size % entsize:
+        raise amap.fail(f"bad ELF: relocation entries of {entsize} bytes in a table of {size} bytes")
+    if size > MAX_TABLE_BYTES:
+        raise amap.fail(f"bad ELF: relocation table of {size} bytes is implausibly large")
+    start = min(skip, size // entsize) * entsize
+    data = amap.view(vaddr + start, size - start, "relocation table")
+    if hdr.elf_class == 64:
+        # r_info is the second 8-byte word; its high half is the symbol index
+        words = _native(data, "I", hdr.endian)
+        high = 3 if hdr.endian == "<" else 2
+        return words[high :: entsize // 4]
+    info = _native(data, "I", hdr.endian)[1 :: entsize // 4]
+    return [i >> 8 for i in info]

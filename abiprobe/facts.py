@@ -93,6 +93,9 @@ class ElfFacts:
     gpu_code: tuple[GpuCode, ...] = ()
     sha256: str | None = None
     size: int = 0
+    # indexes into ``imports`` in the order ld.so looks them up relocating with RTLD_NOW (DT_REL/DT_RELA,
+    # then DT_JMPREL); None where the relocation tables were not read (facts stored before they were)
+    binding_order: tuple[int, ...] | None = None
 
     def cuda_majors(self) -> tuple[int, ...]:
         """CUDA major versions implied by the CUDA sonames this object needs (libcudart.so.13 -> 13)."""
@@ -270,6 +273,8 @@ def elf_facts_from_json(data: dict[str, Any]) -> ElfFacts:
     d["gpu_code"] = tuple(GpuCode(**g) for g in d.get("gpu_code", ()))
     for key in ("needed", "rpath", "runpath", "version_defs"):
         d[key] = tuple(d.get(key, ()))
+    if d.get("binding_order") is not None:
+        d["binding_order"] = tuple(d["binding_order"])
     return ElfFacts(**{k: v for k, v in d.items() if k in _ELF_FIELDS})
 
 

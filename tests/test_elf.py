@@ -569,3 +569,41 @@ def test_gnu_hash_chain_that_never_terminates(libs: Fixtures) -> None:
     data[chains:end] = bytes(end - chains)
     with pytest.raises(ElfFormatError, match=r"^x\.so: bad ELF: GNU hash chain never terminates$"):
         read_elf(bytes(data), "x.so")
+
+
+BINDING_SOURCE = """
+extern int zeta_data;
+extern int mid_data;
+void alpha_call(void);
+void omega_call(void);
+int use(void) { omega_call(); alpha_call(); return zeta_data + mid_data; }
+"""
+
+
+def _oracle_binding_order(path: Path, imports: set[str]) -> list[str]:
+    """Undefined symbols in the order ``readelf -r`` lists relocations naming them (.rela.dyn, .rela.plt)."""
+    seen: list[str] = []
+    for line in readelf("-r", str(path)).splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[1].startswith("0") and parts[4].split("@")[0] in imports:
+            name = parts[4].split("@")[0]
+            if name not in seen:
+                seen.append(name)
+    return seen
+
+
+def test_binding_order_is_the_order_the_loader_relocates_in(tmp_path: Path) -> None:
+    # GIVEN an object whose data references (DT_RELA) and calls (DT_JMPREL) name imports in other orders
+    # than the symbol table, the alphabet or the source
+    path = build_shared(tmp_path, "libbind.so", BINDING_SOURCE)
+    facts = read(path)
+    order = [facts.imports[i].name for i in facts.binding_order or ()]
+    # THEN the order is readelf's relocation order: data relocations first, then the PLT's
+    assert order == _oracle_binding_order(path, {i.name for i in facts.imports})
+    assert order.index("zeta_data") < order.index("alpha_call")
+    assert order.index("mid_data") < order.index("omega_call")
+    assert order != sorted(order)
+    # AND a big-endian re-encoding gives the same order
+    be = tmp_path / "libbind-be.so"
+    be.write_bytes(to_big_endian(path.read_bytes(), 21))
+    assert read(be).binding_order == facts.binding_order

@@ -72,7 +72,7 @@ def to_big_endian(data: bytes, machine: int) -> bytes:
 
     No big-endian linker is available here, so big-endian fixtures are made from real little-endian ones:
     the header, program and section headers, dynamic section, symbol tables, hash tables and GNU version
-    tables are re-encoded (code and relocations are left as they are). ``machine`` replaces e_machine.
+    tables and relocation tables are re-encoded (code is left as it is). ``machine`` replaces e_machine.
     """
     import struct
 
@@ -102,6 +102,10 @@ def to_big_endian(data: bytes, machine: int) -> bytes:
             swap_array("qQ" if is64 else "iI", off, size // (16 if is64 else 8))
         elif sh_type in (2, 11):  # SHT_SYMTAB, SHT_DYNSYM
             swap_array("IBBHQQ" if is64 else "IIIBBH", off, size // (24 if is64 else 16))
+        elif sh_type in (4, 9):  # SHT_RELA, SHT_REL (r_info of 32-bit objects keeps its byte layout)
+            rela = sh_type == 4
+            swap_array(("QQq" if rela else "QQ") if is64 else ("III" if rela else "II"), off,
+                       size // ((24 if rela else 16) if is64 else (12 if rela else 8)))  # fmt: skip
         elif sh_type == 5:  # SHT_HASH
             swap_array("I", off, size // 4)
         elif sh_type == 0x6FFFFFF6:  # SHT_GNU_HASH
