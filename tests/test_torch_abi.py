@@ -13,6 +13,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 from support.torch_abi_stacks import TorchAbiStacks, torch_abi_stacks
 
@@ -24,6 +25,14 @@ from abiprobe.analyze.torch_abi import (
 )
 from abiprobe.cache import Cache
 from abiprobe.cli import main
+from abiprobe.facts import WheelInfo
+from abiprobe.index.models import Candidate, IndexFile
+from abiprobe.profiles import builtin_profile
+from abiprobe.solve.candidates import StackCandidate
+from abiprobe.solve.evaluate import StaticEvaluator
+from abiprobe.solve.matrix import Group, MatrixBuilder
+from abiprobe.solve.stack import Stack, StackMember
+from abiprobe.target import Target
 from abiprobe.wheel import wheel_facts_from_path
 
 SCHEMAS = Path(__file__).parent.parent / "abiprobe" / "schemas"
@@ -187,3 +196,29 @@ def test_diff_of_a_wheel_without_torch_libraries_is_one_line_usage_error(
     code = main(["diff", str(built.torch_old), str(built.kernels["stable-pinned"])])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "no torch libraries in it" in err
+
+
+def _candidate(role: str, path: Path) -> StackCandidate:
+    facts = wheel_facts_from_path(path)
+    name, version, build, tags = parse_wheel_filename(path.name)
+    file = IndexFile(filename=path.name, url=path.as_uri(), hashes={"sha256": facts.sha256})
+    return StackCandidate(role, Candidate(name, version, build, tags, file), 0, WheelInfo.of(facts))
+
+
+def test_a_matrix_cell_explanation_names_the_torch_range(built: TorchAbiStacks) -> None:
+    # GIVEN a matrix with a row per fixture torch and one kernel column built on 2.12.0, with no torch pin
+    stack = Stack((StackMember("torch", (canonicalize_name("torch"),)), StackMember("kernel", ())))
+    rows = [_candidate("torch", built.torch_old), _candidate("torch", built.torch_new)]
+    kernel = _candidate("kernel", built.kernels["removed-unpinned"])
+    target = Target.parse(cuda="13.0", python="cp312", platform="manylinux_2_28_x86_64")
+    evaluator = StaticEvaluator(
+        target, builtin_profile("manylinux_2_28_x86_64"), lambda _g: (), torch_candidates=rows
+    )
+    groups = {"torch": tuple(Group("torch", r) for r in rows), "kernel": (Group("kernel", kernel),)}
+    matrix = MatrixBuilder(stack, target, evaluator).build(groups)
+    # THEN on the torch it was built on, the one problem the cell names is the too loose torch range
+    cell = matrix.cell("torch==2.12.0", "removed-unpinned==1.0.0")
+    assert cell.explanation.startswith(
+        "requires warn: removed-unpinned 1.0.0: torch range too loose: declares no torch requirement"
+    )
+    assert "which only torch 2.12.0 exports (of 2 known)" in cell.explanation
