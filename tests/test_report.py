@@ -73,6 +73,7 @@ def inputs(stack: SolveStack, tmp_path_factory: pytest.TempPathFactory) -> Itera
         json.dumps(result_document(job, result.to_json(), result.to_verdicts(), {"hostname": "gpu-box-7"}))
     )
     base = ["report", "--snapshot", str(snapshot), "--matrix", str(matrix), "--probe", str(probe)]
+    base += ["--cache-dir", str(root / "cache")]
     assert main([*base, "--json", "-o", str(root / "t.json")]) == 0
     assert main([*base, "-o", str(root / "t.md")]) == 0
     assert main([*base, "--format", "html", "-o", str(root / "t.html")]) == 0
@@ -169,10 +170,23 @@ def test_markdown_has_every_section(inputs: Inputs) -> None:
         "## Chosen set and why",
         "## Rejected sets",
         "## Probes",
+        "## torch 2.8.0 → 2.9.0",
+        "### Signature changed (1)",
+        "### Added (1)",
+        "### Known kernel wheels (4 checked)",
         "## Lock file",
         "## Restore plan",
     ]
     assert "| torch | torch | 2.8.0 | 2.9.0 | upgrade |" in inputs.markdown
+
+
+def test_a_torch_upgrade_carries_the_torch_diff_and_the_kernels_it_breaks(inputs: Inputs) -> None:
+    up = inputs.ticket["torch_upgrade"]
+    assert (up["from"], up["to"], up["note"]) == ("2.8.0", "2.9.0", "")
+    (changed,) = up["diff"]["changed"]
+    assert changed["symbol"] == "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"
+    assert [k["wheel"] for k in up["diff"]["kernels"]["broken"]] == ["sgl-kernel 0.3.0"]
+    assert "- ❌ sgl-kernel 0.3.0 imports `c10::cuda::c10_cuda_check_implementation(int," in inputs.markdown
 
 
 class _Checker(HTMLParser):
@@ -208,6 +222,7 @@ def test_html_is_well_formed_with_the_same_sections(inputs: Inputs) -> None:
         "Chosen set and why",
         "Rejected sets",
         "Probes",
+        "torch 2.8.0 → 2.9.0",
         "Lock file",
         "Restore plan",
     ]

@@ -12,6 +12,7 @@ from abiprobe.jobs import load_result
 from abiprobe.report.matrix_json import load_document
 from abiprobe.report.ticket import render_markdown, ticket_document
 from abiprobe.report.ticket_html import render_html
+from abiprobe.report.torch_upgrade import torch_upgrade
 from abiprobe.snapshot import load_snapshot
 
 
@@ -32,6 +33,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--format", choices=("md", "html", "json"), default="md")
     p.add_argument("--json", action="store_true", help="same as --format json")
     p.add_argument("-o", "--output", type=Path, help="write the report here (default: stdout)")
+    p.add_argument(
+        "--cache-dir", type=Path, help="wheel_index_cache directory (the torch diff, when torch changes)"
+    )
     p.set_defaults(func=run)
 
 
@@ -43,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{lock_path} does not exist")
     lock = lock_path.read_text(encoding="utf-8") if lock_path.is_file() else None
     results = [load_result(p) for p in args.probe]
-    ticket = ticket_document(snapshot, doc, lock=lock, results=results, installer=args.installer)
+    upgrade = torch_upgrade(snapshot, doc, lock, args.cache_dir)
+    ticket = ticket_document(
+        snapshot, doc, lock=lock, results=results, installer=args.installer, torch_upgrade=upgrade
+    )
     fmt = "json" if args.json else args.format
     if fmt == "json":
         text = json.dumps(ticket, indent=1) + "\n"

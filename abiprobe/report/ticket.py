@@ -174,8 +174,9 @@ def ticket_document(
     lock: str | None = None,
     results: Sequence[dict[str, Any]] = (),
     installer: str = "pip",
+    torch_upgrade: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Everything the upgrade ticket says, as data."""
+    """Everything the upgrade ticket says, as data (``torch_upgrade``: the torch diff, when torch changes)."""
     cell = chosen_cell(doc)
     plan = restore_plan(snapshot)
     return {
@@ -203,6 +204,7 @@ def ticket_document(
         "rejected": rejected(doc),
         "excluded": doc["excluded"],
         "probes": probes(doc, results),
+        "torch_upgrade": torch_upgrade,
         "lock": lock,
         "restore_plan": render_script(plan, "uv" if installer == "uv" else "pip"),
     }
@@ -255,6 +257,19 @@ def render_markdown(t: dict[str, Any]) -> str:
         f"{' on ' + p['host'] if p['host'] else ''}: {_esc(p['explanation'])}"
         for p in t["probes"]
     ] or ["No probe results: run `abiprobe probe --job` (docs/probe-jobs.md)."]
+    up = t.get("torch_upgrade")
+    if up:
+        from abiprobe.render.torch_diff import render_markdown as render_torch_diff
+
+        if up["diff"] is not None:
+            out += ["", render_torch_diff(up["diff"], limit=20).rstrip("\n")]
+        else:
+            out += [
+                "",
+                f"## torch {up['from']} → {up['to']}",
+                "",
+                up["note"][:1].upper() + up["note"][1:] + ".",
+            ]
     out += ["", "## Lock file", ""]
     out += ["```", t["lock"].rstrip("\n"), "```"] if t["lock"] else ["No lock file (no set was chosen)."]
     out += [

@@ -108,6 +108,28 @@ def render_html(t: dict[str, Any]) -> str:
         if probe_rows
         else "<p>No probe results.</p>"
     )
+    up = t.get("torch_upgrade")
+    if up:
+        parts.append(f"<h2>torch {escape(up['from'])} → {escape(up['to'])}</h2>")
+        if up["diff"] is None:
+            parts.append(f"<p>{escape(up['note'])}</p>")
+        else:
+            d = up["diff"]
+            parts.append(f"<p><strong>{escape(d['headline'])}</strong></p>")
+            rows = [
+                [
+                    f"<code>{escape(c['demangled'])}</code>",
+                    f"<code>{escape(c['replacement_demangled'])}</code>",
+                ]
+                for c in d["changed"][:20]
+            ]
+            if rows:
+                parts.append(_table(["signature changed", "now"], rows))
+            broken = [f"<li>{escape(k['wheel'])}</li>" for k in d["kernels"]["broken"]]
+            if broken:
+                parts.append(
+                    "<p>Known kernel wheels importing a removed export:</p><ul>" + "".join(broken) + "</ul>"
+                )
     parts.append("<h2>Lock file</h2>")
     parts.append(f"<pre>{escape(t['lock'])}</pre>" if t["lock"] else "<p>No lock file (no set chosen).</p>")
     parts.append("<h2>Restore plan</h2><p>If the upgrade goes wrong, this puts the environment back:</p>")
