@@ -37,6 +37,17 @@ PUBLIC_PREFIXES = (
     "torch_",
 )
 _CXX11_MARKERS = ("B5cxx11", "St7__cxx11")
+# torch's C++ namespaces as an Itanium mangled name spells them, anywhere in the name (vtables,
+# typeinfo and std templates over torch types included)
+TORCH_MANGLED = re.compile(r"^_Z.*?(?:3c10|2at|5torch|4c10d|6caffe2)")
+_STD_PREFIXES = ("_ZNSt", "_ZNKSt", "_ZSt", "_ZNSs", "_ZNKSs", "_ZTVSt", "_ZTISt", "_ZTSSt",
+                 "_Znw", "_Zna", "_Zdl", "_Zda")  # fmt: skip
+
+
+def libstdcxx_may_provide(name: str) -> bool:
+    """A std:: symbol over no torch type (``std::string::replace``): libstdc++ exports it too, so an
+    import of it does not depend on which torch exports it."""
+    return name.startswith(_STD_PREFIXES) and not TORCH_MANGLED.match(name)
 
 
 def torch_libraries(facts: WheelFacts) -> tuple[ElfFacts, ...]:
@@ -339,7 +350,7 @@ def broken_kernel(wheel: WheelFacts, gone: frozenset[str]) -> BrokenKernel:
     symbols: set[str] = set()
     objects: list[str] = []
     for e in wheel.elf:
-        hit = {i.name for i in e.imports if i.name in gone}
+        hit = {i.name for i in e.imports if i.name in gone and not libstdcxx_may_provide(i.name)}
         if hit:
             symbols |= hit
             objects.append(e.path)
@@ -369,6 +380,7 @@ __all__ = [
     "broken_kernel",
     "diff_torch",
     "function_signature",
+    "libstdcxx_may_provide",
     "namespace_counts",
     "namespace_of",
     "string_abi",

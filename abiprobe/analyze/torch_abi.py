@@ -26,30 +26,13 @@ from packaging.version import InvalidVersion, Version
 
 from abiprobe.facts import ElfFacts, WheelFacts
 from abiprobe.requirements import parse_requirement
-from abiprobe.torch_diff import torch_exports
+from abiprobe.torch_diff import TORCH_MANGLED, libstdcxx_may_provide, torch_exports
 from abiprobe.verdict import Status, Verdict
 
 AbiKind = Literal["stable", "unstable", "none"]
 RangeVerdict = Literal["agrees", "too loose", "too tight", "unknown"]
 SHIM_TABLE = Path(__file__).resolve().parent.parent / "data" / "torch_stable_shim.json"
 _SHIM_NAME = re.compile(r"^(?:aoti_torch_|torch_)[A-Za-z0-9_]+$")
-# torch's C++ namespaces as an Itanium mangled name spells them, anywhere in the name (vtables,
-# typeinfo and std templates over torch types included)
-_TORCH_MANGLED = re.compile(r"^_Z.*?(?:3c10|2at|5torch|4c10d|6caffe2)")
-_STD_ONLY = (
-    "_ZNSt",
-    "_ZNKSt",
-    "_ZSt",
-    "_ZNSs",
-    "_ZNKSs",
-    "_ZTVSt",
-    "_ZTISt",
-    "_ZTSSt",
-    "_Znw",
-    "_Zna",
-    "_Zdl",
-    "_Zda",
-)
 _UPPER_OPERATORS = frozenset({"==", "===", "~=", "<", "<="})
 
 
@@ -127,9 +110,9 @@ def shim_table(path: Path = SHIM_TABLE) -> ShimTable:
 def is_torch_import(name: str, releases: Sequence[TorchRelease]) -> bool:
     """A symbol only torch provides: torch's C++ namespaces, its C shim, or anything a known torch release
     exports (except std:: instantiations and operators libstdc++ provides as well)."""
-    if _SHIM_NAME.match(name) or _TORCH_MANGLED.match(name):
+    if _SHIM_NAME.match(name) or TORCH_MANGLED.match(name):
         return True
-    if name.startswith(_STD_ONLY):
+    if libstdcxx_may_provide(name):
         return False
     return any(name in r.exports for r in releases)
 
