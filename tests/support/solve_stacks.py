@@ -20,12 +20,19 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from support.cbuild import build_shared
 from support.stacks import (
     ABI3_TAG,
+    C10_SRC,
     CP_TAG,
+    EXT_SUFFIX,
     FATBIN_ASM,
     PURE_TAG,
+    PY_INCLUDE,
     PY_TAG,
+    TORCH_C_SRC,
+    TORCH_CPU_SRC,
+    TORCH_INIT,
     _module,
     _stub,
     _torch,
@@ -205,3 +212,125 @@ def serve(server: object, stack: SolveStack) -> None:
         if key.startswith("tinydep"):
             options["metadata"] = False
         server.add_wheel(path, **options)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class HistoryStack:
+    """Many releases of each role (``solve --all-versions`` at scale): wheels and what should pass."""
+
+    wheels: tuple[Path, ...]
+    torch: tuple[str, ...]  # versions, oldest first
+    kernels: dict[str, str]  # kernel version -> the torch version it was built against (and pins)
+    flashinfer: dict[str, str]  # flashinfer version -> its torch lower bound
+
+
+def build_history_stack(out: Path, torch: int = 10, kernels: int = 15, flashinfer: int = 20) -> HistoryStack:
+    """``torch`` x ``kernels`` x ``flashinfer`` releases as real wheels, from few compiled objects.
+
+    torch releases alternate between two libc10 ABIs (``int`` / ``unsigned int`` in one parameter); each
+    kernel is built against one torch release's ABI and pins it; each flashinfer release (with a
+    version-locked flashinfer-cubin) requires a torch lower bound. Releases of one role share their ELF
+    objects but differ in their files, so every wheel has its own sha256 and is inspected on its own.
+    """
+    w = out / "wheels"
+    wheels: list[Path] = []
+    abis: list[tuple[Path, Path, Path]] = []
+    for unsigned in (False, True):
+        d = out / ("abi-u" if unsigned else "abi-i")
+        c10 = build_shared(
+            d, "libc10.so", C10_SRC % ("unsigned int" if unsigned else "int"), soname="libc10.so", cxx=True
+        )
+        cpu = build_shared(
+            d, "libtorch_cpu.so", TORCH_CPU_SRC % "", soname="libtorch_cpu.so", cxx=True, link=[c10],
+            runpath=["$ORIGIN"],
+        )  # fmt: skip
+        ext = build_shared(
+            d, f"_C{EXT_SUFFIX}", TORCH_C_SRC, link=[cpu, c10], runpath=["$ORIGIN/lib"],
+            extra=[f"-I{PY_INCLUDE}"],
+        )  # fmt: skip
+        abis.append((c10, cpu, ext))
+    cudart = _stub(
+        out / "runtime",
+        "libcudart.so.13",
+        "libcudart.so.13",
+        "int cudaRuntimeGetVersion(int* v) { *v = 13000; return 0; }",
+        node="libcudart.so.13",
+    )
+    wheels.append(
+        build_wheel(
+            w,
+            "nvidia-cuda-runtime",
+            "13.0.96",
+            {"nvidia/cu13/lib/libcudart.so.13": cudart},
+            tag="py3-none-manylinux_2_28_x86_64",
+        )
+    )
+    torch_versions = tuple(f"2.{i}.0" for i in range(torch))
+    for i, version in enumerate(torch_versions):
+        c10, cpu, ext = abis[i % 2]
+        files = {
+            "torch/__init__.py": (TORCH_INIT % version).encode(),
+            "torch/lib/libc10.so": c10,
+            "torch/lib/libtorch_cpu.so": cpu,
+            f"torch/_C{EXT_SUFFIX}": ext,
+        }
+        wheels.append(
+            build_wheel(
+                w, "torch", version, files, tag=CP_TAG, requires_dist=["nvidia-cuda-runtime==13.0.96"]
+            )
+        )
+    ops: list[Path] = []
+    for unsigned in (False, True):
+        c10 = abis[int(unsigned)][0]
+        decls = C10_DECL % ("unsigned int" if unsigned else "int")
+        ops.append(
+            _module(
+                out / ("k-u" if unsigned else "k-i"),
+                "common_ops.abi3.so",
+                "common_ops",
+                cxx=True,
+                link=(c10, cudart),
+                decls=decls,
+                body=C10_CALL,
+            )
+        )
+    kernel_torch: dict[str, str] = {}
+    for k in range(kernels):
+        version = f"0.{k // 10}.{k % 10}"
+        t = (k * torch) // kernels  # spread over the torch releases, oldest kernels against oldest torch
+        kernel_torch[version] = torch_versions[t]
+        files = {
+            "sgl_kernel/__init__.py": f"import torch  # noqa: F401\nfrom sgl_kernel import common_ops\n"
+            f"__version__ = {version!r}\n".encode(),
+            "sgl_kernel/common_ops.abi3.so": ops[t % 2],
+        }
+        wheels.append(
+            build_wheel(
+                w,
+                "sglang-kernel",
+                version,
+                files,
+                tag=ABI3_TAG,
+                requires_dist=[f"torch=={torch_versions[t]}"],
+            )
+        )
+    fi_torch: dict[str, str] = {}
+    for f in range(flashinfer):
+        version = f"0.{f // 10}.{f % 10}"
+        floor = torch_versions[(f * torch) // flashinfer]
+        fi_torch[version] = floor
+        init = f"__version__ = {version!r}\n".encode()
+        wheels.append(
+            build_wheel(
+                w,
+                "flashinfer-python",
+                version,
+                {"flashinfer/__init__.py": init},
+                tag=PURE_TAG,
+                requires_dist=[f"torch>={floor}"],
+            )
+        )
+        wheels.append(
+            build_wheel(w, "flashinfer-cubin", version, {"flashinfer_cubin/__init__.py": init}, tag=PURE_TAG)
+        )
+    return HistoryStack(tuple(wheels), torch_versions, kernel_torch, fi_torch)
