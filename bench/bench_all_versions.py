@@ -103,10 +103,16 @@ def main() -> int:
     for name in ("cold", "warm"):
         b, g = base[name], big[name]
         assert isinstance(b, dict) and isinstance(g, dict)
+        pairs = int(big["pairs"]) / int(base["pairs"])  # type: ignore[call-overload]
+        product = int(big["product"]) / int(base["product"])  # type: ignore[call-overload]
         print(
-            f"{name}: {big['scale']} / {base['scale']} time {g['seconds'] / b['seconds']:.2f}x  for pairs "
-            f"{int(big['pairs']) / int(base['pairs']):.1f}x, product {int(big['product']) / int(base['product']):.1f}x"
+            f"{name}: {big['scale']} / {base['scale']} time {g['seconds'] / b['seconds']:.2f}x  "
+            f"for pairs {pairs:.1f}x, product {product:.1f}x"
         )
+    w = big["warm"]
+    assert isinstance(w, dict)
+    verdict = "met" if float(w["seconds"]) < 5 and float(w["peak_rss_mib"]) < 300 else "NOT met"
+    print(f"target (warm {big['scale']} under 5 s and 300 MB): {verdict}")
     return 0
 
 
