@@ -190,10 +190,14 @@ class Cache:
 
     # wheel facts
 
-    def load_facts(self, sha256: str, *, allow_partial: bool = False) -> WheelFacts | None:
+    def load_facts(
+        self, sha256: str, *, allow_partial: bool = False, allow_unverified: bool = False
+    ) -> WheelFacts | None:
         """Facts of the wheel with this sha256, or None on a miss or a damaged/foreign entry.
 
-        Facts with unread members (see ``WheelFacts.unread``) count as a miss unless ``allow_partial``."""
+        Facts with unread members (see ``WheelFacts.unread``) count as a miss unless ``allow_partial``;
+        facts whose sha256 was never checked (a range read, ``WheelFacts.verified``) unless
+        ``allow_unverified``: the caller then answers for them (``abiprobe.remote.trusted``)."""
         sha = sha256.lower()
         if not is_sha256_hex(sha):
             return None
@@ -202,25 +206,30 @@ class Cache:
         if data is None:
             return None
         facts = self._decode(path, data, lambda d: entries.decode_facts(d, sha))
-        return None if facts is not None and facts.unread and not allow_partial else facts
+        if facts is None or (facts.unread and not allow_partial):
+            return None
+        return facts if facts.verified or allow_unverified else None
 
     def store_facts(self, facts: WheelFacts) -> None:
-        """Store facts forever under the wheel's sha256; a current entry already there is kept as is."""
+        """Store facts under the wheel's sha256; complete, verified facts already there are kept as is."""
         sha = facts.sha256.lower()
         if not is_sha256_hex(sha) or sha != facts.sha256:
             raise CacheError(f"wheel facts for {facts.filename} carry no valid lower-case sha256")
         if self.readonly:
             return
         path = entries.facts_path(self.root, sha)
-        if not entries.facts_entry_is_current(path, sha):  # missing, foreign or partial: replaced
+        if not entries.facts_entry_is_current(path, sha):  # missing, foreign, partial or unverified
             self._write(path, entries.encode_facts(facts))
-        elif facts.unread:  # complete facts are there already: kept, and so is their summary
+        elif facts.unread or not facts.verified:  # complete, verified facts are there: kept, with summary
             return
         self.store_summary(facts.summary())
 
-    def load_summary(self, sha256: str, *, allow_partial: bool = False) -> WheelSummary | None:
+    def load_summary(
+        self, sha256: str, *, allow_partial: bool = False, allow_unverified: bool = False
+    ) -> WheelSummary | None:
         """The wheel's summary (metadata, files, needed sonames), or None on a miss or a damaged entry;
-        the summary of partial facts counts as a miss unless ``allow_partial``."""
+        the summary of partial facts counts as a miss unless ``allow_partial``, of unverified facts
+        unless ``allow_unverified`` (as in ``load_facts``)."""
         sha = sha256.lower()
         if not is_sha256_hex(sha):
             return None
@@ -229,7 +238,9 @@ class Cache:
         if data is None:
             return None
         summary = self._decode(path, data, lambda d: entries.decode_summary(d, sha))
-        return None if summary is not None and summary.unread and not allow_partial else summary
+        if summary is None or (summary.unread and not allow_partial):
+            return None
+        return summary if summary.verified or allow_unverified else None
 
     def store_summary(self, summary: WheelSummary) -> None:
         sha = summary.sha256.lower()
@@ -237,7 +248,7 @@ class Cache:
             return
         path = entries.summary_path(self.root, sha)
         # missing, damaged, of another version, or of other (partial) facts
-        if not path.exists() or self.load_summary(sha, allow_partial=True) != summary:
+        if not path.exists() or self.load_summary(sha, allow_partial=True, allow_unverified=True) != summary:
             self._write(path, entries.encode_summary(summary))
 
     # analysis results, keyed by a digest of everything they depend on (see abiprobe.solve.evaluate)
@@ -260,7 +271,13 @@ class Cache:
     # PEP 658 metadata
 
     def load_metadata(self, key: str) -> bytes | None:
-        """Core metadata stored under a wheel sha256 or a URL, or None on a miss or a damaged entry."""
+        """Verified core metadata stored under a wheel sha256 or a URL, or None on a miss or a damaged
+        entry; metadata range-read from an unhashed wheel only through ``load_metadata_entry``."""
+        entry = self.load_metadata_entry(key)
+        return entry[0] if entry is not None and entry[1] is None else None
+
+    def load_metadata_entry(self, key: str) -> tuple[bytes, str | None] | None:
+        """(metadata, the central directory it was range-read through, None when verified), or None."""
         normal = self._metadata_key(key)
         path = entries.metadata_path(self.root, normal)
         data = self._read(path)
@@ -268,13 +285,14 @@ class Cache:
             return None
         name = entries.metadata_name(normal)
         decoded = self._decode(path, data, lambda d: entries.decode_metadata(d, name))
-        return None if decoded is None else decoded[1]
+        return None if decoded is None else (decoded[1], decoded[2])
 
-    def store_metadata(self, key: str, data: bytes) -> None:
+    def store_metadata(self, key: str, data: bytes, *, directory_sha256: str | None = None) -> None:
         if self.readonly:
             return
         normal = self._metadata_key(key)
-        self._write(entries.metadata_path(self.root, normal), entries.encode_metadata(normal, bytes(data)))
+        encoded = entries.encode_metadata(normal, bytes(data), directory_sha256)
+        self._write(entries.metadata_path(self.root, normal), encoded)
 
     @staticmethod
     def _metadata_key(key: str) -> str:

@@ -223,12 +223,15 @@ def decode_body(data: bytes, expected_sha256: str) -> bytes:
 def encode_facts(facts: WheelFacts) -> bytes:
     payload = canonical_json(plain(facts))
     extra: dict[str, Any] = {"partial": True} if facts.unread else {}
+    if facts.verified:
+        extra["verified"] = True
     return gzip_bytes(_frame("facts", facts.sha256, payload, facts_schema=facts.schema_version, **extra))
 
 
 def facts_entry_is_current(path: Path, sha256: str) -> bool:
-    """Whether ``path`` already holds a current-schema entry for ``sha256`` with complete facts, from its
-    header alone (partial facts are replaced by whatever is stored next: a superset or complete facts)."""
+    """Whether ``path`` already holds a current-schema entry for ``sha256`` with complete, verified facts,
+    from its header alone (partial facts are replaced by whatever is stored next: a superset or complete
+    facts; facts never checked against the wheel's sha256 by whatever was read since)."""
     try:
         with gzip.open(path, "rb") as handle:
             line = handle.readline(FACTS_HEADER_LIMIT)
@@ -242,6 +245,7 @@ def facts_entry_is_current(path: Path, sha256: str) -> bool:
         and header.get("key") == sha256
         and header.get("facts_schema") == FACTS_SCHEMA_VERSION
         and not header.get("partial")
+        and header.get("verified") is True
     )
 
 
@@ -288,18 +292,22 @@ def decode_summary(data: bytes, expected_sha256: str) -> WheelSummary:
         raise CorruptEntryError(f"summary payload does not fit WheelSummary: {exc}") from exc
 
 
-def encode_metadata(key: str, data: bytes) -> bytes:
-    """METADATA text names the default registry's hosts in project URLs: stored as tokens, as pages are."""
-    return _frame("metadata", neutral(key), neutral_bytes(data))
+def encode_metadata(key: str, data: bytes, directory_sha256: str | None = None) -> bytes:
+    """METADATA text names the default registry's hosts in project URLs: stored as tokens, as pages are.
+
+    ``directory_sha256``: the member was range-read through that central directory, the wheel unhashed."""
+    extra = {"directory_sha256": directory_sha256} if directory_sha256 is not None else {}
+    return _frame("metadata", neutral(key), neutral_bytes(data), **extra)
 
 
-def decode_metadata(data: bytes, expected_name: str) -> tuple[str, bytes]:
+def decode_metadata(data: bytes, expected_name: str) -> tuple[str, bytes, str | None]:
+    """(key, METADATA bytes, the central directory it was range-read through or None when verified)."""
     header, payload = _unframe(data, "metadata")
     key = header.get("key")
     key = concrete(key) if isinstance(key, str) else key
     if not isinstance(key, str) or metadata_name(key) != expected_name:
         raise CorruptEntryError("metadata entry is filed under another key's name")
-    return key, concrete_bytes(payload)
+    return key, concrete_bytes(payload), _optional_str(header.get("directory_sha256"))
 
 
 def encode_hosts(notes: dict[str, dict[str, Any]]) -> bytes:

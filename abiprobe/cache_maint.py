@@ -14,7 +14,8 @@ from abiprobe import cache_entries as entries
 from abiprobe.cache_entries import CorruptEntryError, ForeignSchemaError, PageRecord
 from abiprobe.cache_io import is_sha256_hex, is_temp_name, remove_quietly, temp_file_is_abandoned
 
-ProblemKind = Literal["corrupt", "foreign", "orphan", "temp", "stray"]
+ProblemKind = Literal["corrupt", "foreign", "orphan", "temp", "stray", "unverified"]
+UNVERIFIED_REASON = "read by range: the wheel's sha256 was never checked (kept while its zip directory is)"
 DAY_S = 86400.0
 
 
@@ -91,8 +92,12 @@ class VerifyReport:
         return tuple(p for p in self.problems if p.kind == "corrupt")
 
     @property
+    def unverified(self) -> tuple[CacheProblem, ...]:
+        return tuple(p for p in self.problems if p.kind == "unverified")
+
+    @property
     def ok(self) -> bool:
-        """True when nothing is damaged; orphans, temp files and foreign entries are only noted."""
+        """True when nothing is damaged; orphans, temp files, foreign and unverified entries are noted."""
         return not self.corrupt
 
     def to_json(self) -> dict[str, Any]:
@@ -217,8 +222,9 @@ def find_stale_pages(root: Path, max_age_s: float, now: float) -> tuple[StalePag
     return tuple(sorted(stale, key=lambda p: (p.fetched_at, p.url)))
 
 
-def _check(entry: _Entry) -> None:
-    """Decode one entry fully; raises what its decoder raises."""
+def _check(entry: _Entry) -> bool:
+    """Decode one entry fully; raises what its decoder raises. False for wheel facts and metadata that
+    were never checked against the wheel's sha256."""
     try:
         data = entry.path.read_bytes()
     except OSError as exc:
@@ -228,15 +234,16 @@ def _check(entry: _Entry) -> None:
     elif entry.kind == "bodies":
         entries.decode_body(data, entry.name)
     elif entry.kind == "facts":
-        entries.decode_facts(data, entry.name)
+        return entries.decode_facts(data, entry.name).verified
     elif entry.kind == "summaries":
         entries.decode_summary(data, entry.name)
     elif entry.kind == "analyses":
         entries.decode_analysis(data, entry.name)
     elif entry.kind == "metadata":
-        entries.decode_metadata(data, entry.name)
+        return entries.decode_metadata(data, entry.name)[2] is None
     elif entry.kind == "hosts":
         entries.decode_hosts(data)
+    return True
 
 
 def verify_cache(root: Path, *, repair: bool, now: float) -> VerifyReport:
@@ -265,12 +272,14 @@ def verify_cache(root: Path, *, repair: bool, now: float) -> VerifyReport:
         if entry.kind == "bodies":
             continue
         try:
-            _check(entry)
+            verified = _check(entry)
         except ForeignSchemaError as exc:
             note(entry, "foreign", str(exc), remove=False)
         except CorruptEntryError as exc:
             note(entry, "corrupt", str(exc), remove=True)
         else:
+            if not verified:
+                note(entry, "unverified", UNVERIFIED_REASON, remove=False)
             if entry.kind == "pages":
                 page_bodies[entry.path] = (entry.name, _read_page(entry).body_sha256)
     wanted = set(page_bodies.values())

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 FACTS_SCHEMA_VERSION = 1
-SUMMARY_VERSION = 2  # WheelSummary's own fields; a stored summary of another version is rebuilt
+SUMMARY_VERSION = 3  # WheelSummary's own fields; a stored summary of another version is rebuilt
 DRIVER_SONAME = "libcuda.so.1"
 _DRIVER_FUNCTION = re.compile(r"^cu[A-Z][A-Za-z0-9_]*$")
 
@@ -131,6 +131,13 @@ class WheelFacts:
     # installed paths of binary members not read yet (a solve reads only what the loader reaches of a
     # runtime wheel); empty for complete facts, the only kind commands other than ``solve`` accept
     unread: tuple[str, ...] = ()
+    # installed paths of binary members that were read and are not loadable objects (``errors`` says why)
+    unreadable: tuple[str, ...] = ()
+    # True when ``sha256`` was computed over every byte of the file these facts were read from; range
+    # reads are not: they are kept only while the central directory they were read through
+    # (``directory_sha256``) is what the server still serves
+    verified: bool = False
+    directory_sha256: str | None = None
     schema_version: int = FACTS_SCHEMA_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -158,6 +165,9 @@ class WheelFacts:
             elf=tuple(elf),
             errors=tuple(dict.fromkeys((*self.errors, *more.errors))),
             unread=tuple(p for p in self.unread if p in still),
+            unreadable=tuple(dict.fromkeys((*self.unreadable, *more.unreadable))),
+            verified=self.verified and more.verified,
+            directory_sha256=more.directory_sha256 or self.directory_sha256,
             schema_version=self.schema_version,
         )
 
@@ -173,6 +183,8 @@ class WheelFacts:
             tuple(needed),
             _driver_imports(self.elf),
             self.unread,
+            self.verified,
+            self.directory_sha256,
         )
 
 
@@ -193,6 +205,8 @@ class WheelSummary:
     # CUDA driver API functions (with symbol version) imported by objects linking libcuda.so.1
     driver_imports: tuple[tuple[str, str | None], ...] = ()
     unread: tuple[str, ...] = ()  # as in WheelFacts: ``needed`` and ``driver_imports`` omit these members
+    verified: bool = False  # as in WheelFacts
+    directory_sha256: str | None = None
     schema_version: int = FACTS_SCHEMA_VERSION
     summary_version: int = SUMMARY_VERSION
 
@@ -210,6 +224,8 @@ class WheelSummary:
             needed=tuple(data.get("needed", ())),
             driver_imports=tuple((str(n), v) for n, v in data.get("driver_imports", ())),
             unread=tuple(data.get("unread", ())),
+            verified=data.get("verified") is True,
+            directory_sha256=_optional_str(data.get("directory_sha256")),
             schema_version=data.get("schema_version", FACTS_SCHEMA_VERSION),
             summary_version=data.get("summary_version", 0),
         )
@@ -295,8 +311,17 @@ def _wheel_facts_from_json(data: dict[str, Any]) -> WheelFacts:
         elf=tuple(elf_facts_from_json(e) for e in data.get("elf", ())),
         errors=tuple(data.get("errors", ())),
         unread=tuple(data.get("unread", ())),
+        unreadable=tuple(data.get("unreadable", ())),
+        verified=data.get("verified") is True,
+        directory_sha256=_optional_str(data.get("directory_sha256")),
         schema_version=data.get("schema_version", FACTS_SCHEMA_VERSION),
     )
+
+
+def _optional_str(value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"expected a string, found {value!r}")
+    return value
 
 
 _ELF_FIELDS = frozenset(f.name for f in fields(ElfFacts))

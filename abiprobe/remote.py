@@ -3,33 +3,42 @@
 One suffix-range request fetches the tail (EOCD, zip64 records, usually the whole central directory);
 members are fetched in coalesced ranges and inflated incrementally into spooled temp files. A server
 that ignores ranges gets one full, sha256-checked download, and the host is remembered for next time.
+
+Facts are stored under a sha256 only when it was verified: where the members to read are most of the
+file (or the file is small) the whole file is streamed in one range, hashed as the members inflate.
+Otherwise the facts are *unverified*: kept with the sha256 of the central directory they were read
+through, and trusted only while the server still serves that directory (``trusted``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import shutil
 import tempfile
+import threading
+import weakref
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from abiprobe.errors import HashMismatchError, IndexError_, WheelFormatError
 from abiprobe.http import Http, RetryableError, display_url, host_key
 from abiprobe.zipdir import CentralDirectory, ZipMember, locate_central_directory, parse_central_directory
+from abiprobe.zipguard import check_declared, check_produced, copy_member, open_zip
 
 if TYPE_CHECKING:
     from abiprobe.cache import Cache
-    from abiprobe.facts import WheelFacts
+    from abiprobe.facts import WheelFacts, WheelSummary
     from abiprobe.index.models import IndexFile
 
 TAIL_SIZE = 64 * 1024
 COALESCE_GAP = 64 * 1024
 SPOOL_LIMIT = 16 << 20
+VERIFY_SHARE = 0.5  # members to read that make up this share of a file: the whole file is read, hashed
+VERIFY_SMALL = 256 << 10  # a file this small is always read whole and hashed
 NOTE_IGNORES_RANGES = "ignores-ranges"
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+)")
 _IDENTITY = {"Accept-Encoding": "identity"}
@@ -73,13 +82,15 @@ def _parse_content_range(value: str | None, url: str) -> tuple[int, int, int]:
 def _inflate(member: ZipMember, pieces: Iterable[bytes], out: IO[bytes]) -> None:
     """Decompress ``pieces`` of ``member`` into ``out`` and check its size and CRC32."""
     crc, produced = 0, 0
+    check_declared(member.name, member.file_size, member.compressed_size)
 
     def emit(data: bytes) -> None:
         nonlocal crc, produced
         if data:
+            produced += len(data)
+            check_produced(member.name, produced, member.file_size)
             out.write(data)
             crc = zlib.crc32(data, crc)
-            produced += len(data)
 
     try:
         if member.method == zipfile.ZIP_STORED:
@@ -139,7 +150,8 @@ class RemoteZip:
         self.expected_sha256 = expected_sha256.lower() if expected_sha256 else None
         self.size = size
         self.tail_size, self.coalesce_gap = tail_size, coalesce_gap
-        self.sha256: str | None = None  # known only after a full download
+        self.sha256: str | None = None  # known only once every byte was read and hashed
+        self.directory_sha256: str | None = None  # sha256 of the central directory and end records
         self._directory: CentralDirectory | None = None
         self._local: zipfile.ZipFile | None = None
         self._local_file: IO[bytes] | None = None
@@ -175,6 +187,8 @@ class RemoteZip:
             body, start = self._fetch_range(location.start, start) + body, location.start
         offset = location.start - start
         self._directory = parse_central_directory(body[offset : offset + location.size], location)
+        self.directory_sha256 = hashlib.sha256(body[offset:]).hexdigest()
+        _remember_directory(self.http, self.url, self.directory_sha256)
 
     def open_full(self) -> None:
         """Download the whole file (hash-checked) instead of reading ranges."""
@@ -213,8 +227,9 @@ class RemoteZip:
         return self.http.with_retries(self.url, once)
 
     @contextmanager
-    def _range(self, start: int, end: int) -> Iterator[_ChunkReader]:
-        """A checked 206 response for bytes [start, end), as an exact-length reader."""
+    def _range(self, start: int, end: int, digest: Any = None) -> Iterator[_ChunkReader]:
+        """A checked 206 response for bytes [start, end), as an exact-length reader (every body byte fed
+        to ``digest`` when given)."""
         headers = {"Range": f"bytes={start}-{end - 1}", **_IDENTITY}
         with self.http.stream(self.url, headers) as response:
             if response.status_code != 206:
@@ -223,7 +238,8 @@ class RemoteZip:
             self._check_total(got[2])
             if got[:2] != (start, end - 1):
                 raise RetryableError(f"asked for bytes {start}-{end - 1}, got {got[0]}-{got[1]}")
-            yield _ChunkReader(self.http.iter_chunks(response))
+            chunks = self.http.iter_chunks(response)
+            yield _ChunkReader(chunks if digest is None else _hashed(chunks, digest))
 
     def _download_full(self, response: object | None) -> None:
         """Stream the whole file to a temp file, check its sha256, and open it as a zip."""
@@ -235,22 +251,22 @@ class RemoteZip:
                     tmp.write(chunk)
                     digest.update(chunk)
                     advance(len(chunk))
-            self.sha256 = digest.hexdigest()
-            if self.expected_sha256 is not None and self.sha256 != self.expected_sha256:
-                raise HashMismatchError(
-                    f"{display_url(self.url)}: sha256 {self.sha256} does not match the index's "
-                    f"{self.expected_sha256}"
-                )
+            self._check_sha256(digest.hexdigest())
             self.size = tmp.tell()
             tmp.seek(0)
-            self._local = zipfile.ZipFile(tmp)
+            self._local = open_zip(tmp, display_url(self.url))
             self._local_file = tmp
-        except zipfile.BadZipFile as exc:
-            tmp.close()
-            raise WheelFormatError(f"{display_url(self.url)}: not a valid zip file ({exc})") from None
         except BaseException:
             tmp.close()
             raise
+
+    def _check_sha256(self, actual: str) -> None:
+        """Record the sha256 of every byte read; one that is not the index's is never trusted."""
+        if self.expected_sha256 is not None and actual != self.expected_sha256:
+            raise HashMismatchError(
+                f"{display_url(self.url)}: sha256 {actual} does not match the index's {self.expected_sha256}"
+            )
+        self.sha256 = actual
 
     @contextmanager
     def _full_body(self, response: object | None) -> Iterator[Iterator[bytes]]:
@@ -277,8 +293,21 @@ class RemoteZip:
         self.open()
         return self._directory.members if self._directory is not None else ()
 
-    def read_members(self, names: Iterable[str]) -> dict[str, IO[bytes]]:
-        """Fetch, inflate and CRC-check ``names``; each comes back as a seekable file at offset 0."""
+    def should_verify(self, names: Iterable[str]) -> bool:
+        """Whether reading ``names`` should read (and hash) the whole file: it is small, the members are
+        most of it, or the index gave no sha256 to key the facts by."""
+        self.open()
+        if self._local is not None or self._directory is None:
+            return False
+        by_name = self._directory.by_name()
+        share = sum(by_name[n].span_end - by_name[n].header_offset for n in set(names) if n in by_name)
+        size = self.size or 0
+        return self.expected_sha256 is None or size <= VERIFY_SMALL or share >= VERIFY_SHARE * size
+
+    def read_members(self, names: Iterable[str], *, verify: bool = False) -> dict[str, IO[bytes]]:
+        """Fetch, inflate and CRC-check ``names``; each comes back as a seekable file at offset 0.
+
+        ``verify`` streams the whole file in one range instead, hashed (``sha256``) as the members pass."""
         self.open()
         wanted = list(dict.fromkeys(names))
         if self._local is not None:
@@ -288,15 +317,21 @@ class RemoteZip:
         missing = [n for n in wanted if n not in by_name]
         if missing:
             raise WheelFormatError(f"{display_url(self.url)}: no member {missing[0]!r}")
+        if verify:
+            assert self.size is not None
+            members = tuple(sorted((by_name[n] for n in wanted), key=lambda m: m.header_offset))
+            whole = _Group(0, self.size, members)
+            return self.http.with_retries(self.url, lambda: self._read_group(whole, verify=True))
         out: dict[str, IO[bytes]] = {}
         for group in coalesce((by_name[n] for n in wanted), self.coalesce_gap):
             out.update(self.http.with_retries(self.url, lambda g=group: self._read_group(g)))  # type: ignore[misc]
         return out
 
-    def _read_group(self, group: _Group) -> dict[str, IO[bytes]]:
+    def _read_group(self, group: _Group, *, verify: bool = False) -> dict[str, IO[bytes]]:
         results: dict[str, IO[bytes]] = {}
+        digest = hashlib.sha256() if verify else None
         try:
-            with self._range(group.start, group.end) as reader:
+            with self._range(group.start, group.end, digest) as reader:
                 position = group.start
                 for member in group.members:
                     reader.skip(member.header_offset - position)
@@ -313,6 +348,9 @@ class RemoteZip:
                         _inflate(member, _counted(reader.pieces(member.compressed_size), advance), spool)
                     spool.seek(0)
                     position = data_start + member.compressed_size
+                if digest is not None:
+                    reader.skip(group.end - position)
+                    self._check_sha256(digest.hexdigest())
         except BaseException:
             for spool in results.values():
                 spool.close()
@@ -323,14 +361,13 @@ class RemoteZip:
         assert self._local is not None
         spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_LIMIT)  # noqa: SIM115
         try:
-            with self._local.open(name) as src:
-                shutil.copyfileobj(src, spool, 1 << 20)
+            copy_member(self._local, name, spool)
         except KeyError:
             spool.close()
             raise WheelFormatError(f"{display_url(self.url)}: no member {name!r}") from None
-        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        except BaseException:
             spool.close()
-            raise WheelFormatError(f"{name}: broken zip member ({exc})") from None
+            raise
         spool.seek(0)
         return spool
 
@@ -343,10 +380,20 @@ class RemoteZip:
         from abiprobe.wheel import facts_from_members, select_members
 
         names = self.names()
-        fetched = self.read_members(select_members(names, read))
-        digest = sha256 or self.sha256 or self.expected_sha256 or ""
+        selected = select_members(names, read)
+        fetched = self.read_members(selected, verify=self.should_verify(selected))
+        digest = self.sha256 or sha256 or self.expected_sha256 or ""
         try:
-            return facts_from_members(filename, digest, self.size or 0, names, _opener(fetched), read)
+            return facts_from_members(
+                filename,
+                digest,
+                self.size or 0,
+                names,
+                _opener(fetched),
+                read,
+                verified=self.sha256 is not None,
+                directory_sha256=None if self.sha256 is not None else self.directory_sha256,
+            )
         finally:
             for fh in fetched.values():
                 fh.close()
@@ -380,19 +427,58 @@ def _opener(fetched: Mapping[str, IO[bytes]]) -> Callable[[str], AbstractContext
     return open_member
 
 
-def remote_wheel_facts(http: Http, file: IndexFile, cache: Cache | None = None) -> WheelFacts:
-    """Facts of an index file: from the cache by sha256, else read remotely and stored.
+def _hashed(chunks: Iterator[bytes], digest: Any) -> Iterator[bytes]:
+    for chunk in chunks:
+        digest.update(chunk)
+        yield chunk
 
-    Without an index sha256 the whole file is downloaded so that the facts get a true key.
+
+_DIRECTORIES: weakref.WeakKeyDictionary[Http, dict[str, str]] = weakref.WeakKeyDictionary()
+_DIRECTORIES_LOCK = threading.Lock()
+
+
+def _remember_directory(http: Http, url: str, digest: str) -> None:
+    with _DIRECTORIES_LOCK:
+        _DIRECTORIES.setdefault(http, {})[display_url(url)] = digest
+
+
+def served_directory(http: Http, file: IndexFile, cache: Cache | None = None) -> str | None:
+    """The sha256 of the central directory the server serves for ``file`` now: one tail request, once per
+    client; None for a host that ignores ranges (the file was downloaded whole instead)."""
+    with _DIRECTORIES_LOCK:
+        known = _DIRECTORIES.get(http, {}).get(display_url(file.url))
+    if known is not None:
+        return known
+    with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
+        remote.open()
+        return remote.directory_sha256
+
+
+def trusted(
+    entry: WheelFacts | WheelSummary, http: Http, file: IndexFile, cache: Cache | None, *, offline: bool
+) -> bool:
+    """Whether stored facts may answer for ``file``: verified ones always; range-read ones while the
+    server serves the very central directory they were read through (offline: as stored)."""
+    if entry.verified or offline:
+        return True
+    recorded = entry.directory_sha256
+    return recorded is not None and recorded == served_directory(http, file, cache)
+
+
+def remote_wheel_facts(
+    http: Http, file: IndexFile, cache: Cache | None = None, *, offline: bool = False
+) -> WheelFacts:
+    """Facts of an index file: from the cache by sha256 (unverified ones only while ``trusted``), else read
+    remotely and stored. Without an index sha256 the whole file is read so that the facts get a true key.
     """
     if cache is not None and file.sha256:
-        hit = cache.load_facts(file.sha256)
-        if hit is not None:
+        hit = cache.load_facts(file.sha256, allow_unverified=True)
+        if hit is not None and trusted(hit, http, file, cache, offline=offline):
             return hit
+    if offline:
+        raise IndexError_(f"{file.filename}: facts not in the cache (offline)")
     with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
-        if not file.sha256:
-            remote.open_full()
-        facts = remote.facts(file.filename)
+        facts = remote.facts(file.filename, file.sha256)
     if cache is not None and facts.sha256:
         cache.store_facts(facts)
     return facts

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import zipfile
-import zlib
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from email.parser import HeaderParser
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -22,6 +21,7 @@ from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts, WheelInfo
 from abiprobe.localstate import hash_file as sha256_of_file
 from abiprobe.localstate import local_sha256
 from abiprobe.objects import inspect_stream, looks_like_binary_member
+from abiprobe.zipguard import copy_member, open_zip, zip_errors
 
 _SPOOL_LIMIT = 64 << 20
 _DIST_INFO_FILES = ("METADATA", "WHEEL", "RECORD", "top_level.txt")
@@ -104,11 +104,14 @@ def facts_from_members(
     names: Sequence[str],
     open_member: MemberOpener,
     read: Callable[[str], bool] | None = None,
+    *,
+    verified: bool = False,
+    directory_sha256: str | None = None,
 ) -> WheelFacts:
     """Build WheelFacts from a wheel's member list and a way to open (seekable) members by name.
 
     With ``read``, only binary members whose installed path it accepts are opened; the others are
-    listed in ``unread`` (partial facts)."""
+    listed in ``unread`` (partial facts). ``verified`` says ``sha256`` was computed over the whole file."""
     info = dist_info_dir(names)
 
     def read_small(member: str) -> bytes | None:
@@ -128,8 +131,7 @@ def facts_from_members(
         else top_level_of(files)
     )
     meta = parse_metadata(metadata, read_small(f"{info}/WHEEL"), tops)
-    elf: list[ElfFacts] = []
-    errors: list[str] = []
+    objects = _BinaryReads()
     unread: list[str] = []
     for member in names:
         if not looks_like_binary_member(member):
@@ -138,24 +140,48 @@ def facts_from_members(
         if read is not None and not read(target):
             unread.append(target)
             continue
-        try:
-            with open_member(member) as fh:
-                head = fh.read(4)
-                if head != b"\x7fELF":
-                    continue
-                elf.append(inspect_stream(fh, target))
-        except BinaryFormatError as exc:
-            errors.append(str(exc))
+        objects.read(target, partial(open_member, member))
     return WheelFacts(
         filename=filename,
         sha256=sha256,
         size=size,
         metadata=meta,
         files=files,
-        elf=tuple(elf),
-        errors=tuple(errors),
+        elf=tuple(objects.elf),
+        errors=tuple(objects.errors),
         unread=tuple(unread),
+        unreadable=tuple(objects.unreadable),
+        verified=verified,
+        directory_sha256=directory_sha256,
     )
+
+
+class _BinaryReads:
+    """ELF facts of binary members, and the members that are no loadable object (with the reason).
+
+    A member named like a library or an extension that is text, truncated or otherwise unreadable is
+    what the loader would fail on: it is recorded, never skipped."""
+
+    def __init__(self) -> None:
+        self.elf: list[ElfFacts] = []
+        self.errors: list[str] = []
+        self.unreadable: list[str] = []
+
+    def read(self, path: str, opener: Callable[[], AbstractContextManager[BinaryIO]]) -> None:
+        try:
+            with opener() as fh:
+                head = fh.read(4)
+                if head != b"\x7fELF":
+                    shown = "empty" if not head else f"starts with {head!r}"
+                    raise BinaryFormatError(f"{path}: not an ELF object ({shown})")
+                self.elf.append(inspect_stream(fh, path))
+        except BinaryFormatError as exc:
+            reason = str(exc)
+            self.errors.append(reason if reason.startswith(f"{path}:") else f"{path}: {reason}")
+            self.unreadable.append(path)
+        except OSError as exc:
+            self.errors.append(f"{path}: cannot read: {exc.strerror or exc}")
+            self.unreadable.append(path)
 
 
 class _ZipMembers:
@@ -176,11 +202,10 @@ class _spooled(AbstractContextManager[BinaryIO]):
     def __enter__(self) -> BinaryIO:
         self.tmp = tempfile.SpooledTemporaryFile(max_size=_SPOOL_LIMIT)
         try:
-            with self.zf.open(self.name) as src:
-                shutil.copyfileobj(src, self.tmp, 1 << 20)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            copy_member(self.zf, self.name, self.tmp)
+        except BaseException:
             self.tmp.close()
-            raise WheelFormatError(f"{self.name}: broken zip member: {exc}") from None
+            raise
         self.tmp.seek(0)
         return self.tmp  # type: ignore[return-value]
 
@@ -205,44 +230,32 @@ def wheel_facts_from_path(
         raise WheelFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if expected_sha256 is not None and digest != expected_sha256.lower():
         raise HashMismatchError(f"{path.name}: sha256 {digest} does not match the expected {expected_sha256}")
-    try:
-        with zipfile.ZipFile(path) as zf:
-            names = zf.namelist()
-            return facts_from_members(path.name, digest, size, names, _ZipMembers(zf))
-    except zipfile.BadZipFile as exc:
-        raise WheelFormatError(f"{path.name}: not a valid zip file ({exc})") from None
-    except (zlib.error, EOFError) as exc:
-        raise WheelFormatError(f"{path.name}: broken zip file ({exc})") from None
+    with open_zip(path, path.name) as zf, zip_errors(path.name):
+        names = zf.namelist()
+        return facts_from_members(path.name, digest, size, names, _ZipMembers(zf), verified=True)
 
 
 def facts_from_tree(root: Path, files: Sequence[str], filename: str, metadata: DistMetadata) -> WheelFacts:
     """Facts for files laid out under ``root`` (an unpacked wheel or an installed distribution)."""
-    elf: list[ElfFacts] = []
-    errors: list[str] = []
+    objects = _BinaryReads()
     for rel in files:
-        if not looks_like_binary_member(rel):
-            continue
         p = root / rel
-        try:
-            with p.open("rb") as fh:
-                if fh.read(4) != b"\x7fELF":
-                    continue
-                elf.append(inspect_stream(fh, rel))
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            errors.append(f"{rel}: cannot read: {exc.strerror or exc}")
-        except BinaryFormatError as exc:
-            errors.append(str(exc))
+        if looks_like_binary_member(rel) and p.exists():
+            objects.read(rel, partial(_open_binary, p))
     return WheelFacts(
         filename=filename,
         sha256="",
         size=0,
         metadata=metadata,
         files=tuple(files),
-        elf=tuple(elf),
-        errors=tuple(errors),
+        elf=tuple(objects.elf),
+        errors=tuple(objects.errors),
+        unreadable=tuple(objects.unreadable),
     )
+
+
+def _open_binary(path: Path) -> BinaryIO:
+    return path.open("rb")
 
 
 def cached_wheel_facts(path: Path, cache: Cache | None = None) -> WheelFacts:

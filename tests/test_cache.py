@@ -79,6 +79,8 @@ def make_facts(sha256: str = WHEEL_SHA, symbols: int = 3) -> WheelFacts:
         files=("sgl_kernel/__init__.py", "sgl_kernel/common_ops.abi3.so"),
         elf=(elf,),
         errors=("sgl_kernel/broken.so: truncated dynamic section",),
+        unreadable=("sgl_kernel/broken.so",),
+        verified=True,  # as from a whole-file read: the cache keeps these as checked facts
     )
 
 

@@ -12,6 +12,7 @@ from abiprobe.analyze.checks import (
     requires_verdicts,
     runtime_selection,
     tag_verdicts,
+    unreadable_verdicts,
 )
 from abiprobe.analyze.explain import (
     driver_verdict,
@@ -201,6 +202,7 @@ def analyze_set(
         *tag_verdicts(wheels, target),
         *requires_verdicts(wheels, target),
         *files_verdicts(sim.layout),
+        *unreadable_verdicts(wheels),
     ]
     set_verdicts += torch_range_verdicts(wheels, torch_releases)
     return SetAnalysis(

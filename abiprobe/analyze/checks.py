@@ -13,7 +13,7 @@ from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.requirements import applicable_requirements
 from abiprobe.solve.stack import CompanionRule, Stack, default_stack, version_error
 from abiprobe.target import Target
-from abiprobe.verdict import Verdict
+from abiprobe.verdict import Status, Verdict
 
 # Directories several distributions share by design (nvidia-*-cu12 wheels each ship nvidia/__init__.py).
 SHARED_NAMESPACES = frozenset({"nvidia"})
@@ -76,6 +76,19 @@ def _coupling_verdicts(
     if sv is not None and sv != version:
         text = f"{rule.name} version ({version}) does not match {rule.shim} version ({sv}), which pins it"
         out.append(Verdict("metadata", "fail", text, subject, {"provider": str(version), "shim": str(sv)}))
+    return out
+
+
+def unreadable_verdicts(wheels: Sequence[WheelFacts]) -> list[Verdict]:
+    """``sonames``: a library or extension member that is no loadable object (text, truncated, a CRC that
+    does not match) fails: the loader would stop on it, and nothing about it was checked."""
+    out: list[Verdict] = []
+    for w in wheels:
+        for path in w.unreadable:
+            reason = next((e for e in w.errors if e.startswith(f"{path}:")), f"{path}: could not be read")
+            status: Status = "warn" if path.endswith(".cubin") else "fail"
+            text = f"cannot be loaded: {reason.removeprefix(f'{path}:').strip()}"
+            out.append(Verdict("sonames", status, text, path, {"dist": dist_label(w), "unreadable": True}))
     return out
 
 

@@ -144,6 +144,11 @@ def render_verify(report: VerifyReport, console: Console) -> None:
         for problem in report.problems:
             table.add_row(problem.kind, problem.path, problem.reason, "yes" if problem.removed else "no")
         console.print(table)
+    if report.unverified:
+        console.print(
+            f"{len(report.unverified)} wheel entries were read by range and never checked against the "
+            "wheel's sha256: they are used only while the server serves the same zip directory"
+        )
     if report.ok:
         console.print("[green]all entries intact[/green]")
     elif report.repaired:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from abiprobe import __version__
 from abiprobe.analyze import AnalysisCache, analyze_extension, analyze_set
-from abiprobe.analyze.checks import metadata_verdicts, tag_verdicts
+from abiprobe.analyze.checks import metadata_verdicts, tag_verdicts, unreadable_verdicts
 from abiprobe.analyze.torch_abi import TorchRelease, releases_of, torch_range_verdicts
 from abiprobe.codedigest import code_digest
 from abiprobe.demangle import demangler_available
@@ -150,7 +150,11 @@ class StaticEvaluator:
 
     def _pair(self, base: Group, member: Group, providers: list[WheelFacts]) -> list[Verdict]:
         wheels = [w.facts for w in member.wheels if w.facts is not None]
-        verdicts: list[Verdict] = [*metadata_verdicts(wheels), *tag_verdicts(wheels, self.target)]
+        verdicts: list[Verdict] = [
+            *metadata_verdicts(wheels),
+            *tag_verdicts(wheels, self.target),
+            *unreadable_verdicts(wheels),
+        ]
         for w in wheels:
             for unit in analyze_extension(w, providers, self.target, self.profile, self.cache):
                 verdicts.extend(unit.verdicts)

@@ -10,36 +10,32 @@ from collections.abc import Callable
 
 from abiprobe.cache import Cache
 from abiprobe.errors import IndexError_
-from abiprobe.facts import WheelFacts, WheelInfo
+from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.http import Http
 from abiprobe.index.models import IndexFile
-from abiprobe.remote import RemoteZip
+from abiprobe.remote import RemoteZip, remote_wheel_facts, trusted
 from abiprobe.wheel import dist_info_dir
 
 
 def wheel_facts_for(file: IndexFile, http: Http, cache: Cache | None, *, offline: bool = False) -> WheelFacts:
     """Cached facts by sha256; otherwise (unless offline) read the wheel remotely and store them."""
-    sha = file.sha256
-    if cache is not None and sha:
-        hit = cache.load_facts(sha)
-        if hit is not None:
-            return hit
-    if offline:
-        raise IndexError_(f"{file.filename}: facts not in the cache (offline)")
-    with RemoteZip(http, file.url, sha, file.size, cache) as remote:
-        facts = remote.facts(file.filename, sha)
-    if cache is not None and facts.sha256:
-        cache.store_facts(facts)
-    return facts
+    return remote_wheel_facts(http, file, cache, offline=offline)
+
+
+def _facts_like(cache: Cache, sha: str, summary: WheelSummary) -> WheelFacts | None:
+    """The full facts a trusted summary was made from (read through the same directory), else None."""
+    facts = cache.load_facts(sha, allow_partial=bool(summary.unread), allow_unverified=True)
+    same = facts is not None and facts.directory_sha256 == summary.directory_sha256
+    return facts if same and facts is not None and facts.verified == summary.verified else None
 
 
 def wheel_info_for(file: IndexFile, http: Http, cache: Cache | None, *, offline: bool = False) -> WheelInfo:
     """The cached summary when there is one (full facts deferred); else the full facts, summarised."""
     sha = file.sha256
     if cache is not None and sha:
-        summary = cache.load_summary(sha)
-        if summary is not None:
-            return WheelInfo(summary, load=lambda: cache.load_facts(sha))
+        summary = cache.load_summary(sha, allow_unverified=True)
+        if summary is not None and trusted(summary, http, file, cache, offline=offline):
+            return WheelInfo(summary, load=lambda: _facts_like(cache, sha, summary))
     facts = wheel_facts_for(file, http, cache, offline=offline)
     if cache is not None and facts.sha256:
         cache.store_summary(facts.summary())
@@ -57,10 +53,16 @@ def runtime_info_for(
     sha = file.sha256
     known = None
     if cache is not None and sha:
-        summary = cache.load_summary(sha, allow_partial=True)
-        if summary is not None and not any(read(p) for p in summary.unread):
-            return WheelInfo(summary, load=lambda: cache.load_facts(sha, allow_partial=True))
-        known = cache.load_facts(sha, allow_partial=True)
+        summary = cache.load_summary(sha, allow_partial=True, allow_unverified=True)
+        if (
+            summary is not None
+            and not any(read(p) for p in summary.unread)
+            and trusted(summary, http, file, cache, offline=offline)
+        ):
+            return WheelInfo(summary, load=lambda: _facts_like(cache, sha, summary))
+        known = cache.load_facts(sha, allow_partial=True, allow_unverified=True)
+        if known is not None and not trusted(known, http, file, cache, offline=offline):
+            known = None
         if known is not None and not any(read(p) for p in known.unread):
             cache.store_summary(known.summary())
             return WheelInfo.of(known)
@@ -73,7 +75,8 @@ def runtime_info_for(
 
     with RemoteZip(http, file.url, sha, file.size, cache) as remote:
         facts = remote.facts(file.filename, sha, more)
-    if known is not None:
+    # what was known is kept unless the server changed the file between the two reads
+    if known is not None and known.directory_sha256 in (None, facts.directory_sha256):
         facts = known.merged(facts)
     if cache is not None and facts.sha256:
         cache.store_facts(facts)
@@ -81,18 +84,23 @@ def runtime_info_for(
 
 
 def wheel_metadata_for(file: IndexFile, http: Http, cache: Cache | None, *, offline: bool = False) -> bytes:
-    """A wheel's METADATA when its index offers no PEP 658 file: the cache, else one member range-read
-    from the wheel (a few kB of a possibly huge file), stored under the wheel's sha256 or URL."""
+    """A wheel's METADATA when its index offers no PEP 658 file: the cache, else one member read from the
+    wheel (a few kB of a possibly huge file), stored under the wheel's sha256 or URL. A member range-read
+    from a wheel that was not hashed whole is kept with its central directory's sha256, and reused only
+    while the server serves that directory."""
     key = file.sha256 or file.url
-    if cache is not None:
-        hit = cache.load_metadata(key)
-        if hit is not None:
-            return hit
+    entry = cache.load_metadata_entry(key) if cache is not None else None
+    if entry is not None and (entry[1] is None or offline):
+        return entry[0]
     if offline:
         raise IndexError_(f"{file.filename}: metadata not in the cache (offline)")
     with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
         member = f"{dist_info_dir(remote.names())}/METADATA"
-        data = remote.read_members([member])[member].read()
+        if entry is not None and entry[1] == remote.directory_sha256:
+            return entry[0]
+        verify = file.sha256 is not None and remote.should_verify([member])
+        data = remote.read_members([member], verify=verify)[member].read()
+        directory = None if remote.sha256 is not None and file.sha256 else remote.directory_sha256
     if cache is not None:
-        cache.store_metadata(key, data)
+        cache.store_metadata(key, data, directory_sha256=directory)
     return data

@@ -16,7 +16,8 @@ Last-Modified and answer 304 to a matching revalidation. Files answer single ran
 answers what GET would, without the body.
 ``add_wheel`` options shape the listing: ``href`` ("quoted" with %2B, "plus" with a literal +,
 "absolute"), ``wrong_hash``, ``duplicate_hashes`` (list the filename again with these hashes),
-``yanked``, ``requires_python`` (default: from METADATA), ``upload_time``, ``metadata``.
+``yanked``, ``requires_python`` (default: from METADATA), ``upload_time``, ``metadata``, ``served_from``
+(other bytes served under the listed name and hash: set it back to None to fix the server).
 Counters (``requests``, ``bytes_served``) are keyed by the unquoted request path.
 """
 
@@ -58,6 +59,12 @@ class Fault:
     truncate_after: int | None = None  # promise the full Content-Length, send this many bytes, close
     delay: float = 0.0  # seconds to wait before answering
     wrong_content_range: bool = False  # 206 whose Content-Range start is off by one
+    redirect_loop: bool = False  # answer 302 pointing at the very same URL
+    bad_gzip: bool = False  # say Content-Encoding: gzip over a body that is not gzip
+    drip: float | None = None  # send the body one byte every this many seconds
+    content_type: str | None = None  # label a page's body with this Content-Type instead
+    body: bytes | None = None  # answer a page with these bytes instead of the listing
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers (Retry-After ...)
     used: int = 0
 
 
@@ -75,6 +82,7 @@ class ServedFile:
     yanked: bool | str = False
     requires_python: str | None = None
     upload_time: str | None = None
+    served_from: Path | None = None  # bytes served at the file's URL instead (the listing keeps its hash)
 
     @property
     def path(self) -> str:
@@ -294,6 +302,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, path: str, fault: Fault | None) -> int:
         if fault is not None and fault.delay:
             time.sleep(fault.delay)
+        if fault is not None and fault.redirect_loop:
+            return self._send(path, 302, b"", None, fault, {"Location": self.path})
         if fault is not None and fault.status is not None:
             return self._send(path, fault.status, b"fault injected\n", "text/plain", fault)
         if path.startswith("/files/"):
@@ -325,6 +335,10 @@ class _Handler(BaseHTTPRequestHandler):
         if _not_modified(*conditions, etag, modified):
             return self._send(path, 304, b"", None, fault, validators)
         ctype = JSON_TYPE if use_json else "text/html; charset=utf-8"
+        if fault is not None and fault.body is not None:
+            body = fault.body
+        if fault is not None and fault.content_type is not None:
+            ctype = fault.content_type
         return self._send(path, 200, body, ctype, fault, validators)
 
     def _file(self, path: str, fault: Fault | None) -> int:
@@ -338,10 +352,11 @@ class _Handler(BaseHTTPRequestHandler):
         if want_metadata:
             assert served.metadata is not None
             return self._send(path, 200, served.metadata, "text/plain", fault)
-        size = served.size
+        disk = served.served_from or served.disk_path
+        size = disk.stat().st_size
         rng = self.headers.get("Range")
         if rng is None or (fault is not None and fault.no_ranges) or "," in rng:
-            return self._send_file(path, served.disk_path, 0, size, 200, {}, fault)
+            return self._send_file(path, disk, 0, size, 200, {}, fault)
         spec = rng.strip().removeprefix("bytes=")
         first, _, last = spec.partition("-")
         try:
@@ -350,12 +365,12 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 start, end = int(first), min(int(last), size - 1) if last else size - 1
         except ValueError:
-            return self._send_file(path, served.disk_path, 0, size, 200, {}, fault)
+            return self._send_file(path, disk, 0, size, 200, {}, fault)
         if start >= size or end < start:
             return self._send(path, 416, b"", "text/plain", fault, {"Content-Range": f"bytes */{size}"})
         shown = start + 1 if fault is not None and fault.wrong_content_range else start
         headers = {"Content-Range": f"bytes {shown}-{end}/{size}"}
-        return self._send_file(path, served.disk_path, start, end + 1, 206, headers, fault)
+        return self._send_file(path, disk, start, end + 1, 206, headers, fault)
 
     def _send(
         self, path: str, status: int, body: bytes, ctype: str | None, fault: Fault | None,
@@ -364,8 +379,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         if ctype:
             self.send_header("Content-Type", ctype)
-        for k, v in (headers or {}).items():
+        for k, v in {**(headers or {}), **(fault.headers if fault is not None else {})}.items():
             self.send_header(k, v)
+        if fault is not None and fault.bad_gzip:
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self._write(path, body, fault)
@@ -378,8 +395,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Accept-Ranges", "none" if status == 200 else "bytes")
-        for k, v in headers.items():
+        for k, v in {**headers, **(fault.headers if fault is not None else {})}.items():
             self.send_header(k, v)
+        if fault is not None and fault.bad_gzip:
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(stop - start))
         self.end_headers()
         with disk.open("rb") as fh:
@@ -401,15 +420,27 @@ class _Handler(BaseHTTPRequestHandler):
             allowed = max(0, limit - self._sent_this_request)
             data_now = data[:allowed]
             self._sent_this_request += len(data_now)
-            self._raw_write(path, data_now)
+            self._raw_write(path, data_now, fault)
             if len(data_now) < len(data):
                 self._cut(reset=fault is not None and fault.reset_after is not None)
                 return False
             return True
-        self._raw_write(path, data)
+        self._raw_write(path, data, fault)
         return True
 
-    def _raw_write(self, path: str, data: bytes) -> None:
+    def _raw_write(self, path: str, data: bytes, fault: Fault | None = None) -> None:
+        if fault is not None and fault.drip is not None:
+            for i in range(len(data)):
+                try:
+                    self.wfile.write(data[i : i + 1])
+                    self.wfile.flush()
+                except OSError:  # the client gave up on the drip
+                    self.close_connection = True
+                    return
+                with self.state.lock:
+                    self.state.bytes_served[path] += 1
+                time.sleep(fault.drip)
+            return
         if data and not getattr(self, "_head", False):
             self.wfile.write(data)
             with self.state.lock:

@@ -204,14 +204,16 @@ def solve_argv(index_url: str, cache: Path, out: Path, *extra: str) -> list[str]
             "--cache-dir", str(cache), "--out-dir", str(out), *extra]  # fmt: skip
 
 
-def serve(server: object, stack: SolveStack) -> None:
+def serve(server: object, stack: SolveStack) -> dict[str, object]:
     """Add every wheel of ``stack`` to an ``IndexServer`` (yanked ones marked yanked; tinydep offers no
-    PEP 658 file, so its METADATA has to be read out of the wheel)."""
+    PEP 658 file, so its METADATA has to be read out of the wheel); the served files by key."""
+    served: dict[str, object] = {}
     for key, path in sorted(stack.wheels.items()):
         options: dict[str, object] = {"yanked": "broken build"} if key in stack.yanked else {}
         if key.startswith("tinydep"):
             options["metadata"] = False
-        server.add_wheel(path, **options)  # type: ignore[attr-defined]
+        served[key] = server.add_wheel(path, **options)  # type: ignore[attr-defined]
+    return served
 
 
 @dataclass(frozen=True)
