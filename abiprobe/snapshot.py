@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,12 +23,13 @@ from typing import Any, Literal
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from abiprobe import __version__
-from abiprobe.errors import UsageError
+from abiprobe.errors import UsageError, WheelFormatError
 from abiprobe.facts import ElfFacts
 from abiprobe.installed import InstalledDist, installed_distributions
 from abiprobe.jsondoc import load_versioned
 from abiprobe.localstate import hash_file as sha256_of_file
 from abiprobe.wheel import installed_path
+from abiprobe.zipguard import copy_member, open_zip
 
 SNAPSHOT_KIND = "abiprobe-snapshot"
 SNAPSHOT_SCHEMA_VERSION = 1
@@ -214,12 +214,14 @@ def content_fingerprint(rows: Iterable[tuple[str, str]]) -> str:
 def wheel_fingerprint(wheel: Path) -> str | None:
     """The content fingerprint of a wheel file from its RECORD (None when it has none)."""
     try:
-        with zipfile.ZipFile(wheel) as zf:
+        with open_zip(wheel, wheel.name) as zf:
             record = next((n for n in zf.namelist() if n.endswith(".dist-info/RECORD")), None)
             if record is None:
                 return None
-            text = zf.read(record).decode("utf-8", errors="replace")
-    except (zipfile.BadZipFile, OSError):
+            buffer = io.BytesIO()
+            copy_member(zf, record, buffer)
+            text = buffer.getvalue().decode("utf-8", errors="replace")
+    except WheelFormatError:
         return None
     return content_fingerprint((installed_path(p), h) for p, h in record_rows(text))
 

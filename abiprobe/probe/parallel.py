@@ -8,7 +8,6 @@ import shutil
 import tempfile
 import threading
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from abiprobe.cache import Cache
-from abiprobe.errors import AbiprobeError, UsageError
+from abiprobe.errors import AbiprobeError, UsageError, WheelFormatError
 from abiprobe.facts import WheelInfo
 from abiprobe.localstate import local_sha256
 from abiprobe.probe.bytecode import BytecodeStore, layer_key
@@ -36,6 +35,7 @@ from abiprobe.probe.venv import (
     site_packages,
 )
 from abiprobe.wheel import installed_path, local_wheel_info, top_level_of
+from abiprobe.zipguard import open_zip
 
 FactsLoader = Callable[[Path], WheelInfo]
 _RUNNER = Path(__file__).with_name("runner.py")
@@ -50,10 +50,10 @@ def wheel_tops(wheel: Path) -> tuple[str, ...]:
     if summary is not None:
         return tuple(sorted(top_level_of(installed_path(n) for n in summary.files)))
     try:
-        with zipfile.ZipFile(wheel) as zf:
+        with open_zip(wheel, wheel.name) as zf:
             names = [installed_path(n) for n in zf.namelist()]
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise InstallError(f"{wheel.name}: not a readable wheel ({exc})") from exc
+    except WheelFormatError as exc:
+        raise InstallError(str(exc)) from None
     return tuple(sorted(top_level_of(names)))
 
 

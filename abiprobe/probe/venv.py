@@ -6,14 +6,14 @@ import importlib.util
 import os
 import shutil
 import sys
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from abiprobe.errors import AbiprobeError
+from abiprobe.errors import AbiprobeError, WheelFormatError
 from abiprobe.probe.procs import Finished, ProcessRegistry
+from abiprobe.zipguard import copy_member, open_zip
 
 InstallerKind = Literal["uv", "pip"]
 
@@ -143,7 +143,7 @@ def unpack_wheel(wheel: Path, dest: Path) -> list[str]:
     """Unpack a wheel's importable files into ``dest`` (``.data/purelib|platlib`` unwrapped); return paths."""
     written: list[str] = []
     try:
-        with zipfile.ZipFile(wheel) as zf:
+        with open_zip(wheel, wheel.name) as zf:
             for info in zf.infolist():
                 if info.is_dir():
                     continue
@@ -152,13 +152,15 @@ def unpack_wheel(wheel: Path, dest: Path) -> list[str]:
                     continue
                 target = dest / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, open(target, "wb") as out:
-                    shutil.copyfileobj(src, out, 1 << 20)
+                with open(target, "wb") as out:
+                    copy_member(zf, info.filename, out)
                 mode = (info.external_attr >> 16) & 0o777
                 os.chmod(target, 0o755 if mode & 0o111 else 0o644)
                 written.append(rel)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise InstallError(f"cannot unpack {wheel.name}: {exc}") from exc
+    except WheelFormatError as exc:
+        raise InstallError(f"cannot unpack {exc}") from None
+    except OSError as exc:
+        raise InstallError(f"cannot unpack {wheel.name}: {exc.strerror or exc}") from None
     return written
 
 
