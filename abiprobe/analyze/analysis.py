@@ -21,6 +21,7 @@ from abiprobe.analyze.explain import (
     symbols_verdict,
     version_verdict,
 )
+from abiprobe.analyze.first_error import LoaderMessage, first_message
 from abiprobe.analyze.layout import InstalledObject, dist_label
 from abiprobe.analyze.loader import LoaderSimulation, LoadResult
 from abiprobe.analyze.torch_abi import TorchRelease, torch_range_verdicts
@@ -41,6 +42,7 @@ class UnitAnalysis:
     kind: str  # "extension" or "preloaded"
     verdicts: tuple[Verdict, ...]
     selected: bool | None = None  # False: the package would not load it on the target GPU
+    loader_message: LoaderMessage | None = None  # the loader's first error loading it, as printed
 
     @property
     def status(self) -> Status:
@@ -53,6 +55,7 @@ class UnitAnalysis:
             "kind": self.kind,
             "status": self.status,
             "selected": self.selected,
+            "loader_message": self.loader_message.to_json() if self.loader_message else None,
             "verdicts": [v.to_json() for v in self.verdicts],
         }
 
@@ -88,6 +91,15 @@ class SetAnalysis:
     def ok(self) -> bool:
         return self.status in ("ok", "warn")
 
+    @property
+    def first_error(self) -> LoaderMessage | None:
+        """The first error the loader reports importing the set: the first unit, in load order, that
+        the program loads and that fails to load."""
+        for u in self.units:
+            if u.loader_message is not None and u.selected is not False and u.status == "fail":
+                return u.loader_message
+        return None
+
     def failures(self) -> tuple[Verdict, ...]:
         """Every verdict that is not ok, worst first."""
         bad = (v for v in self.verdicts if v.status != "ok")
@@ -102,6 +114,7 @@ class SetAnalysis:
             "ok": self.ok,
             "status": self.status,
             "checks": self.worst_by_check(),
+            "first_error": self.first_error.to_json() if self.first_error else None,
             "set_verdicts": [v.to_json() for v in self.set_verdicts],
             "units": [u.to_json() for u in self.units],
         }
@@ -157,7 +170,27 @@ def _unit(sim: LoaderSimulation, result: LoadResult) -> UnitAnalysis:
         verdicts = _demoted(verdicts, why)
         selected = False
     kind = "preloaded" if result.is_global else "extension"
-    return UnitAnalysis(result.path, obj.dist, kind, verdicts, selected)
+    message = first_message(result, sim.layout, by_path=result.is_global)
+    if message is not None:
+        verdicts = _with_message(verdicts, message)
+    return UnitAnalysis(result.path, obj.dist, kind, verdicts, selected, message)
+
+
+_MESSAGE_CHECK = {"needed": ("sonames",), "version": ("symbol_versions",), "symbol": ("symbols", "driver")}
+
+
+def _with_message(verdicts: tuple[Verdict, ...], message: LoaderMessage) -> tuple[Verdict, ...]:
+    """The loader's first message put in the evidence of the failing verdict it comes from (the one the
+    matrix stores), so it outlives the unit analysis."""
+    checks = _MESSAGE_CHECK[message.kind]
+    out: list[Verdict] = []
+    placed = False
+    for v in verdicts:
+        if not placed and v.check in checks and v.status in ("fail", "warn"):
+            v = replace(v, evidence={**v.evidence, "loader_message": message.to_json()})
+            placed = True
+        out.append(v)
+    return tuple(out)
 
 
 def spare_partial_gpu(units: Sequence[UnitAnalysis]) -> list[UnitAnalysis]:

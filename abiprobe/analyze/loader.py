@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from abiprobe.analyze.driver_api import driver_symbol_introduced, is_driver_api_name
 from abiprobe.analyze.layout import InstalledObject, Layout
-from abiprobe.facts import SymbolImport, WheelFacts
+from abiprobe.facts import ElfFacts, SymbolImport, WheelFacts
 from abiprobe.profiles import DRIVER_SONAME, Profile, SystemLibrary, stable_abi_names
 from abiprobe.target import Target
 
@@ -118,6 +118,8 @@ class LoadResult:
     driver_symbols: tuple[DriverSymbol, ...] = ()
     non_stable: tuple[MissingSymbol, ...] = ()
     bound: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    # the objects this load adds, in the order ld.so relocates them (dependencies first)
+    relocation_order: tuple[str, ...] = ()
 
     @property
     def missing_sonames(self) -> tuple[NeededResolution, ...]:
@@ -149,6 +151,40 @@ def _matches(entries: Iterable[tuple[str | None, bool]], version: str | None) ->
 
 def is_python_symbol(name: str) -> bool:
     return name.startswith(("Py", "_Py"))
+
+
+def bound_imports(facts: ElfFacts) -> list[SymbolImport]:
+    """The imports in the order ld.so looks them up relocating with RTLD_NOW; symbol table order (not
+    exact) where the relocation tables were not read."""
+    if facts.binding_order is None:
+        return list(facts.imports)
+    return [facts.imports[i] for i in facts.binding_order if i < len(facts.imports)]
+
+
+def relocation_order(
+    searchlist: Sequence[Provider],
+    deps: dict[str, dict[str, Provider]],
+    new_objects: Sequence[InstalledObject],
+) -> list[InstalledObject]:
+    """The order ld.so relocates a dlopen's new objects in: glibc sorts the search list (the root, then
+    its dependencies breadth first) depth first from its end, each object's DT_NEEDED in order, and
+    relocates the sorted list from last to first, so dependencies come before what needs them."""
+    new = {id(o) for o in new_objects}
+    visited: set[int] = set()
+    postorder: list[Provider] = []
+
+    def visit(p: Provider) -> None:
+        visited.add(id(p))
+        if isinstance(p, InstalledObject):
+            for dep in deps.get(p.path, {}).values():
+                if id(dep) not in visited:
+                    visit(dep)
+        postorder.append(p)
+
+    for p in reversed(searchlist):
+        if id(p) not in visited:
+            visit(p)
+    return [p for p in postorder if isinstance(p, InstalledObject) and id(p) in new]
 
 
 class LoaderSimulation:
@@ -289,7 +325,8 @@ class LoaderSimulation:
                     order.append(prov)
                 needed.append(NeededResolution(obj.path, soname, provider_name(prov), how))
         scope = [p for p in self.global_scope if p not in order] + order
-        result = self._bind(root, is_global, scope, new_objects, deps, needed)
+        relocated = relocation_order(order, deps, new_objects)
+        result = self._bind(root, is_global, scope, relocated, deps, needed)
         if is_global:
             for p in order:
                 if p not in self.global_scope:
@@ -319,7 +356,7 @@ class LoaderSimulation:
         root: InstalledObject,
         is_global: bool,
         scope: list[Provider],
-        new_objects: list[InstalledObject],
+        new_objects: list[InstalledObject],  # in relocation order
         deps: dict[str, dict[str, Provider]],
         needed: list[NeededResolution],
     ) -> LoadResult:
@@ -328,10 +365,12 @@ class LoaderSimulation:
         driver: list[DriverSymbol] = []
         non_stable: list[MissingSymbol] = []
         driver_in_scope = self.driver is not None and self.driver in scope
-        for obj in new_objects:
+        searched = [provider_name(p) for p in scope]
+        for obj in sorted(new_objects, key=lambda o: searched.index(o.path)):
             versions.extend(self._check_versions(obj, deps.get(obj.path, {})))
+        for obj in new_objects:
             abi3 = obj.extension_python == "abi3"
-            for imp in obj.facts.imports:
+            for imp in bound_imports(obj.facts):
                 if imp.weak or imp.name in _IGNORED_IMPORTS:
                     continue
                 if is_python_symbol(imp.name):
@@ -355,6 +394,7 @@ class LoaderSimulation:
             missing_versions=tuple(versions),
             driver_symbols=tuple(driver),
             non_stable=tuple(non_stable),
+            relocation_order=tuple(o.path for o in new_objects),
         )
 
     def _check_versions(self, obj: InstalledObject, deps: dict[str, Provider]) -> list[MissingVersion]:

@@ -215,6 +215,11 @@ def render(analysis: SetAnalysis, stream: object = None) -> None:
     console = Console(file=stream) if stream is not None else Console()  # type: ignore[arg-type]
     console.print(f"target {analysis.target.key()}  profile {analysis.profile}")
     console.print("set: " + ", ".join(analysis.wheels))
+    first = analysis.first_error
+    if first is not None:
+        unsure = "" if first.exact else " (relocation order not read: one of the undefined symbols below)"
+        console.print(f"first error, as the loader prints it{unsure}:", highlight=False)
+        console.print(f"  {first.text}", highlight=False, markup=False, soft_wrap=True)
     problems = analysis.failures()
     if problems:
         table = Table(show_lines=False)

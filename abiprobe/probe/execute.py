@@ -146,6 +146,7 @@ def build_result(
         duration=duration,
         expected=p.probe.expected,
         expected_gpu=p.probe.expected_gpu,
+        expected_message=p.probe.expected_message,
         smoke=dict(report.get("smoke") or {}),
         detail=detail,
         temp_root=str(ctx.temp_root) if ctx.options.keep else None,

@@ -10,6 +10,7 @@ from abiprobe.probe.classify import Outcome
 from abiprobe.verdict import Status, Verdict
 
 PROBE_SCHEMA_VERSION = 1
+_LOADER_OUTCOMES = ("missing_soname", "undefined_symbol", "symbol_version", "loader_error")
 ForkMode = Literal["auto", "always", "never"]
 StubMode = Literal["auto", "always", "never"]
 
@@ -23,6 +24,7 @@ class ProbeSet:
     label: str
     expected: Status | None = None
     expected_gpu: Status | None = None
+    expected_message: str | None = None  # the loader's first error the static analysis predicts
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,17 @@ class ProbeResult:
     smoke: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     detail: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     temp_root: str | None = None
+    expected_message: str | None = None
+
+    @property
+    def message_agrees(self) -> bool | None:
+        """Whether the real loader's first error is the predicted one; None when nothing was predicted
+        or the import did not fail in the loader."""
+        if self.expected_message is None or self.outcome not in _LOADER_OUTCOMES:
+            return None
+        from abiprobe.analyze.first_error import matches_loader_line
+
+        return matches_loader_line(self.expected_message, self.message)
 
     @property
     def status(self) -> Status:
@@ -101,6 +114,9 @@ class ProbeResult:
             "disagrees": self.disagrees,
             **self.detail,
         }
+        if self.expected_message is not None:
+            evidence["expected_message"] = self.expected_message
+            evidence["message_agrees"] = self.message_agrees
         out = [Verdict("probe", self.status, self.explanation(), self.label, evidence)]
         if self.smoke.get("status") in ("ok", "fail"):
             smoke_status: Status = "ok" if self.smoke["status"] == "ok" else "fail"
@@ -131,6 +147,8 @@ class ProbeResult:
             "disagrees": self.disagrees,
             "expected_gpu": self.expected_gpu,
             "smoke_disagrees": self.smoke_disagrees,
+            "expected_message": self.expected_message,
+            "message_agrees": self.message_agrees,
             "smoke": self.smoke,
             "detail": self.detail,
             "temp_root": self.temp_root,

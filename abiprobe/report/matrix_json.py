@@ -107,6 +107,7 @@ def matrix_document(result: SolveResult) -> dict[str, Any]:
                     for ch in c.choices
                 ],
                 "explanation": c.explanation,
+                "first_error": c.first_error,
             }
             for c in m.cells
         ],

@@ -96,6 +96,7 @@ class Cell:
     set_verdicts: tuple[Verdict, ...]
     choices: tuple[Choice, ...]
     explanation: str
+    first_error: str | None = None  # the loader's first error importing the set, as Python prints it
 
 
 @dataclass
@@ -148,6 +149,15 @@ def check_statuses(verdicts: Sequence[Verdict]) -> dict[str, Status]:
 
 def _check_order(check: str) -> int:
     return CHECKS.index(check) if check in CHECKS else len(CHECKS)
+
+
+def first_loader_error(verdicts: Sequence[Verdict]) -> str | None:
+    """The first failing verdict's loader message (verdicts come in load order: base, then members)."""
+    for v in verdicts:
+        message = v.evidence.get("loader_message")
+        if v.status == "fail" and isinstance(message, dict):
+            return str(message["text"])
+    return None
 
 
 def explain(verdicts: Sequence[Verdict]) -> str:
@@ -320,6 +330,7 @@ class MatrixBuilder:
             set_verdicts=tuple(set_verdicts),
             choices=tuple(choices),
             explanation=explain(verdicts),
+            first_error=first_loader_error(verdicts),
         )
 
     @staticmethod
