@@ -54,23 +54,41 @@ def pick_candidate(
     return best
 
 
+def _index_file(
+    target: str, args: argparse.Namespace, cache: Cache, http: Http, prefer_cached: bool
+) -> IndexFile:
+    if target.startswith(("http://", "https://")):
+        return index_file_from_url(target)
+    config = load_index_config(cli_indexes=args.index_url or [])
+    client = IndexClient(config.sources, cache, http, args.offline, strategy=config.strategy)
+    name = Requirement(target).name if "==" in target else target
+    listing = client.list_project(name)
+
+    def cached(c: Candidate) -> bool:
+        return bool(c.file.sha256) and cache.load_summary(c.file.sha256 or "") is not None
+
+    return pick_candidate(listing.candidates, target, cached if prefer_cached else None).file
+
+
+def remote_member(target: str, args: argparse.Namespace, member: str) -> bytes | None:
+    """One member of the wheel ``target`` names, read by range (None offline: nothing is fetched)."""
+    if args.offline:
+        return None
+    from abiprobe.remote import RemoteZip
+
+    cache = Cache(args.cache_dir)
+    with Http(progress=False) as http:
+        file = _index_file(target, args, cache, http, prefer_cached=False)
+        with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
+            return remote.read_members([member])[member].read()
+
+
 def inspect_remote(target: str, args: argparse.Namespace, *, prefer_cached: bool = False) -> WheelFacts:
     """Facts of a wheel URL or ``PROJECT==VERSION``; ``prefer_cached``: of several wheels of that version,
     one whose facts the cache already holds (any of torch's wheels shows the same libraries)."""
     cache = Cache(args.cache_dir)
     with Http(progress=not args.json) as http:
-        if target.startswith(("http://", "https://")):
-            file = index_file_from_url(target)
-        else:
-            config = load_index_config(cli_indexes=args.index_url or [])
-            client = IndexClient(config.sources, cache, http, args.offline, strategy=config.strategy)
-            name = Requirement(target).name if "==" in target else target
-            listing = client.list_project(name)
-
-            def cached(c: Candidate) -> bool:
-                return bool(c.file.sha256) and cache.load_summary(c.file.sha256 or "") is not None
-
-            file = pick_candidate(listing.candidates, target, cached if prefer_cached else None).file
+        file = _index_file(target, args, cache, http, prefer_cached)
         if args.offline:
             sha = file.sha256
             hit = cache.load_facts(sha, allow_partial=True, allow_unverified=True) if sha else None

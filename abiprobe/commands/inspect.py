@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe.analyze.torch_abi import TorchRelease, wheel_torch_range
+from abiprobe.analyze.variants import variant_document, variant_member
 from abiprobe.cuda import GpuArch, arch_verdict, parse_arch
 from abiprobe.errors import UsageError
 from abiprobe.facts import ElfFacts, WheelFacts
@@ -47,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         from abiprobe.known_wheels import releases_from_args
 
         releases = releases_from_args(args.torch or [CACHED], args)
-    doc = inspect_document(args.target, sources, arch, releases)
+    variants = {i: _variant_json(kind, f, args) for i, (kind, f) in enumerate(sources)}
+    doc = inspect_document(args.target, sources, arch, releases, variants)
     if args.json:
         json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
@@ -111,6 +113,27 @@ def object_document(obj: ElfFacts, arch: GpuArch | None) -> dict[str, Any]:
     return d
 
 
+def _variant_json(kind: str, facts: WheelFacts | ElfFacts, args: argparse.Namespace) -> bytes | None:
+    """The bytes of the wheel's ``*.dist-info/variant.json`` (by range for a remote wheel), if it has one."""
+    if isinstance(facts, ElfFacts):
+        return None
+    member = variant_member(facts.files)
+    if member is None:
+        return None
+    if kind == "wheel":
+        import zipfile
+
+        with zipfile.ZipFile(args.target) as zf:
+            return zf.read(member)
+    if kind == "directory":
+        return (Path(args.target) / member).read_bytes()
+    if kind == "remote":
+        from abiprobe.remote_inspect import remote_member
+
+        return remote_member(args.target, args, member)
+    return None
+
+
 def _torch_range(facts: WheelFacts, releases: Sequence[TorchRelease]) -> dict[str, Any] | None:
     if facts.metadata.name.lower() == "torch":
         return None
@@ -128,11 +151,12 @@ def inspect_document(
     sources: list[tuple[str, WheelFacts | ElfFacts]],
     arch: GpuArch | None,
     releases: Sequence[TorchRelease] = (),
+    variant_json: dict[int, bytes | None] | None = None,
 ) -> dict[str, Any]:
     """The `--json` document: a schema version and, per source, its metadata and objects, and for a wheel
     linking torch the torch range its bytes allow against ``releases``."""
     out: list[dict[str, Any]] = []
-    for kind, facts in sources:
+    for i, (kind, facts) in enumerate(sources):
         if isinstance(facts, ElfFacts):
             out.append(
                 {
@@ -144,6 +168,7 @@ def inspect_document(
                     "errors": [],
                     "objects": [object_document(facts, arch)],
                     "torch_range": None,
+                    "variants": None,
                 }
             )
         else:
@@ -157,6 +182,7 @@ def inspect_document(
                     "errors": list(facts.errors),
                     "objects": [object_document(o, arch) for o in facts.elf],
                     "torch_range": _torch_range(facts, releases),
+                    "variants": variant_document(facts, (variant_json or {}).get(i)),
                 }
             )
     return {

@@ -47,6 +47,8 @@ def render_inspect(
             con.print("  requires: " + "; ".join(meta["requires_dist"]))
         if source.get("torch_range"):
             _print_torch_range(con, source["torch_range"])
+        if source.get("variants"):
+            _print_variants(con, source["variants"])
         if not source["objects"]:
             con.print("  no ELF objects")
         for obj in source["objects"]:
@@ -68,6 +70,20 @@ def _print_torch_range(con: Console, r: dict[str, Any]) -> None:
     con.print(
         f"  declared: {declared}; verdict [{style}]{r['verdict']}[/{style}]: {r['reason']}", highlight=False
     )
+
+
+def _print_variants(con: Console, v: dict[str, Any]) -> None:
+    """The variant properties the bytes support (plugin vocabulary), and claims they contradict."""
+    supported = "; ".join(f"{k}: {', '.join(vals)}" for k, vals in v["supported"].items())
+    if supported:
+        con.print(f"  variant properties its bytes support (nvidia): {supported}", highlight=False)
+    if v["claimed"] is not None:
+        claimed = (
+            "; ".join(f"{k}: {', '.join(vals)}" for k, vals in v["claimed"].items()) or "none for this label"
+        )
+        con.print(f"  variant.json claims: {claimed}", highlight=False)
+    for c in v["contradicted"]:
+        con.print(f"  [red]contradicted[/red] {c['feature']} {c['value']}: {c['why']}", highlight=False)
 
 
 def _object_table(obj: dict[str, Any]) -> Table:

@@ -1,0 +1,83 @@
+"""Wheel-variant claims (variant.json, NVIDIA plugin vocabulary) against the fatbins and sonames of a wheel."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from support.cbuild import build_shared
+from support.stacks import ABI3_TAG, _gpu_module
+from support.wheelbuild import build_wheel
+
+from abiprobe.analyze.variants import parse_variant_json
+from abiprobe.cli import main
+
+SCHEMA = json.loads((Path(__file__).parent.parent / "abiprobe/schemas/inspect.schema.json").read_text())
+CLAIMS = {"nvidia": {"cuda_version_lower_bound": "12.8", "sm_arch": ["120_real", "90_real", "90_virtual"]}}
+
+
+@pytest.fixture(scope="module")
+def variant_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # GIVEN an sm_120a-only module and an sm_90 + compute_90 module, linking a CUDA 13 runtime, whose
+    # variant.json claims a CUDA 12.8 driver floor and sm_arch 120_real, 90_real, 90_virtual
+    out = tmp_path_factory.mktemp("variants")
+    cudart = build_shared(out, "libcudart.so.13", "int cudaGetDeviceCount(int* n) { *n = 0; return 0; }",
+                          soname="libcudart.so.13")  # fmt: skip
+    blackwell = _gpu_module(out, "bw_ops", "arch=compute_120a,code=sm_120a")
+    hopper = _gpu_module(out, "hp_ops", "arch=compute_90,code=[sm_90,compute_90]")
+    user = build_shared(
+        out,
+        "cuda_user.so",
+        "int cudaGetDeviceCount(int*); int f(void) { int n; return cudaGetDeviceCount(&n); }",
+        link=[cudart],
+    )  # noqa: E501
+    variant = {"variants": {"cu13sm": CLAIMS}}
+    files = {
+        "vk/bw_ops.abi3.so": blackwell,
+        "vk/hp_ops.abi3.so": hopper,
+        "vk/libcuda_user.so": user,
+        "vk-1.0.dist-info/variant.json": json.dumps(variant).encode(),
+    }
+    return build_wheel(out / "wheels", "vk", "1.0", files, tag=ABI3_TAG)
+
+
+def test_variant_json_is_read_for_the_wheel_label() -> None:
+    data = json.dumps({"variants": {"a": {"nvidia": {"sm_arch": "90_real"}}, "b": {}}}).encode()
+    assert parse_variant_json(data, "a") == {"sm_arch": ["90_real"]}
+    assert parse_variant_json(data, "zzz") == {}
+
+
+def test_claims_the_bytes_contradict_are_named_with_why(
+    variant_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["inspect", str(variant_wheel), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, SCHEMA)
+    v = doc["sources"][0]["variants"]
+    assert v["claimed"] == {
+        "cuda_version_lower_bound": ["12.8"],
+        "sm_arch": ["120_real", "90_real", "90_virtual"],
+    }
+    # THEN the 12.8 floor (CUDA 13 sonames) and 120_real (only sm_120a) are contradicted; sm_90 claims hold
+    assert [(c["feature"], c["value"]) for c in v["contradicted"]] == [
+        ("cuda_version_lower_bound", "12.8"),
+        ("sm_arch", "120_real"),
+    ]
+    assert v["contradicted"][1]["why"].startswith("only sm_120a SASS: arch-specific code runs on 12.0 alone")
+    # AND the properties the bytes do support are printed in the plugin's vocabulary
+    assert v["supported"] == {"cuda_version_lower_bound": ["13.0"], "sm_arch": ["90_real", "90_virtual"]}
+    assert v["arch_specific_only"] == ["sm_120a"]
+
+
+def test_human_output_names_contradicted_claims(
+    variant_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["inspect", str(variant_wheel)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        "variant properties its bytes support (nvidia): cuda_version_lower_bound: 13.0; sm_arch: 90_real"
+        in out
+    )
+    assert "contradicted sm_arch 120_real: only sm_120a SASS" in out
