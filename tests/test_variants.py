@@ -1,4 +1,4 @@
-"""Wheel-variant claims (variant.json, NVIDIA plugin vocabulary) against the fatbins and sonames of a wheel."""
+"""Wheel-variant claims (variant.json, NVIDIA plugin vocabulary) against the fatbins and sonames."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def variant_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "cuda_user.so",
         "int cudaGetDeviceCount(int*); int f(void) { int n; return cudaGetDeviceCount(&n); }",
         link=[cudart],
-    )  # noqa: E501
+    )
     variant = {"variants": {"cu13sm": CLAIMS}}
     files = {
         "vk/bw_ops.abi3.so": blackwell,
