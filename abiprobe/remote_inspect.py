@@ -19,6 +19,7 @@ from abiprobe.index.client import IndexClient
 from abiprobe.index.config import load_index_config
 from abiprobe.index.models import Candidate, IndexFile
 from abiprobe.remote import remote_wheel_facts
+from abiprobe.target import Target
 
 
 def index_file_from_url(url: str) -> IndexFile:
@@ -36,10 +37,15 @@ def index_file_from_url(url: str) -> IndexFile:
 
 
 def pick_candidate(
-    candidates: tuple[Candidate, ...], spec: str, prefer: Callable[[Candidate], bool] | None = None
+    candidates: tuple[Candidate, ...],
+    spec: str,
+    prefer: Callable[[Candidate], bool] | None = None,
+    *,
+    target: Target | None = None,
 ) -> Candidate:
-    """The candidate an installer on this host would take for ``name==version``, else the first listed;
-    with ``prefer``, a matching candidate it accepts (one whose facts are cached) comes first."""
+    """The candidate an installer on ``target`` would take for ``name==version`` (none that installs
+    there is a usage error); without a target, this host's best, else the first listed. With ``prefer``,
+    a matching candidate it accepts (one whose facts are cached) comes first."""
     try:
         req = Requirement(spec)
     except InvalidRequirement as exc:
@@ -47,9 +53,16 @@ def pick_candidate(
     matching = [c for c in candidates if c.name == canonicalize_name(req.name) and c.version in req.specifier]
     if not matching:
         raise UsageError(f"{spec}: no wheel of that version on the configured indexes")
+    if target is not None:
+        fits = [c for c in matching if any(t in target.supported_tags() for t in c.tags)]
+        if not fits:
+            found = ", ".join(sorted({c.file.filename for c in matching})[:4])
+            where = f"{target.python_tag} {target.platform}"
+            raise UsageError(f"{spec}: no wheel of that version installs on {where} (found {found})")
+        matching = fits
     if prefer is not None:
         matching = [c for c in matching if prefer(c)] or matching
-    rank = {t: i for i, t in enumerate(sys_tags())}
+    rank = {t: i for i, t in enumerate(target.supported_tags() if target is not None else sys_tags())}
     best = min(matching, key=lambda c: min((rank.get(t, len(rank)) for t in c.tags), default=len(rank)))
     return best
 
@@ -89,15 +102,20 @@ def inspect_remote(target: str, args: argparse.Namespace, *, prefer_cached: bool
     cache = Cache(args.cache_dir)
     with Http(progress=not args.json) as http:
         file = _index_file(target, args, cache, http, prefer_cached)
-        if args.offline:
-            sha = file.sha256
-            hit = cache.load_facts(sha, allow_partial=True, allow_unverified=True) if sha else None
-            if hit is None:
-                raise UsageError(f"{file.filename}: not in the cache, and --offline forbids fetching it")
-            if hit.unread:
-                raise UsageError(
-                    f"{file.filename}: only partly in the cache (a solve read {len(hit.elf)} of its "
-                    f"{len(hit.elf) + len(hit.unread)} libraries), and --offline forbids fetching the rest"
-                )
-            return hit
-        return remote_wheel_facts(http, file, cache)
+        return facts_of_file(file, http, cache, offline=args.offline)
+
+
+def facts_of_file(file: IndexFile, http: Http, cache: Cache, *, offline: bool) -> WheelFacts:
+    """A remote wheel's facts, cache first; offline, only a whole cached entry will do."""
+    if offline:
+        sha = file.sha256
+        hit = cache.load_facts(sha, allow_partial=True, allow_unverified=True) if sha else None
+        if hit is None:
+            raise UsageError(f"{file.filename}: not in the cache, and --offline forbids fetching it")
+        if hit.unread:
+            raise UsageError(
+                f"{file.filename}: only partly in the cache (a solve read {len(hit.elf)} of its "
+                f"{len(hit.elf) + len(hit.unread)} libraries), and --offline forbids fetching the rest"
+            )
+        return hit
+    return remote_wheel_facts(http, file, cache)

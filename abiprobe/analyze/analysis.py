@@ -13,6 +13,7 @@ from abiprobe.analyze.checks import (
     runtime_selection,
     tag_verdicts,
     unreadable_verdicts,
+    wheel_tags,
 )
 from abiprobe.analyze.explain import (
     driver_verdict,
@@ -28,7 +29,7 @@ from abiprobe.analyze.torch_abi import TorchRelease, torch_range_verdicts
 from abiprobe.facts import WheelFacts
 from abiprobe.profiles import Profile
 from abiprobe.target import Target
-from abiprobe.verdict import CHECKS, STATUS_ORDER, Status, Verdict, worst
+from abiprobe.verdict import CHECKS, STATUS_ORDER, Status, Verdict, unread_verdicts, unsettled, worst
 
 ANALYSIS_SCHEMA_VERSION = 1
 
@@ -144,7 +145,7 @@ def never_imported(obj: InstalledObject, target: Target) -> bool:
     py = obj.extension_python
     if not (isinstance(py, tuple) and target.implementation == "cp" and py != target.python):
         return False
-    tags = obj.wheel.metadata.tags
+    tags = wheel_tags(obj.wheel)
     return bool(tags) and any(target.accepts_tag(t) for t in tags)
 
 
@@ -245,6 +246,18 @@ def analyze_set(
         units=tuple(units),
         set_verdicts=tuple(set_verdicts),
     )
+
+
+def with_unread(analysis: SetAnalysis, unread: Sequence[tuple[str, str]]) -> SetAnalysis:
+    """The analysis of a set some of whose wheels (label, reason) could not be read: what they may
+    provide is unknown, and every check that needs their bytes is too."""
+    if not unread:
+        return analysis
+    labels = [label for label, _ in unread]
+    units = tuple(replace(u, verdicts=tuple(unsettled(u.verdicts, labels))) for u in analysis.units)
+    extra = [v for label, reason in unread for v in unread_verdicts(label, reason)]
+    set_verdicts = (*unsettled(analysis.set_verdicts, labels), *extra)
+    return replace(analysis, wheels=(*analysis.wheels, *labels), units=units, set_verdicts=set_verdicts)
 
 
 AnalysisCache = MutableMapping[tuple[str, tuple[str, ...], str, str], tuple[UnitAnalysis, ...]]

@@ -92,16 +92,20 @@ def unreadable_verdicts(wheels: Sequence[WheelFacts]) -> list[Verdict]:
     return out
 
 
+def wheel_tags(w: WheelFacts | WheelSummary) -> list[str]:
+    """A wheel's tags as installers read them: from its filename (pip and uv never read the WHEEL file's
+    ``Tag:`` lines to decide); the WHEEL file's only when there is no wheel filename (an unpacked tree)."""
+    try:
+        return [str(t) for t in parse_wheel_filename(w.filename)[3]]
+    except InvalidWheelFilename:
+        return list(w.metadata.tags)
+
+
 def tag_verdicts(wheels: Sequence[WheelFacts], target: Target) -> list[Verdict]:
-    """``tags``: at least one of each wheel's tags installs on the target."""
+    """``tags``: at least one of each wheel's filename tags installs on the target."""
     out: list[Verdict] = []
     for w in wheels:
-        tags = list(w.metadata.tags)
-        if not tags:
-            try:
-                tags = [str(t) for t in parse_wheel_filename(w.filename)[3]]
-            except InvalidWheelFilename:
-                tags = []
+        tags = wheel_tags(w)
         if not tags or any(target.accepts_tag(t) for t in tags):
             out.append(
                 Verdict("tags", "ok", f"installs on {target.python_tag} {target.platform}", dist_label(w))

@@ -1,10 +1,14 @@
 """`abiprobe check`: will this set of wheels (or an installed environment) load on the target?
 
-With --installed only the stack (torch, sgl-kernel, flashinfer and the distributions they require) is
+Items are judged as pip would install them on the target: each PROJECT==VERSION looked up with the
+target's tags, and the whole install closure (Requires-Dist with the target's markers, extras, the
+runtime wheels torch pins) added and judged with them; --no-deps judges the named items alone. With
+--installed only the stack (torch, sgl-kernel, flashinfer and the distributions they require) is
 judged; --all judges every extension, --package NAME chooses.
 
 Exit status: 0 when no check fails (warnings allowed); 1 for an error, 2 for a usage error, 3 when an index
-could not be read; otherwise the OR of these bits, one per failing check family:
+could not be read or a wheel's bytes were not read (status unknown) and nothing failed; otherwise the OR
+of these bits, one per failing check family:
 4 a needed library (soname) is missing, 8 an undefined symbol, 16 a symbol version or driver API too new
 for the target, 32 no GPU code for the target architecture, 64 metadata / tags / Requires-Dist / files
 (a set a declared requirement blocks sets 64 alone). ``--json`` carries the set's overall ``status``:
@@ -26,6 +30,7 @@ from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts
 from abiprobe.known_wheels import add_torch_option
 from abiprobe.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
+from abiprobe.solve.install import AddedWheel
 from abiprobe.target import Target
 
 EXIT_BITS: dict[str, int] = {
@@ -39,9 +44,11 @@ EXIT_BITS: dict[str, int] = {
     "requires": 64,
     "files": 64,
 }
+EXIT_UNKNOWN = 3
 STYLE = {"ok": "green", "warn": "yellow", "blocked": "blue", "unknown": "magenta", "fail": "red"}
 _EPILOG = (
-    "exit status: 0 all checks pass (warnings allowed); 1 error; 2 usage; 3 index unreachable; otherwise "
+    "exit status: 0 all checks pass (warnings allowed); 1 error; 2 usage; 3 index unreachable or a wheel "
+    "not read (status unknown); otherwise "
     "the OR of 4 missing soname, 8 undefined symbol, 16 symbol version or driver API too new, "
     "32 no GPU code for the arch, 64 metadata/tags/Requires-Dist/files."
 )
@@ -51,8 +58,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "check",
         help="statically check that a set of wheels (or an installed environment) loads on a target",
-        description="Simulate the dynamic loader over WHEEL_OR_REQ... laid out as one site-packages and "
-        "explain every failure. Each item is a local .whl, a directory, a wheel URL or PROJECT==VERSION.",
+        description="Simulate the dynamic loader over WHEEL_OR_REQ... and what pip would install beside them "
+        "for the target, laid out as one site-packages, and explain every failure. Each item is a local "
+        ".whl, a directory, a wheel URL or PROJECT==VERSION (looked up with the target's tags).",
         epilog=_EPILOG,
     )
     p.add_argument("items", nargs="*", metavar="WHEEL_OR_REQ")
@@ -82,6 +90,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory (remote items)")
     p.add_argument("--index-url", action="append", default=None, help="index to look PROJECT==VERSION up in")
     p.add_argument("--offline", action="store_true", help="answer remote items from the cache alone")
+    p.add_argument(
+        "--no-deps",
+        action="store_true",
+        help="judge the named items alone, not what pip would install beside them for the target",
+    )
     add_torch_option(p, "Default: the set's own torch.")
     p.set_defaults(func=run)
 
@@ -192,29 +205,70 @@ def scoped(analysis: SetAnalysis, wheels: Sequence[WheelFacts], args: argparse.N
 def run(args: argparse.Namespace) -> int:
     target = target_from_args(args)
     profile = profile_from_args(args, target)
-    wheels = collect_wheels(args)
     releases: tuple[TorchRelease, ...] = ()
     if args.torch:
         from abiprobe.known_wheels import releases_from_args
 
         releases = releases_from_args(args.torch, args)
-    analysis = scoped(analyze_set(wheels, target, profile, releases), wheels, args)
+    items = None
+    if args.installed or not args.items:
+        wheels = collect_wheels(args)
+        analysis = scoped(analyze_set(wheels, target, profile, releases), wheels, args)
+    else:
+        from abiprobe.analyze.analysis import with_unread
+        from abiprobe.commands.itemset import gather
+        from abiprobe.items import ItemSource
+
+        with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
+            items = gather(args, target, source)
+        wheels = items.facts
+        analysis = analyze_set(wheels, target, profile, releases)
+        analysis = scoped(with_unread(analysis, items.unread), wheels, args)
+        if items.closure_error is not None and items.closure_impossible:
+            analysis = with_closure_error(analysis, items.closure_error, bool(items.index_trouble))
     if args.json:
-        json.dump(analysis.to_json(), sys.stdout, indent=2, sort_keys=True)
+        doc = analysis.to_json()
+        if items is not None:
+            doc["install"] = {**items.to_json(), "closure": not args.no_deps}
+        json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
-        render(analysis)
-    return exit_code(analysis)
+        render(analysis, added=items.added if items is not None else ())
+    code = exit_code(analysis)
+    if code == 0 and analysis.status == "unknown":
+        return EXIT_UNKNOWN
+    return code
 
 
-def render(analysis: SetAnalysis, stream: object = None) -> None:
-    """A rich table of failures and warnings, then one summary line."""
+def with_closure_error(analysis: SetAnalysis, error: str, index_trouble: bool) -> SetAnalysis:
+    """A set whose install closure cannot be resolved: pip refuses it (``fail``); when an index did not
+    answer, that is not known (``unknown``)."""
+    from dataclasses import replace
+
+    from abiprobe.verdict import Verdict
+
+    status = "unknown" if index_trouble else "fail"
+    text = f"what pip would install beside the items cannot be resolved: {error}"
+    verdict = Verdict("requires", status, text, "set")  # type: ignore[arg-type]
+    return replace(analysis, set_verdicts=(*analysis.set_verdicts, verdict))
+
+
+def render(analysis: SetAnalysis, stream: object = None, added: Sequence[AddedWheel] = ()) -> None:
+    """The set (and what the install closure added, and why), a table of every verdict that is not ok,
+    then one summary line."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(file=stream) if stream is not None else Console()  # type: ignore[arg-type]
     console.print(f"target {analysis.target.key()}  profile {analysis.profile}")
-    console.print("set: " + ", ".join(analysis.wheels))
+    named = [w for w in analysis.wheels if w not in {a.label for a in added}]
+    console.print("set: " + ", ".join(named))
+    if added:
+        console.print(f"added by the install closure ({len(added)}):")
+        for a in added:
+            state = f" [magenta](not read: {escape(a.unread)})[/]" if a.unread else ""
+            console.print(f"  + {escape(a.label)}: {escape(a.why)}{state}", highlight=False, soft_wrap=True)
     first = analysis.first_error
     if first is not None:
         unsure = "" if first.exact else " (relocation order not read: one of the undefined symbols below)"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.parser import BytesParser
 from typing import Any, Protocol
 
@@ -64,6 +64,7 @@ class Pin:
     candidate: Candidate
     extras: frozenset[str] = frozenset()
     root: StackCandidate | None = field(default=None, compare=False)
+    why: str = field(default="", compare=False)  # "torch 2.9.0 requires nvidia-cuda-runtime==13.0.96"
 
     @property
     def ident(self) -> str:
@@ -176,7 +177,7 @@ def _memo_key(roots: Sequence[StackCandidate], target: Target, pre: bool, scope:
 def _pin_to_json(p: Pin) -> dict[str, Any]:
     f = p.candidate.file
     return {"filename": f.filename, "url": neutral(f.url), "sha256": f.sha256, "size": f.size,
-            "index": neutral(f.index_url)}  # fmt: skip
+            "index": neutral(f.index_url), "why": p.why}  # fmt: skip
 
 
 def _pin_from_json(d: dict[str, Any]) -> Pin:
@@ -184,7 +185,7 @@ def _pin_from_json(d: dict[str, Any]) -> Pin:
     file = IndexFile(str(d["filename"]), concrete(str(d["url"])), hashes, size=d.get("size"),
                      index_url=concrete(str(d.get("index") or "")))  # fmt: skip
     ((c,), _) = candidates_from_files([file])
-    return Pin(c.name, c.version, c)
+    return Pin(c.name, c.version, c, why=str(d.get("why") or ""))
 
 
 def resolve_closure(
@@ -243,8 +244,20 @@ def _resolve(
     except ResolutionImpossible as exc:
         causes = "; ".join(sorted({c.requirement.why for c in exc.causes})) or "no candidates"
         raise ClosureError(f"the chosen set's dependencies cannot be completed: {causes}") from None
-    pins = [p for p in result.mapping.values() if not p.extras and p.name not in by_name]
+    pins = [
+        replace(p, why=_why(result.criteria.get(ident)))
+        for ident, p in result.mapping.items()
+        if not p.extras and p.name not in by_name
+    ]
     return sorted(pins, key=lambda p: p.name)
+
+
+def _why(criterion: Any) -> str:
+    """The requirements that brought a pin into the closure, in words (several joined by ``; ``)."""
+    if criterion is None:
+        return ""
+    whys = [info.requirement.why for info in criterion.information if info.requirement.why]
+    return "; ".join(dict.fromkeys(whys))
 
 
 class Completion:

@@ -6,7 +6,6 @@ a local index server and the bench counts bytes; everything after collection is 
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -16,7 +15,6 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from abiprobe.analyze.loader import PRELOADED
 from abiprobe.errors import AbiprobeError
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.http import display_url
@@ -41,6 +39,7 @@ from abiprobe.solve.matrix import Group, Matrix, MatrixBuilder, build_groups
 from abiprobe.solve.override import override_set
 from abiprobe.solve.provider import build_picks, resolve, rules_out
 from abiprobe.solve.providers import ProviderChoice, choose_provider, named_tags, ranked_providers
+from abiprobe.solve.reach import Reach
 from abiprobe.solve.result import IndexStatus, NearMiss, SolveResult
 from abiprobe.solve.stack import Stack
 from abiprobe.target import Target
@@ -322,39 +321,16 @@ class RuntimeProviders:
         self._picked: dict[str, StackCandidate | None] = {}
         self._chosen: dict[str, tuple[StackCandidate, ...]] = {}
         self._unread: dict[str, tuple[tuple[str, str], ...]] = {}
-        self._needed: set[str] | None = None
-
-    def _needed_sonames(self) -> set[str]:
-        """Sonames needed so far: every stack candidate's (all collected before any runtime wheel is
-        read), then those of the runtime libraries read."""
-        if self._needed is None:
-            self._needed = self.collector.stack_needed()
-        return self._needed
-
-    def _reached(self, path: str) -> bool:
-        """Whether the simulated loader may open the runtime library installed at ``path``."""
-        return bool(PRELOADED.match(path)) or posixpath.basename(path) in self._needed_sonames()
+        # sonames needed: every stack candidate's (all collected before any runtime wheel is read), then
+        # those of the runtime libraries read
+        self._reach = Reach(collector, collector.stack_needed)
 
     def _info(self, sc: StackCandidate) -> WheelInfo | None:
-        return self.collector.runtime_info(sc, self._reached)
+        return self._reach.info(sc)
 
     def _settled(self, chosen: list[StackCandidate]) -> list[StackCandidate]:
         """Read what the libraries read so far need, until nothing more is reached."""
-        needed = self._needed_sonames()
-        while True:
-            for sc in chosen:
-                if sc.summary is not None:
-                    needed.update(sc.summary.needed)
-            stale = [
-                i
-                for i, sc in enumerate(chosen)
-                if sc.summary is not None and any(self._reached(p) for p in sc.summary.unread)
-            ]
-            if not stale:
-                return chosen
-            self.collector.prefetch([chosen[i] for i in stale], self._reached)
-            for i in stale:
-                chosen[i] = replace(chosen[i], info=self._info(chosen[i]))
+        return self._reach.settle(chosen)
 
     def __call__(self, base: Group) -> Sequence[WheelFacts]:
         """Full facts of the providers (loads them)."""
@@ -402,8 +378,8 @@ class RuntimeProviders:
             return None
         out = []
         bare_pins = [StackCandidate("runtime", pin.candidate, 0) for pin in pins]
-        self._needed_sonames()  # made before the readers start, which only read it
-        self.collector.prefetch(bare_pins, self._reached)
+        self._reach.needed  # noqa: B018 - made before the readers start, which only read it
+        self.collector.prefetch(bare_pins, self._reach)
         unread = []
         for bare in bare_pins:  # all runtime projects: nothing else was followed
             info = self._info(bare)

@@ -65,6 +65,7 @@ class Fault:
     content_type: str | None = None  # label a page's body with this Content-Type instead
     body: bytes | None = None  # answer a page with these bytes instead of the listing
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers (Retry-After ...)
+    unless: str = ""  # spare paths ending so (".metadata": the wheel misbehaves, its PEP 658 file not)
     used: int = 0
 
 
@@ -271,6 +272,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _fault(self, path: str) -> Fault | None:
         with self.state.lock:
             for fault in self.state.faults:
+                if fault.unless and path.endswith(fault.unless):
+                    continue
                 if fault.match in path and (fault.times is None or fault.used < fault.times):
                     fault.used += 1
                     return fault

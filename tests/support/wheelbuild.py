@@ -27,11 +27,13 @@ def build_wheel(
     build_tag: str | None = None,
     compression: int = zipfile.ZIP_DEFLATED,
     extra_metadata: Sequence[str] = (),
+    wheel_file_tags: Sequence[str] | None = None,
 ) -> Path:
     """Write ``{name}-{version}[-{build}]-{tag}.whl`` and return its path.
 
     ``version`` is the filename version (may carry a local label); ``metadata_version`` overrides the
-    ``Version:`` written to METADATA (to build a filename/metadata mismatch).
+    ``Version:`` written to METADATA (to build a filename/metadata mismatch); ``wheel_file_tags`` the
+    ``Tag:`` lines of the WHEEL file (by default the filename's).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     dist = name.replace("-", "_")
@@ -49,7 +51,9 @@ def build_wheel(
     meta += [f"Requires-Dist: {r}" for r in requires_dist]
     meta += list(extra_metadata)
     wheel_meta = ["Wheel-Version: 1.0", "Generator: abiprobe-tests", "Root-Is-Purelib: false"]
-    wheel_meta += [f"Tag: {t}" for t in _expand_tag(tag)]
+    wheel_meta += [
+        f"Tag: {t}" for t in (wheel_file_tags if wheel_file_tags is not None else _expand_tag(tag))
+    ]
     if build_tag:
         wheel_meta.append(f"Build: {build_tag}")
     contents: list[tuple[str, bytes]] = []

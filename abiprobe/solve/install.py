@@ -1,0 +1,90 @@
+"""What pip would install for the target when asked for some wheels: the items plus their install closure.
+
+The closure is resolved exactly as the lock's is (``resolve_closure``: Requires-Dist with the target's
+markers, extras, the runtime wheels torch pins, wheels with the target's tags), the named items fixed
+as roots. Of each added wheel only what the loader can reach is read (``Reach``): its file list, its
+metadata, and the libraries torch preloads or some read object needs. An added wheel that cannot be
+read stays in the set, marked unread, so the checks that need it say ``unknown``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from abiprobe.errors import AbiprobeError
+from abiprobe.facts import WheelFacts, WheelInfo
+from abiprobe.index.models import IndexFile, candidates_from_files
+from abiprobe.solve.candidates import StackCandidate
+from abiprobe.solve.closure import ClosureError, Listing, MemoStore, resolve_closure
+from abiprobe.solve.reach import PartialReader, Reach
+from abiprobe.target import Target
+
+
+class InstallReader(Listing, PartialReader, Protocol):
+    """A solve's collector: listings, metadata, and partial reads with the reasons of failed ones."""
+
+    def unread_reason(self, sc: StackCandidate) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class AddedWheel:
+    """A wheel the install brings beside the items, why, and its facts (None: not read, ``unread`` says
+    why)."""
+
+    wheel: StackCandidate
+    why: str
+    facts: WheelFacts | None
+    unread: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.wheel.label()
+
+    def to_json(self) -> dict[str, object]:
+        return {"wheel": self.label, "filename": self.wheel.filename, "why": self.why, "unread": self.unread}
+
+
+@dataclass(frozen=True)
+class InstallClosure:
+    """The wheels added to the items, or why the closure could not be resolved (``error``)."""
+
+    added: tuple[AddedWheel, ...] = ()
+    error: str | None = None
+    impossible: bool = False  # the error is a resolution no install can satisfy (else I/O trouble)
+
+
+def root_of(file: IndexFile, facts: WheelFacts | None) -> StackCandidate:
+    """A named item as a fixed root of the closure (its requirements from its facts, else its index's
+    metadata)."""
+    ((candidate,), _notes) = candidates_from_files([file])
+    info = WheelInfo.of(facts) if facts is not None else None
+    return StackCandidate("item", candidate, 0, info=info)
+
+
+def install_closure(
+    roots: Sequence[StackCandidate],
+    reader: InstallReader,
+    target: Target,
+    *,
+    pre: bool = False,
+    memo: MemoStore | None = None,
+) -> InstallClosure:
+    """Every wheel an install of ``roots`` for ``target`` adds, with what the loader reaches of each read."""
+    try:
+        pins = resolve_closure(roots, reader, target, pre=pre, scope="install", memo=memo)
+    except ClosureError as exc:
+        return InstallClosure(error=str(exc), impossible=True)
+    except AbiprobeError as exc:
+        return InstallClosure(error=str(exc))
+    needed = {n for r in roots if r.summary is not None for n in r.summary.needed}
+    reach = Reach(reader, lambda: set(needed))
+    bare = [StackCandidate("dependency", p.candidate, 0) for p in pins]
+    read = reach.read(bare)
+    added = []
+    for pin, sc in zip(pins, read, strict=True):
+        facts = sc.facts if sc.info is not None else None
+        reason = None if facts is not None else (reader.unread_reason(sc) or "no facts were read")
+        added.append(AddedWheel(sc, pin.why, facts, reason))
+    return InstallClosure(tuple(added))

@@ -1,0 +1,151 @@
+"""``check PROJECT==VERSION...`` answers for what pip would install on the *target*: the install closure
+(resolved as the lock resolves it) judged with the items, wheels picked by the target's tags, a wheel's
+tags read from its filename, and wheels whose bytes could not be read left ``unknown``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.indexserver import IndexServer
+from support.solve_stacks import SolveStack, serve, solve_stack
+from support.stacks import PLATFORM, PY_TAG
+from support.wheelbuild import build_wheel
+
+from abiprobe.cli import main
+
+OTHER_PY = "cp312" if PY_TAG != "cp312" else "cp311"
+TARGET = ["--cuda", "13.0", "--arch", "sm120", "--platform", PLATFORM]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> SolveStack:
+    return solve_stack(tmp_path_factory.mktemp("solve-stack"))
+
+
+@pytest.fixture(scope="module")
+def tagged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """``demo 1.0`` for this Python and another, plus a macOS wheel; ``hostonly`` for this Python only."""
+    out = tmp_path_factory.mktemp("tagged")
+    files = {"demo/__init__.py": b""}
+    host, other = f"{PY_TAG}-{PY_TAG}-{PLATFORM}", f"{OTHER_PY}-{OTHER_PY}-{PLATFORM}"
+    return {
+        "host": build_wheel(out, "demo", "1.0", files, tag=host),
+        "other": build_wheel(out, "demo", "1.0", files, tag=other),
+        "mac": build_wheel(out, "demo", "1.0", files, tag=f"{OTHER_PY}-{OTHER_PY}-macosx_11_0_arm64"),
+        "hostonly": build_wheel(out, "hostonly", "1.0", {"hostonly.py": b""}, tag=host),
+        # the WHEEL file says linux_x86_64 (any glibc); the filename, which installers read, says 2.31
+        "newer_glibc": build_wheel(
+            out,
+            "newglibc",
+            "1.0",
+            {"newglibc.py": b""},
+            tag="py3-none-manylinux_2_31_x86_64",
+            wheel_file_tags=["py3-none-linux_x86_64"],
+        ),
+    }
+
+
+@pytest.fixture(scope="module")
+def server(stack: SolveStack, tagged: dict[str, Path]) -> Iterator[IndexServer]:
+    with IndexServer() as srv:
+        serve(srv, stack)
+        for path in tagged.values():
+            srv.add_wheel(path)
+        yield srv
+
+
+def check(
+    server: IndexServer, tmp: Path, capsys: pytest.CaptureFixture[str], *items: str, python: str = PY_TAG
+) -> tuple[int, dict[str, Any]]:
+    argv = ["check", *items, *TARGET, "--python", python, "--index-url", server.index_url]
+    rc = main([*argv, "--cache-dir", str(tmp / "cache"), "--json"])
+    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return rc, doc
+
+
+def test_a_req_check_judges_the_install_closure_and_says_what_it_added(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a kernel that needs libcudart.so.13, which only torch's pinned runtime wheel provides
+    rc, doc = check(server, tmp_path, capsys, "torch==2.9.0", "sglang-kernel==0.4.0")
+    # THEN the runtime wheel is added, with the requirement that brought it, and the set loads
+    added = {a["wheel"]: a["why"] for a in doc["install"]["added"]}
+    assert added == {"nvidia-cuda-runtime 13.0.96": "torch 2.9.0 requires nvidia-cuda-runtime==13.0.96"}
+    assert (rc, doc["checks"]["sonames"], doc["checks"]["symbols"]) == (0, "ok", "ok")
+    assert doc["status"] in ("ok", "warn")
+
+
+def test_no_deps_judges_the_named_items_alone(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, doc = check(server, tmp_path, capsys, "torch==2.9.0", "sglang-kernel==0.4.0", "--no-deps")
+    assert doc["install"]["added"] == [] and doc["install"]["closure"] is False
+    assert (rc & 4, doc["checks"]["sonames"], doc["status"]) == (4, "fail", "fail")
+
+
+def test_the_closure_follows_extras_and_markers_for_the_target(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # flashinfer 0.5.3 requires torch>=2.9, tinydep<3 (-> tinyextra[fast] -> tinyfast) and a dependency
+    # whose marker is false on the target
+    _rc, doc = check(server, tmp_path, capsys, "torch==2.9.0", "flashinfer-python==0.5.3")
+    added = [a["wheel"] for a in doc["install"]["added"]]
+    assert added == ["nvidia-cuda-runtime 13.0.96", "tinydep 2.0", "tinyextra 1.0", "tinyfast 1.0"]
+    assert doc["checks"]["requires"] != "warn"  # nothing it requires is missing from the judged set
+
+
+def test_project_version_is_looked_up_with_the_target_python_not_the_host(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, doc = check(server, tmp_path, capsys, "demo==1.0", "--no-deps", python=OTHER_PY)
+    assert [i["filename"] for i in doc["install"]["items"]] == [
+        f"demo-1.0-{OTHER_PY}-{OTHER_PY}-{PLATFORM}.whl"
+    ]
+    assert (rc, doc["checks"]["tags"]) == (0, "ok")
+
+
+def test_a_version_with_no_wheel_for_the_target_is_one_line_not_another_platform(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["check", "hostonly==1.0", *TARGET, "--python", OTHER_PY, "--index-url", server.index_url]
+    assert main([*argv, "--cache-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"no wheel of that version installs on {OTHER_PY} {PLATFORM}" in err and "Traceback" not in err
+
+
+def test_tags_are_the_filename_s_not_the_wheel_file_s(
+    tagged: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = main(["check", str(tagged["newer_glibc"]), *TARGET, "--python", PY_TAG, "--no-deps", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert (rc, doc["checks"]["tags"]) == (64, "fail")
+    assert "manylinux_2_31" in json.dumps(doc["set_verdicts"])
+
+
+def test_an_added_wheel_that_cannot_be_read_leaves_the_set_unknown(
+    stack: SolveStack, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with IndexServer() as srv:
+        serve(srv, stack)
+        # GIVEN the runtime wheel's host drops every connection
+        srv.fail(match=stack.wheels["runtime"].name, unless=".metadata", reset_after=0)
+        rc, doc = check(srv, tmp_path, capsys, "torch==2.9.0", "sglang-kernel==0.4.0")
+    # THEN the missing libcudart is not called a failure: the set is unknown, and exit 3 says so
+    (added,) = doc["install"]["added"]
+    assert added["wheel"] == "nvidia-cuda-runtime 13.0.96" and "connection" in added["unread"]
+    assert (rc, doc["status"], doc["checks"]["sonames"]) == (3, "unknown", "unknown")
+    assert doc["ok"] is False
+
+
+def test_text_output_lists_the_added_wheels_and_why(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["check", "torch==2.9.0", "sglang-kernel==0.4.0", *TARGET, "--python", PY_TAG]
+    main([*argv, "--index-url", server.index_url, "--cache-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "added by the install closure (1):" in out
+    assert "+ nvidia-cuda-runtime 13.0.96: torch 2.9.0 requires nvidia-cuda-runtime==13.0.96" in out
