@@ -59,6 +59,7 @@ class CachedPage:
     etag: str | None
     last_modified: str | None
     fetched_at: float
+    problems: bool = False  # it parsed with problems (see ProjectPage.problems)
 
 
 def is_stale(page: CachedPage, max_age_s: float, *, now: float | None = None) -> bool:
@@ -129,6 +130,7 @@ class Cache:
                 etag=record.etag,
                 last_modified=record.last_modified,
                 fetched_at=record.fetched_at,
+                problems=record.problems,
             )
         self._drop(meta_path, meta)
         return None
@@ -157,6 +159,7 @@ class Cache:
             fetched_at=float(page.fetched_at),
             body_sha256=body_sha,
             body_size=len(stored),
+            problems=page.problems,
         )
         meta_path = entries.page_path(self.root, key)
         with self.lock():

@@ -60,6 +60,7 @@ class PageRecord:
     fetched_at: float
     body_sha256: str
     body_size: int
+    problems: bool = False  # the body parsed with problems: never reused without asking the index
 
 
 def _fanout(root: Path, kind: str, name: str, suffix: str) -> Path:
@@ -199,6 +200,7 @@ def decode_page(data: bytes, expected_url_hash: str) -> PageRecord:
             fetched_at=float(_typed(record["fetched_at"], (int, float))),
             body_sha256=_typed(record["body_sha256"], str),
             body_size=_typed(record["body_size"], int),
+            problems=record.get("problems") is True,
         )
     except KeyError as exc:
         raise CorruptEntryError(f"page entry lacks {exc.args[0]!r}") from exc

@@ -17,6 +17,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit
@@ -31,10 +32,43 @@ T = TypeVar("T")
 U = TypeVar("U")
 
 RETRYABLE_STATUS = frozenset({500, 502, 503, 504, 429})
+MAX_REDIRECTS = 10
+RETRY_AFTER_LIMIT = 60.0  # the longest Retry-After honoured; a server asking for more is not waited for
+DEADLINE = 120.0  # a response still arriving after this many seconds must keep up MIN_RATE on average
+MIN_RATE = 16 * 1024  # bytes per second
 
 
 class RetryableError(Exception):
-    """Raised inside a retried operation for a failure worth another attempt (5xx, short body …)."""
+    """Raised inside a retried operation for a failure worth another attempt (5xx, short body …);
+    ``retry_after`` is the wait the server asked for (Retry-After on 429/503), in seconds."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """A Retry-After header (delay-seconds or an HTTP date) as seconds from now; None when absent/bad."""
+    if not value:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _status_error(response: httpx.Response) -> RetryableError:
+    wait = retry_after_seconds(response.headers.get("retry-after"))
+    if response.status_code not in (429, 503):
+        wait = None
+    suffix = f" (Retry-After {wait:.0f} s)" if wait is not None else ""
+    return RetryableError(f"HTTP {response.status_code}{suffix}", wait)
 
 
 def display_url(url: str) -> str:
@@ -152,9 +186,13 @@ class Http:
         progress: bool = False,
         netrc_path: Path | None = None,
         transport: httpx.BaseTransport | None = None,
+        deadline: float = DEADLINE,
+        min_rate: float = MIN_RATE,
+        retry_after_limit: float = RETRY_AFTER_LIMIT,
     ) -> None:
         self.retries = max(1, retries)
         self.backoff = backoff
+        self.deadline, self.min_rate, self.retry_after_limit = deadline, min_rate, retry_after_limit
         self.max_workers = max(1, max_workers)
         self._bytes = 0
         self._lock = threading.Lock()
@@ -162,6 +200,7 @@ class Http:
         self.client = httpx.Client(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             follow_redirects=True,
+            max_redirects=MAX_REDIRECTS,
             auth=_CredentialsAuth(netrc_path if netrc_path is not None else _default_netrc()),
             headers={"User-Agent": f"abiprobe/{__version__}"},
             limits=httpx.Limits(
@@ -185,37 +224,67 @@ class Http:
         return self._progress.task(description, total)
 
     def with_retries(self, what: str, operation: Callable[[], T]) -> T:
-        """Run ``operation``; on transport errors or RetryableError retry with exponential backoff."""
-        last = ""
+        """Run ``operation``; on transport errors or RetryableError retry with exponential backoff (or
+        after the server's Retry-After, up to ``retry_after_limit``). Every other HTTP failure (a
+        redirect loop, a body that does not decode, a bad URL) is one IndexError_ line at once."""
+        last, wait = "", 0.0
+        shown = display_url(what)
         for attempt in range(self.retries):
             if attempt:
-                time.sleep(self.backoff * (2 ** (attempt - 1)))
+                time.sleep(max(wait, self.backoff * (2 ** (attempt - 1))))
+            wait = 0.0
             try:
                 return operation()
             except RetryableError as exc:
                 last = str(exc)
+                if exc.retry_after is not None:
+                    if exc.retry_after > self.retry_after_limit:
+                        raise IndexError_(f"{shown}: {last}, longer than abiprobe waits") from None
+                    wait = exc.retry_after
             except httpx.TimeoutException:
                 last = "timed out"
             except httpx.TransportError as exc:
                 last = _transport_reason(exc)
                 if _name_not_resolved(exc):  # the host name does not exist here: asking again won't help
-                    raise IndexError_(f"{display_url(what)}: {last}") from None
-        raise IndexError_(f"{display_url(what)}: {last} (after {self.retries} attempts)")
+                    raise IndexError_(f"{shown}: {last}") from None
+            except httpx.TooManyRedirects:
+                raise IndexError_(f"{shown}: redirect loop (more than {MAX_REDIRECTS} redirects)") from None
+            except httpx.DecodingError:
+                raise IndexError_(f"{shown}: the body does not decode as its Content-Encoding says") from None
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                raise IndexError_(f"{shown}: {type(exc).__name__}: {_first_line(exc)}") from None
+        raise IndexError_(f"{shown}: {last} (after {self.retries} attempts)")
+
+    def _watch(self, what: str, started: float, received: int) -> None:
+        """Give up on a response that has taken longer than ``deadline`` and is not arriving at
+        ``min_rate`` on average (a slow drip): one line, not retried."""
+        elapsed = time.monotonic() - started
+        if elapsed > self.deadline and received < self.min_rate * elapsed:
+            raise IndexError_(
+                f"{display_url(what)}: {received} bytes in {elapsed:.0f} s, too slow to finish "
+                f"(deadline {self.deadline:.0f} s)"
+            )
 
     def get(self, url: str, headers: Mapping[str, str] | None = None) -> Fetched:
         """GET ``url`` and read the whole body; 5xx and broken connections are retried."""
 
         def once() -> Fetched:
+            started = time.monotonic()
             with self.client.stream("GET", url, headers=dict(headers or {})) as response:
                 if response.status_code in RETRYABLE_STATUS:
                     response.read()
                     self.count(response.num_bytes_downloaded)
-                    raise RetryableError(f"HTTP {response.status_code}")
+                    raise _status_error(response)
+                parts: list[bytes] = []
                 try:
-                    body = response.read()
+                    for part in response.iter_bytes():
+                        parts.append(part)
+                        self._watch(url, started, response.num_bytes_downloaded)
                 finally:
                     self.count(response.num_bytes_downloaded)
-                return Fetched(response.status_code, dict(response.headers), body, str(response.url))
+                return Fetched(
+                    response.status_code, dict(response.headers), b"".join(parts), str(response.url)
+                )
 
         return self.with_retries(url, once)
 
@@ -226,13 +295,16 @@ class Http:
             if response.status_code in RETRYABLE_STATUS:
                 response.read()
                 self.count(response.num_bytes_downloaded)
-                raise RetryableError(f"HTTP {response.status_code}")
+                raise _status_error(response)
             yield response
 
-    def iter_chunks(self, response: httpx.Response, chunk_size: int = 1 << 20) -> Iterator[bytes]:
-        """Body chunks of a streamed response, counted as they arrive."""
-        for chunk in response.iter_raw(chunk_size):
+    def iter_chunks(self, response: httpx.Response) -> Iterator[bytes]:
+        """Body chunks of a streamed response as they arrive, counted (and watched for a slow drip)."""
+        started, received = time.monotonic(), 0
+        for chunk in response.iter_raw():
             self.count(len(chunk))
+            received += len(chunk)
+            self._watch(str(response.url), started, received)
             yield chunk
 
     def map(self, fn: Callable[[U], T], items: Iterable[U]) -> list[T]:
@@ -263,6 +335,11 @@ def _name_not_resolved(exc: httpx.TransportError) -> bool:
             return True
         cause = cause.__cause__ or cause.__context__
     return False
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _transport_reason(exc: httpx.TransportError) -> str:

@@ -95,7 +95,7 @@ def remote_file(text: str, source: ItemSource, target: Target) -> IndexFile:
         return index_file_from_url(text)
     name = Requirement(text).name if "==" in text else text
     listing = source.client.list_project(name)
-    return pick_candidate(listing.candidates, text, target=target).file
+    return pick_candidate(listing.candidates, text, target=target, unread=listing.failed).file
 
 
 def resolve_item(text: str, source: ItemSource, target: Target, *, tolerate_unread: bool = True) -> Item:

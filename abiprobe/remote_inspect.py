@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from urllib.parse import unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -12,12 +12,13 @@ from packaging.tags import sys_tags
 from packaging.utils import canonicalize_name
 
 from abiprobe.cache import Cache
-from abiprobe.errors import UsageError
+from abiprobe.errors import IndexError_, UsageError
 from abiprobe.facts import WheelFacts
 from abiprobe.http import Http
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import load_index_config
 from abiprobe.index.models import Candidate, IndexFile
+from abiprobe.index.multi import IndexOutcome
 from abiprobe.remote import remote_wheel_facts
 from abiprobe.target import Target
 
@@ -42,15 +43,22 @@ def pick_candidate(
     prefer: Callable[[Candidate], bool] | None = None,
     *,
     target: Target | None = None,
+    unread: Sequence[IndexOutcome] = (),
 ) -> Candidate:
     """The candidate an installer on ``target`` would take for ``name==version`` (none that installs
     there is a usage error); without a target, this host's best, else the first listed. With ``prefer``,
-    a matching candidate it accepts (one whose facts are cached) comes first."""
+    a matching candidate it accepts (one whose facts are cached) comes first.
+
+    ``unread``: the indexes that could not be read; with no match, the version may be on one of them, so
+    that is an index error (exit 3), not a missing version (usage, exit 2)."""
     try:
         req = Requirement(spec)
     except InvalidRequirement as exc:
         raise UsageError(f"{spec}: not a requirement ({exc})") from None
     matching = [c for c in candidates if c.name == canonicalize_name(req.name) and c.version in req.specifier]
+    if not matching and unread:
+        why = "; ".join(f"{o.index}: {o.error}" for o in unread)
+        raise IndexError_(f"{spec}: not found, and {len(unread)} index(es) could not be read ({why})")
     if not matching:
         raise UsageError(f"{spec}: no wheel of that version on the configured indexes")
     if target is not None:
@@ -74,13 +82,20 @@ def _index_file(
         return index_file_from_url(target)
     config = load_index_config(cli_indexes=args.index_url or [])
     client = IndexClient(config.sources, cache, http, args.offline, strategy=config.strategy)
-    name = Requirement(target).name if "==" in target else target
-    listing = client.list_project(name)
+    listing = client.list_project(_project_name(target))
 
     def cached(c: Candidate) -> bool:
         return bool(c.file.sha256) and cache.load_summary(c.file.sha256 or "") is not None
 
-    return pick_candidate(listing.candidates, target, cached if prefer_cached else None).file
+    prefer = cached if prefer_cached else None
+    return pick_candidate(listing.candidates, target, prefer, unread=listing.failed).file
+
+
+def _project_name(target: str) -> str:
+    try:
+        return Requirement(target).name
+    except InvalidRequirement as exc:
+        raise UsageError(f"{target}: not a project name or PROJECT==VERSION ({exc})") from None
 
 
 def remote_member(target: str, args: argparse.Namespace, member: str) -> bytes | None:

@@ -178,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
             strategy=config.strategy,
             pins=config.pins,
             fresh_for=0.0 if args.refresh else PAGE_FRESH_FOR,
+            refresh=args.refresh,
         )
         result, providers = solve(
             stack,

@@ -50,6 +50,7 @@ class IndexClient:
         pins: Mapping[str, str] | None = None,
         stale_after: float = DEFAULT_STALE_AFTER,
         fresh_for: float = 0.0,
+        refresh: bool = False,
     ) -> None:
         self.sources = tuple(s if isinstance(s, IndexSource) else IndexSource(url=s) for s in index_urls)
         self.cache, self.http, self.offline = cache, http, offline
@@ -57,6 +58,9 @@ class IndexClient:
         self.pins = {str(canonicalize_name(k)): v for k, v in (pins or {}).items()}
         self.stale_after = stale_after
         self.fresh_for = fresh_for  # a cached page younger than this is used without asking the index
+        # ``refresh``: a page fetched before this client was made is asked for afresh, without validators
+        self.refresh = refresh
+        self._not_before = time.time() if refresh else None
 
     def fetch_page(self, source: IndexSource, project: str) -> PageFetch:
         """One index's page for ``project``; failures are reported in the result, not raised."""
@@ -76,12 +80,14 @@ class IndexClient:
             if cached is None:
                 return PageFetch(source, shown, "failed", error="not in the cache (offline)")
             return from_cache(cached, None)
-        if cached is not None and time.time() - cached.fetched_at < self.fresh_for:
+        # a page that parsed with problems is asked for whole again: a 304 would keep its body and type
+        usable = cached is not None and self._trusted(cached.problems, cached.fetched_at)
+        if usable and cached is not None and self._fresh(cached.fetched_at):
             return from_cache(cached, None)
         headers = {"Accept": ACCEPT}
-        if cached is not None and cached.etag:
+        if usable and cached is not None and cached.etag:
             headers["If-None-Match"] = cached.etag
-        if cached is not None and cached.last_modified:
+        if usable and cached is not None and cached.last_modified:
             headers["If-Modified-Since"] = cached.last_modified
         try:
             response = self.http.get(url, headers)
@@ -114,9 +120,18 @@ class IndexClient:
                     etag=response.headers.get("etag"),
                     last_modified=response.headers.get("last-modified"),
                     fetched_at=now,
+                    problems=bool(page.problems),
                 )
             )
         return PageFetch(source, shown, "ok", page, fetched_at=now)
+
+    def _trusted(self, problems: bool, fetched_at: float) -> bool:
+        """Whether a stored page may be revalidated or reused: it parsed cleanly, and (under
+        ``refresh``) was fetched by this very run."""
+        return not problems and (self._not_before is None or fetched_at >= self._not_before)
+
+    def _fresh(self, fetched_at: float) -> bool:
+        return time.time() - fetched_at < self.fresh_for or self._not_before is not None
 
     def list_project(self, project: str, *, strategy: Strategy | None = None) -> ProjectListing:
         """Candidates of ``project`` across the configured indexes under the strategy and pins."""
@@ -145,7 +160,10 @@ class IndexClient:
             record = self.cache.page_record(project_url(source, project))
             if record is None and self.offline:
                 continue
-            if record is None or (not self.offline and time.time() - record.fetched_at >= self.fresh_for):
+            if record is None:
+                return None
+            trusted = self._trusted(record.problems, record.fetched_at) and self._fresh(record.fetched_at)
+            if not self.offline and not trusted:
                 return None
             out.append(record.body_sha256)
         return tuple(out)

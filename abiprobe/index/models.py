@@ -112,12 +112,16 @@ class Candidate:
 
 @dataclass(frozen=True)
 class ProjectPage:
-    """A parsed simple-API page (or find-links page): its files and what was odd about it."""
+    """A parsed simple-API page (or find-links page): its files and what was odd about it.
+
+    ``problems`` (also among the notes) say the page is malformed: entries skipped, markup broken, a body
+    that is not what its Content-Type says. Such a page is never reused without asking the index again."""
 
     url: str
     files: tuple[IndexFile, ...]
     notes: tuple[str, ...] = ()
     project: str | None = None
+    problems: tuple[str, ...] = ()
 
 
 def mark_duplicates(files: Iterable[IndexFile]) -> tuple[IndexFile, ...]:

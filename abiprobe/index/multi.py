@@ -110,6 +110,8 @@ def combine(project: str, strategy: Strategy, fetches: Sequence[PageFetch]) -> P
             notes.extend(skipped)
             if fetch.page is not None:
                 notes.extend(fetch.page.notes)
+        elif fetch.page is not None:  # a malformed page is said even when it lends no candidate
+            notes.extend(fetch.page.problems)
         if fetch.status == "failed" and fetch.page is not None:
             notes.append(f"{fetch.source.label}: {fetch.error}; answered from the cache")
         outcomes.append(

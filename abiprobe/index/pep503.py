@@ -18,6 +18,7 @@ class _AnchorCollector(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.base: str | None = None
         self.anchors: list[tuple[dict[str, str | None], str]] = []
+        self.unclosed = 0  # <a> elements never closed before the next one or the end
         self._current: dict[str, str | None] | None = None
         self._text: list[str] = []
 
@@ -27,6 +28,8 @@ class _AnchorCollector(HTMLParser):
             if href:
                 self.base = href
         elif tag == "a":
+            if self._current is not None:
+                self.unclosed += 1
             self._finish()
             self._current = dict(attrs)
             self._text = []
@@ -40,7 +43,11 @@ class _AnchorCollector(HTMLParser):
             self._text.append(data)
 
     def close(self) -> None:
+        if self.rawdata.lstrip().startswith("<"):  # the body ends inside a tag
+            self.unclosed += 1
         super().close()
+        if self._current is not None:
+            self.unclosed += 1
         self._finish()
 
     def _finish(self) -> None:
@@ -73,16 +80,27 @@ def parse_html_page(
     text = body.decode("utf-8", errors="replace")
     parser.feed(text)
     parser.close()
-    base = urljoin(page_url, parser.base) if parser.base else page_url
+    problems = _markup_problems(text, parser, page_url)
+    try:
+        base = urljoin(page_url, parser.base) if parser.base else page_url
+    except ValueError:
+        problems.append(f"{page_url}: <base href> is not a valid URL")
+        base = page_url
     files: list[IndexFile] = []
     notes: list[str] = []
+    bad_links = 0
     for attrs, anchor_text in parser.anchors:
         href = attrs.get("href")
         if not href:
+            bad_links += 1
             continue
-        absolute = urljoin(base, href.strip())
-        url, fragment = urldefrag(absolute)
-        filename = _filename(url, anchor_text)
+        try:
+            absolute = urljoin(base, href.strip())
+            url, fragment = urldefrag(absolute)
+            filename = _filename(url, anchor_text)
+        except ValueError:
+            bad_links += 1
+            continue
         if not filename.endswith(_DIST_SUFFIXES):
             continue
         core = _metadata_attr(attrs.get("data-core-metadata"))
@@ -101,7 +119,26 @@ def parse_html_page(
                 index_url=index_url,
             )
         )
+    if bad_links:
+        problems.append(f"skipped {bad_links} link(s) without a usable href on {page_url}")
+    if project is not None and not files and not problems:
+        problems.append(f"{page_url} lists no files")
     marked = mark_duplicates(files)
     dupes = sorted({f.filename for f in marked if f.duplicate})
     notes += [f"{name} is listed more than once with different hashes" for name in dupes]
-    return ProjectPage(url=page_url, files=marked, notes=tuple(notes), project=project)
+    return ProjectPage(
+        url=page_url, files=marked, notes=(*problems, *notes), project=project, problems=tuple(problems)
+    )
+
+
+def _markup_problems(text: str, parser: _AnchorCollector, page_url: str) -> list[str]:
+    """What says a page is not the HTML it was labelled: no markup at all, or unclosed links."""
+    problems: list[str] = []
+    head = text.lstrip()[:1]
+    if head in ("{", "["):
+        problems.append(f"{page_url} was served as HTML but its body looks like JSON")
+    elif text.strip() and "<" not in text:
+        problems.append(f"{page_url} was served as HTML but holds no markup")
+    if parser.unclosed:
+        problems.append(f"{page_url}: {parser.unclosed} element(s) not closed")
+    return problems

@@ -64,16 +64,22 @@ def parse_json_page(
     """Parse a PEP 691 project page; relative file URLs resolve against ``page_url``."""
     try:
         data = json.loads(body)
+    except RecursionError:
+        raise IndexError_(f"{page_url}: not valid JSON (nested too deeply)") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise IndexError_(f"{page_url}: not valid JSON ({exc})") from None
     if not isinstance(data, Mapping) or not isinstance(data.get("files"), list):
         raise IndexError_(f"{page_url}: JSON simple page has no 'files' list")
     files: list[IndexFile] = []
     notes: list[str] = []
+    problems: list[str] = []
     for entry in data["files"]:
-        parsed = _file(entry, page_url, index_url) if isinstance(entry, Mapping) else None
+        try:
+            parsed = _file(entry, page_url, index_url) if isinstance(entry, Mapping) else None
+        except ValueError:  # a URL urllib cannot split (``//[::1/...``)
+            parsed = None
         if parsed is None:
-            notes.append(f"skipped a malformed file entry on {page_url}")
+            problems.append(f"skipped a malformed file entry on {page_url}")
             continue
         files.append(parsed)
     marked = mark_duplicates(files)
@@ -81,7 +87,11 @@ def parse_json_page(
     notes += [f"{name} is listed more than once with different hashes" for name in dupes]
     name = data.get("name")
     return ProjectPage(
-        url=page_url, files=marked, notes=tuple(notes), project=name if isinstance(name, str) else project
+        url=page_url,
+        files=marked,
+        notes=(*problems, *notes),
+        project=name if isinstance(name, str) else project,
+        problems=tuple(problems),
     )
 
 

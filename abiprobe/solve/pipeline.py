@@ -97,6 +97,7 @@ class Collector:
             pins=c.pins,
             stale_after=c.stale_after,
             fresh_for=c.fresh_for,
+            refresh=c.refresh,
         )
 
     def identity(self, project: str) -> tuple[str, ...] | None:
