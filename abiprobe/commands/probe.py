@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 import sys
 import types
@@ -11,23 +12,35 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe.errors import UsageError
+from abiprobe.facts import WheelFacts
+from abiprobe.http import Http
+from abiprobe.index.models import IndexFile
 from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeResult, ProbeSet, probe_sets
 from abiprobe.probe.parallel import wheel_tops
+from abiprobe.solve.install import AddedWheel
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "probe",
         help="install an exact set of wheels in a throwaway venv and import it for real",
-        description="Installs the WHEEL files (offline, no dependency resolution) into a throwaway venv "
-        "and imports their packages in order, in a clean subprocess. On hosts without a CUDA driver a "
-        "stub libcuda.so.1 stands in for it; with a GPU a smoke test runs one kernel.",
+        description="Installs WHEEL_OR_REQ... (local wheels, wheel URLs or PROJECT==VERSION, looked up with "
+        "the tags of --python) and what pip would install beside them, fetched hash-checked into "
+        "--wheels-dir, into a throwaway venv (offline, exactly those wheels) and imports the named "
+        "packages in order, in a clean subprocess. On hosts without a CUDA driver a stub libcuda.so.1 "
+        "stands in for it; with a GPU a smoke test runs one kernel.",
     )
-    p.add_argument("wheels", nargs="*", type=Path, metavar="WHEEL")
+    p.add_argument("items", nargs="*", metavar="WHEEL_OR_REQ")
+    p.add_argument(
+        "--no-deps", action="store_true", help="install the named items alone, not what they require"
+    )
+    p.add_argument("--index-url", action="append", default=None, help="index to look PROJECT==VERSION up in")
+    p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory (remote items)")
+    p.add_argument("--offline", action="store_true", help="answer remote items from the cache alone")
     p.add_argument(
         "--installed",
         action="store_true",
-        help="probe the environment of --python as it is (WHEELs, if any, are tried on top of it)",
+        help="probe the environment of --python as it is (items, if any, are tried on top of it, alone)",
     )
     p.add_argument("--python", help="target Python: a version (3.12) or an interpreter path")
     p.add_argument(
@@ -86,20 +99,20 @@ def run(args: argparse.Namespace) -> int:
         from abiprobe.jobs_run import run_job_command
 
         return run_job_command(args)
-    if not args.wheels and not args.installed:
-        raise UsageError("give WHEEL files, --installed to probe an existing environment, or --job FILE")
-    wheels = [w.absolute() for w in args.wheels]
-    for w in wheels:
-        if not w.is_file():
-            raise UsageError(f"{w} does not exist")
+    if not args.items and not args.installed:
+        raise UsageError(
+            "give wheel files, URLs or PROJECT==VERSION, --installed to probe an existing environment, "
+            "or --job FILE"
+        )
+    named, wheels, added = wheel_files(args)
     if args.import_order:
         order = tuple(m.strip() for m in args.import_order.split(",") if m.strip())
     else:
-        order = default_import_order(wheels)
+        order = default_import_order(named)
     if not order:
         raise UsageError("nothing to import: pass --import-order")
     options = probe_options(args, args.python)
-    label = " + ".join(w.name for w in wheels)
+    label = " + ".join(w.name for w in named)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         if args.installed:
@@ -111,13 +124,79 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     if args.json:
-        doc = {"schema_version": PROBE_SCHEMA_VERSION, "results": [r.to_json() for r in results]}
+        doc: dict[str, Any] = {
+            "schema_version": PROBE_SCHEMA_VERSION,
+            "results": [r.to_json() for r in results],
+        }
+        doc["added"] = [a.to_json() for a in added]
         json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
+        if added:
+            print(f"installed with what the install closure adds ({len(added)}):")
+            for a in added:
+                print(f"  + {a.label}: {a.why}")
         for r in results:
             render(r)
     return 0 if all(r.outcome == "ok" and not r.disagrees for r in results) else 1
+
+
+def _target_python(python: str | None) -> str | None:
+    """The Python version whose tags pick wheels: ``--python`` as a version, or its interpreter's."""
+    if python is None:
+        return None
+    if re.fullmatch(r"(cp|pp)?\d\.?\d{1,2}", python.strip().lower()):
+        return python
+    from abiprobe.commands.check import _interpreter_version
+
+    return _interpreter_version(python)
+
+
+def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple[AddedWheel, ...]]:
+    """(the named items' wheel files, every wheel file to install, what the closure added): local wheels
+    as they are, remote ones fetched hash-checked into ``--wheels-dir``; unless ``--no-deps`` (or
+    ``--installed``), what pip would install beside them too."""
+    import tempfile
+
+    from abiprobe.commands.itemset import gather
+    from abiprobe.items import ItemSource
+    from abiprobe.target import Target
+
+    if all(Path(i).is_file() and i.endswith(".whl") for i in args.items) and (args.no_deps or args.installed):
+        local = [Path(i).absolute() for i in args.items]
+        return local, local, ()
+    for i in args.items:
+        if Path(i).is_dir():
+            raise UsageError(f"{i}: a directory cannot be installed; probe takes wheels")
+    target = Target.parse(python=_target_python(args.python))
+    into = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
+    wanted = argparse.Namespace(items=args.items, no_deps=args.no_deps or args.installed)
+    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
+        found = gather(wanted, target, source)
+        if found.unread:
+            label, reason = found.unread[0]
+            raise UsageError(f"{label}: cannot be installed, its wheel could not be read ({reason})")
+        if found.closure_error is not None:
+            raise UsageError(
+                f"what pip would install beside the items cannot be resolved: {found.closure_error}"
+            )
+        http = None if args.no_download else source.http
+        named = [_fetched(i.local, i.file, i.facts, into, http) for i in found.items]
+        extra = [_fetched(None, a.wheel.candidate.file, a.facts, into, http) for a in found.added]
+    return named, named + extra, found.added
+
+
+def _fetched(
+    local: Path | None, file: IndexFile, facts: WheelFacts | None, into: Path, http: Http | None
+) -> Path:
+    """A wheel as a local file: a local one as it is, a remote one downloaded and checked against its
+    sha256 (the index's, else the one its facts were read under)."""
+    from abiprobe.jobs_run import fetch_wheel
+
+    if local is not None:
+        return local.absolute()
+    sha = file.sha256 or (facts.sha256 if facts is not None else None)
+    return fetch_wheel({"filename": file.filename, "url": file.url, "sha256": sha}, into, http)
 
 
 def render(result: ProbeResult) -> None:
