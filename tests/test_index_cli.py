@@ -53,6 +53,14 @@ def test_index_ls_human_table_names_the_version(
     assert "cu130" in capsys.readouterr().out
 
 
+def test_index_ls_human_text_keeps_the_used_marker(
+    server: IndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # WHEN listing demo as text: THEN the answering index line says "[used]" (not eaten as rich markup)
+    assert main(["index", "ls", "demo", "--index", server.index_url, "--no-cache"]) == 0
+    assert "1 wheels [used]" in capsys.readouterr().out
+
+
 def test_bad_pin_is_a_usage_error(server: IndexServer, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["index", "ls", "demo", "--index", server.index_url, "--pin", "demo"]) == 2
     assert "--pin takes PROJECT=INDEX" in capsys.readouterr().err

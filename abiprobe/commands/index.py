@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from abiprobe.cache import Cache
@@ -89,7 +90,7 @@ def render_listing(listing: ProjectListing, console: Console) -> None:
     ordered = sorted(listing.candidates, key=lambda c: (c.version, c.file.filename), reverse=True)
     for c in ordered:
         yanked = "" if not c.file.is_yanked else (c.file.yanked_reason or "yes")
-        table.add_row(
+        row = (
             str(c.version.public) + (f" (build {c.build_tag[0]}{c.build_tag[1]})" if c.build_tag else ""),
             c.local_label or "",
             c.tags_summary(),
@@ -98,10 +99,12 @@ def render_listing(listing: ProjectListing, console: Console) -> None:
             (c.file.sha256 or "-")[:12] + (" dup" if c.file.duplicate else ""),
             c.file.index_url,
         )
+        table.add_row(*(escape(cell) for cell in row))
     console.print(table)
     for o in listing.outcomes:
         state = o.status if not o.error else f"{o.status}: {o.error}"
         extra = (" (cache" + (", stale" if o.stale else "") + ")") if o.from_cache else ""
-        console.print(f"  {o.index}: {state}{extra}, {o.candidates} wheels{' [used]' if o.used else ''}")
+        line = f"  {o.index}: {state}{extra}, {o.candidates} wheels{' [used]' if o.used else ''}"
+        console.print(escape(line))  # "[used]" would otherwise be read as a rich style tag and dropped
     for note in listing.notes:
-        console.print(f"  note: {note}")
+        console.print(escape(f"  note: {note}"))
