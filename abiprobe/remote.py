@@ -478,6 +478,9 @@ def remote_wheel_facts(
     if offline:
         raise IndexError_(f"{file.filename}: facts not in the cache (offline)")
     with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
+        if file.duplicate:
+            # listed again with other hashes: only the whole file's sha256 says which listing it is
+            remote.open_full()
         facts = remote.facts(file.filename, file.sha256)
     if cache is not None and facts.sha256:
         cache.store_facts(facts)

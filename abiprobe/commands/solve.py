@@ -309,7 +309,11 @@ def print_summary(args: argparse.Namespace, result: SolveResult, doc: dict[str, 
     else:
         console.print("[bold red]No passing set.[/]")
         for line in result.resolution.conflicts:
-            console.print(f"  {line}")
+            console.print(f"  {escape(line)}")
+    for twin in result.twins:
+        console.print(f"  [yellow]twin[/] {escape(twin.explanation)}")
+    for empty in result.empty_roles:
+        console.print(f"  [red]missing[/] {escape(empty.explanation)}")
     over = result.override
     if over is not None:
         newer = ", ".join(over.chosen.values())

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from packaging.utils import canonicalize_name
 
 from abiprobe.index.config import IndexSource, Strategy
-from abiprobe.index.models import Candidate, ProjectPage, candidates_from_files
+from abiprobe.index.models import Candidate, ProjectPage, candidates_from_files, mark_duplicates
 
 FetchStatus = Literal["ok", "not-found", "failed"]
 
@@ -95,6 +95,29 @@ def has_project(fetch: PageFetch, project: str) -> bool:
     return bool(fetch_candidates(fetch, project)[0])
 
 
+def _mark_twins(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
+    """A filename the used indexes list with different hashes is flagged on every listing of it."""
+    marked = mark_duplicates(c.file for c in candidates)
+    return tuple(c if c.file == f else replace(c, file=f) for c, f in zip(candidates, marked, strict=True))
+
+
+def _twin_notes(used: Sequence[Candidate], fetches: Sequence[PageFetch], project: str) -> list[str]:
+    """Filenames that two indexes list with different sha256 (whether or not both are used)."""
+    seen: dict[str, tuple[str, str]] = {}
+    notes: list[str] = []
+    for fetch in fetches:
+        for c in fetch_candidates(fetch, project)[0]:
+            sha = c.file.sha256 or ""
+            first = seen.setdefault(c.file.filename, (fetch.source.label, sha))
+            if first[0] != fetch.source.label and first[1] != sha:
+                picked = "both are candidates" if c in used else f"only {first[0]}'s is used"
+                notes.append(
+                    f"{c.file.filename}: {first[0]} lists sha256 {first[1][:12]}, {fetch.source.label} "
+                    f"{sha[:12]} ({picked})"
+                )
+    return notes
+
+
 def combine(project: str, strategy: Strategy, fetches: Sequence[PageFetch]) -> ProjectListing:
     """Pure merge of per-index answers (in lookup order) into one listing."""
     candidates: list[Candidate] = []
@@ -126,10 +149,11 @@ def combine(project: str, strategy: Strategy, fetches: Sequence[PageFetch]) -> P
                 used=use,
             )
         )
+    notes += _twin_notes(candidates, fetches, project)
     return ProjectListing(
         project=str(canonicalize_name(project)),
         strategy=strategy,
-        candidates=tuple(candidates),
+        candidates=_mark_twins(candidates),
         outcomes=tuple(outcomes),
         notes=tuple(dict.fromkeys(notes)),
     )

@@ -113,6 +113,8 @@ def matrix_document(result: SolveResult) -> dict[str, Any]:
         ],
         "chosen": dict(result.resolution.chosen) if result.resolution.chosen is not None else None,
         "conflicts": list(result.resolution.conflicts),
+        "empty_roles": [e.to_json() for e in result.empty_roles],
+        "twins": [t.to_json() for t in result.twins],
         "near_misses": [n.to_json() for n in result.near_misses],
         "if_pins_overridden": result.override.to_json() if result.override is not None else None,
         "stats": {

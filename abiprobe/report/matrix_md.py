@@ -30,6 +30,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     else:
         out.append("**No passing set.**")
         out += [f"- {_esc(c)}" for c in doc["conflicts"]]
+    out += [f"- {_esc(e['explanation'])}" for e in doc.get("empty_roles", ())]
     if not doc["complete"]:
         out.append("")
         out.append("> ⚠️ Incomplete: some indexes did not answer, so newer candidates may be missing.")
@@ -38,6 +39,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
         out.append(f"| {_esc(i['url'])} | {_esc(index_state(i))} |")
     out += ["", *_grid(doc, axes), ""]
     out += provider_lines(doc)
+    if doc.get("twins"):
+        out += ["### Same filename, other sha256", *(f"- {_esc(t['explanation'])}" for t in doc["twins"]), ""]
     problems = [c for c in doc["cells"] if c["status"] != "ok"]
     if problems:
         out.append("### Problems")

@@ -173,6 +173,13 @@ class StackCandidate:
     def label(self) -> str:
         return f"{self.name} {self.version}"
 
+    @property
+    def twin_mark(self) -> str:
+        """`` (sha256 1c8b5a36…)`` for a filename listed with several hashes, else empty: ids stay unique."""
+        if not self.candidate.file.duplicate:
+            return ""
+        return f" (sha256 {(self.candidate.file.sha256 or '?')[:12]})"
+
 
 @dataclass(frozen=True)
 class Exclusion:
@@ -216,11 +223,12 @@ def prefilter(
 ) -> tuple[list[StackCandidate], list[Exclusion]]:
     """Cheap checks (no facts): tags, Requires-Python, yanked, pre-release, specifier, CUDA label.
 
-    Keeps the best-tagged wheel of each version, newest version first. Without ``explain`` no
+    Keeps the best-tagged wheel of each version, newest version first; a filename listed with several
+    hashes (``duplicate``) keeps each of them, to be judged by its own bytes. Without ``explain`` no
     exclusions are written (a dependency's page lists thousands of other platforms' files).
     """
     rank = {tag: i for i, tag in enumerate(target.supported_tags())}
-    best: dict[Version, StackCandidate] = {}
+    best: dict[tuple[Version, str], StackCandidate] = {}
     excluded: list[Exclusion] = []
 
     def drop(c: Candidate, check: str, reason: str) -> None:
@@ -238,9 +246,10 @@ def prefilter(
         if why is not None:
             drop(c, *why)
             continue
-        kept = best.get(c.version)
+        key = (c.version, (c.file.sha256 or c.file.url) if c.file.duplicate else "")
+        kept = best.get(key)
         if kept is None or tag_rank < kept.tag_rank:
-            best[c.version] = StackCandidate(role=role, candidate=c, tag_rank=tag_rank)
+            best[key] = StackCandidate(role=role, candidate=c, tag_rank=tag_rank)
     ordered = sorted(best.values(), key=lambda s: s.version, reverse=True)
     return ordered, excluded
 

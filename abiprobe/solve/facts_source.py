@@ -74,6 +74,8 @@ def runtime_info_for(
         return read(path) and (wanted is None or path in wanted)
 
     with RemoteZip(http, file.url, sha, file.size, cache) as remote:
+        if file.duplicate:
+            remote.open_full()
         facts = remote.facts(file.filename, sha, more)
     # what was known is kept unless the server changed the file between the two reads
     if known is not None and known.directory_sha256 in (None, facts.directory_sha256):

@@ -8,6 +8,7 @@ Rows are base (torch) candidates, columns the second role, later roles a per-cel
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -38,7 +39,11 @@ class Group:
 
     @property
     def id(self) -> str:
-        return f"{self.core.name}=={self.core.version}"
+        """``name==version``; a wheel whose filename is listed with other hashes adds its own sha256."""
+        marks = "".join(
+            w.twin_mark if w is self.core else f" {w.name}{w.twin_mark}" for w in self.wheels if w.twin_mark
+        )
+        return f"{self.core.name}=={self.core.version}{marks}"
 
     @property
     def key(self) -> str:
@@ -371,10 +376,17 @@ def build_groups(
     out: dict[str, tuple[Group, ...]] = {}
     for member in stack.members:
         groups: list[Group] = []
+        own = companions.get(member.role, {})
         for core in role_candidates.get(member.role, ()):
-            found = match(core.version, companions.get(member.role, {}))
-            comps = tuple(c for c in found.values() if c is not None)
+            found = match(core.version, own)
             missing = tuple(n for n, c in found.items() if c is None and (listed is None or n in listed))
-            groups.append(Group(member.role, core, comps, missing))
+            # a companion filename listed with several hashes: one group per twin, each judged on its bytes
+            twins = [
+                [t for t in own.get(n, ()) if t.filename == c.filename] or [c]
+                for n, c in found.items()
+                if c is not None
+            ]
+            for comps in itertools.product(*twins):
+                groups.append(Group(member.role, core, tuple(comps), missing))
         out[member.role] = tuple(groups)
     return out

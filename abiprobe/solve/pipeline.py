@@ -40,8 +40,9 @@ from abiprobe.solve.override import override_set
 from abiprobe.solve.provider import build_picks, resolve, rules_out
 from abiprobe.solve.providers import ProviderChoice, choose_provider, named_tags, ranked_providers
 from abiprobe.solve.reach import Reach
-from abiprobe.solve.result import IndexStatus, NearMiss, SolveResult
+from abiprobe.solve.result import EmptyRole, IndexStatus, NearMiss, SolveResult
 from abiprobe.solve.stack import Stack
+from abiprobe.solve.twins import twin_report
 from abiprobe.target import Target
 from abiprobe.verdict import STATUS_ORDER
 
@@ -65,16 +66,20 @@ class Collector:
     runtime_facts_for: RuntimeFactsFor | None = None  # partial reads of runtime wheels; else facts_for
     outcomes: list[IndexOutcome] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    _facts: dict[str, WheelInfo | None] = field(default_factory=dict)
-    _errors: dict[str, str] = field(default_factory=dict)  # url -> why the wheel could not be read
-    _runtime: dict[str, WheelInfo | None] = field(default_factory=dict)
+    _facts: dict[tuple[str, str], WheelInfo | None] = field(default_factory=dict)
+    _errors: dict[tuple[str, str], str] = field(default_factory=dict)  # file -> why it could not be read
+    _runtime: dict[tuple[str, str], WheelInfo | None] = field(default_factory=dict)
+    # wheels listed with several hashes whose bytes match none of theirs: a finding, not a failed read
+    unreadable_twins: dict[tuple[str, str], str] = field(default_factory=dict)
     _listings: dict[str, tuple[Candidate, ...]] = field(default_factory=dict)
+    asked: dict[str, tuple[IndexOutcome, ...]] = field(default_factory=dict)
 
     def candidates(self, project: str) -> tuple[Candidate, ...]:
         name = str(canonicalize_name(project))
         if name not in self._listings:
             listing = self.client.list_project(name)
             self.outcomes.extend(listing.outcomes)
+            self.asked[name] = listing.outcomes
             self._listings[name] = listing.candidates
             self._skip_dead(listing.outcomes)
         return self._listings[name]
@@ -117,20 +122,26 @@ class Collector:
         return ("\n".join(lines) + "\n").encode()
 
     def facts(self, sc: StackCandidate) -> WheelInfo | None:
-        key = sc.candidate.file.url
+        key = _file_key(sc)
         if key not in self._facts:
             try:
                 got = self.facts_for(sc.candidate.file)
                 self._facts[key] = WheelInfo.of(got) if isinstance(got, WheelFacts) else got
             except AbiprobeError as exc:
-                self.problems.append(f"{sc.filename}: {exc}")
-                self._errors[key] = str(exc)
+                self._failed(sc, exc)
                 self._facts[key] = None
         return self._facts[key]
 
+    def _failed(self, sc: StackCandidate, exc: AbiprobeError) -> None:
+        self._errors[_file_key(sc)] = str(exc)
+        if sc.candidate.file.duplicate:
+            self.unreadable_twins[_file_key(sc)] = str(exc)
+        else:
+            self.problems.append(f"{sc.filename}: {exc}")
+
     def unread_reason(self, sc: StackCandidate) -> str | None:
         """Why ``sc``'s bytes could not be read (None: read, or never asked for)."""
-        return self._errors.get(sc.candidate.file.url)
+        return self._errors.get(_file_key(sc))
 
     def unread(self, group: Group) -> list[tuple[str, str]]:
         """(label, reason) of each wheel of ``group`` whose facts are missing."""
@@ -144,10 +155,10 @@ class Collector:
         """Facts of several wheels read concurrently (runtime wheels with ``read``); later calls of
         :meth:`facts` / :meth:`runtime_info` find them remembered. Problems are recorded as usual."""
         if read is None:
-            todo = [sc for sc in scs if sc.candidate.file.url not in self._facts]
+            todo = [sc for sc in scs if _file_key(sc) not in self._facts]
         else:
             todo = [sc for sc in scs if self._runtime_lacks(sc, read)]
-        todo = list({sc.candidate.file.url: sc for sc in todo}.values())
+        todo = list({_file_key(sc): sc for sc in todo}.values())
         if len(todo) < 2:
             return
         with ThreadPoolExecutor(max_workers=min(PREFETCH_WORKERS, len(todo))) as pool:
@@ -158,7 +169,7 @@ class Collector:
 
     def _runtime_lacks(self, sc: StackCandidate, read: Callable[[str], bool]) -> bool:
         """Whether ``sc`` was never read as a runtime wheel, or was read without members ``read`` accepts."""
-        key = sc.candidate.file.url
+        key = _file_key(sc)
         if key not in self._runtime:
             return True
         have = self._runtime[key]
@@ -168,20 +179,24 @@ class Collector:
         """A runtime wheel's facts with every binary ``read`` accepts read (others may stay unread)."""
         if self.runtime_facts_for is None:
             return self.facts(sc)
-        key = sc.candidate.file.url
+        key = _file_key(sc)
         if not self._runtime_lacks(sc, read):
             return self._runtime[key]
         try:
             self._runtime[key] = self.runtime_facts_for(sc.candidate.file, read)
         except AbiprobeError as exc:
-            self.problems.append(f"{sc.filename}: {exc}")
-            self._errors[key] = str(exc)
+            self._failed(sc, exc)
             self._runtime[key] = None
         return self._runtime[key]
 
     def stack_needed(self) -> set[str]:
         """Every soname a stack candidate fetched so far needs."""
         return {n for info in self._facts.values() if info is not None for n in info.summary.needed}
+
+
+def _file_key(sc: StackCandidate) -> tuple[str, str]:
+    """A listed file: its URL and listed sha256 (a page may list one URL twice with other hashes)."""
+    return sc.candidate.file.url, sc.candidate.file.sha256 or ""
 
 
 @dataclass(frozen=True)
@@ -492,6 +507,20 @@ def near_misses(
     return tuple(dict.fromkeys(out))
 
 
+def empty_roles(
+    stack: Stack, groups: Mapping[str, Sequence[Group]], collector: Collector, labels: Mapping[str, str]
+) -> tuple[EmptyRole, ...]:
+    """Every role without a single candidate, with the indexes asked for its names (each by its URL)."""
+    out = []
+    for m in stack.members:
+        if groups.get(m.role):
+            continue
+        outcomes = [o for n in m.names for o in collector.asked.get(str(n), ())]
+        asked = tuple(dict.fromkeys(labels.get(o.index, o.index) for o in outcomes))
+        out.append(EmptyRole(m.role, tuple(map(str, m.names)), asked, sum(o.candidates for o in outcomes)))
+    return tuple(out)
+
+
 def solve(
     stack: Stack,
     target: Target,
@@ -537,13 +566,16 @@ def solve(
     matrix.stats.analyses_run = evaluator.analyses_run
     matrix.stats.analyses_stored = evaluator.analyses_stored
     override = override_set(matrix, builder, resolution)
+    labels = {s.label: display_url(s.url) for s in client.sources}
     result = SolveResult(
         matrix=matrix,
         resolution=resolution,
-        indexes=index_statuses(collector.outcomes, {s.label: display_url(s.url) for s in client.sources}),
+        indexes=index_statuses(collector.outcomes, labels),
         excluded=collected.excluded,
         near_misses=misses,
         problems=tuple(dict.fromkeys(collector.problems)),
         override=override,
+        empty_roles=empty_roles(stack, collected.groups, collector, labels),
+        twins=twin_report(matrix, resolution.chosen, collector.unreadable_twins),
     )
     return result, providers

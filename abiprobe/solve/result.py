@@ -9,6 +9,7 @@ from abiprobe.solve.candidates import Exclusion
 from abiprobe.solve.matrix import Matrix
 from abiprobe.solve.override import OverrideSet
 from abiprobe.solve.provider import Resolution
+from abiprobe.solve.twins import TwinFile
 
 EXIT_FOUND, EXIT_NONE, EXIT_INCOMPLETE = 0, 1, 3
 
@@ -46,6 +47,36 @@ class NearMiss:
 
 
 @dataclass(frozen=True)
+class EmptyRole:
+    """A stack role with no candidate at all: the names looked for, the indexes asked, what they listed."""
+
+    role: str
+    names: tuple[str, ...]
+    asked: tuple[str, ...]
+    listed: int = 0
+
+    @property
+    def explanation(self) -> str:
+        what = " or ".join(self.names)
+        where = ", ".join(self.asked) or "no index"
+        if self.listed:
+            return (
+                f"no {self.role} candidate: {where} list {self.listed} {what} wheel(s), "
+                "none for this target (see the exclusions)"
+            )
+        return f"no {self.role} candidate: no index lists {what} (asked {where})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "names": list(self.names),
+            "asked": list(self.asked),
+            "listed": self.listed,
+            "explanation": self.explanation,
+        }
+
+
+@dataclass(frozen=True)
 class SolveResult:
     matrix: Matrix
     resolution: Resolution
@@ -54,6 +85,8 @@ class SolveResult:
     near_misses: tuple[NearMiss, ...] = ()
     problems: tuple[str, ...] = field(default=())
     override: OverrideSet | None = None  # the newest set that loads if declared pins were overridden
+    empty_roles: tuple[EmptyRole, ...] = ()
+    twins: tuple[TwinFile, ...] = ()
 
     @property
     def complete(self) -> bool:

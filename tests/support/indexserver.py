@@ -84,11 +84,13 @@ class ServedFile:
     requires_python: str | None = None
     upload_time: str | None = None
     served_from: Path | None = None  # bytes served at the file's URL instead (the listing keeps its hash)
+    prefix: str = ""  # served under /files/<prefix>/<filename>: two files may share a filename
+    listed: bool = True  # False: reachable by URL (a saved page's link) but on no generated page
 
     @property
     def path(self) -> str:
         """The unquoted request path of the file (the key of the server's counters)."""
-        return f"/files/{self.filename}"
+        return f"/files/{self.prefix + '/' if self.prefix else ''}{self.filename}"
 
     @property
     def listed_sha256(self) -> str:
@@ -115,6 +117,7 @@ class _State:
     requests: Counter[str] = field(default_factory=Counter)
     bytes_served: Counter[str] = field(default_factory=Counter)
     log: list[tuple[str, dict[str, str], int]] = field(default_factory=list)
+    pages: dict[str, bytes] = field(default_factory=dict)  # saved pages served as they are, by path
     lock: threading.Lock = field(default_factory=threading.Lock)
     changed_at: int = 0
 
@@ -169,6 +172,15 @@ class IndexServer:
 
     def file_url(self, filename: str) -> str:
         return f"{self.url}/files/{quote(filename)}"
+
+    def served_url(self, served: ServedFile) -> str:
+        return f"{self.url}{quote(served.path)}"
+
+    def add_page(self, path: str, body: bytes) -> str:
+        """Serve ``body`` as it is (an HTML page) at ``path``; returns its URL."""
+        with self._state.lock:
+            self._state.pages[path] = body
+        return f"{self.url}{path}"
 
     # content and behaviour
 
@@ -309,6 +321,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(path, 302, b"", None, fault, {"Location": self.path})
         if fault is not None and fault.status is not None:
             return self._send(path, fault.status, b"fault injected\n", "text/plain", fault)
+        with self.state.lock:
+            saved = self.state.pages.get(path)
+        if saved is not None:
+            return self._send(path, 200, saved, "text/html; charset=utf-8", fault)
         if path.startswith("/files/"):
             return self._file(path, fault)
         if path == "/links/":
@@ -321,7 +337,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _page(self, path: str, project: str | None, fault: Fault | None) -> int:
         with self.state.lock:
             wanted = canonicalize_name(project) if project is not None else None
-            files = [f for f in self.state.files if wanted is None or f.project == wanted]
+            files = [f for f in self.state.files if f.listed and (wanted is None or f.project == wanted)]
             formats = set(self.state.formats)
             modified = formatdate(self.state.changed_at, usegmt=True)
         if project is not None and not files:
@@ -345,11 +361,10 @@ class _Handler(BaseHTTPRequestHandler):
         return self._send(path, 200, body, ctype, fault, validators)
 
     def _file(self, path: str, fault: Fault | None) -> int:
-        name = path.removeprefix("/files/")
-        want_metadata = name.endswith(".metadata")
-        name = name.removesuffix(".metadata")
+        want_metadata = path.endswith(".metadata")
+        wanted = path.removesuffix(".metadata")
         with self.state.lock:
-            served = next((f for f in self.state.files if f.filename == name), None)
+            served = next((f for f in self.state.files if f.path == wanted), None)
         if served is None or (want_metadata and served.metadata is None):
             return self._send(path, 404, b"not found\n", "text/plain", fault)
         if want_metadata:
@@ -461,11 +476,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _href(served: ServedFile, handler: _Handler, depth: int) -> str:
     if served.href == "plus":
-        rel = "../" * depth + "files/" + served.filename
+        rel = "../" * depth + served.path.removeprefix("/")
     elif served.href == "absolute":
-        rel = f"http://{handler.headers.get('Host', '127.0.0.1')}/files/{quote(served.filename)}"
+        rel = f"http://{handler.headers.get('Host', '127.0.0.1')}{quote(served.path)}"
     else:
-        rel = "../" * depth + "files/" + quote(served.filename)
+        rel = "../" * depth + quote(served.path.removeprefix("/"))
     return rel
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support.stacks import ABI3_TAG, PURE_TAG, _gpu_module
+from support.stacks import PLATFORM, PURE_TAG, _gpu_module
 from support.wheelbuild import build_wheel
 
 PROVIDER_GENCODES = {
@@ -21,6 +21,8 @@ PROVIDER_GENCODES = {
     "sm121a": "arch=compute_121a,code=sm_121a",
 }
 VERSION = "0.7.0"
+# the tag flashinfer's own jit-cache wheels carry (its cu130 page): filenames match the saved pages
+JIT_TAG = f"cp39-abi3-{PLATFORM}"
 
 
 def provider_wheel(out: Path, tag: str, version: str) -> Path:
@@ -28,7 +30,7 @@ def provider_wheel(out: Path, tag: str, version: str) -> Path:
     module = _gpu_module(out / f"{tag}-{version}", "norm", PROVIDER_GENCODES[tag])
     root = f"flashinfer_jit_cache/providers/{tag}"
     files = {f"{root}/__init__.py": b"", f"{root}/jit_cache/norm/norm.abi3.so": module}
-    return build_wheel(out / "wheels", f"flashinfer-jit-cache-{tag}", version, files, tag=ABI3_TAG)
+    return build_wheel(out / "wheels", f"flashinfer-jit-cache-{tag}", version, files, tag=JIT_TAG)
 
 
 def build_provider_stack(out: Path) -> dict[str, Path]:
@@ -52,7 +54,7 @@ def build_provider_stack(out: Path) -> dict[str, Path]:
             "flashinfer-jit-cache",
             local,
             {"flashinfer_jit_cache/__init__.py": b""},
-            tag=ABI3_TAG,
+            tag=JIT_TAG,
             requires_dist=[f"flashinfer-jit-cache-{tag}=={local}" for tag in PROVIDER_GENCODES],
         ),
     }
