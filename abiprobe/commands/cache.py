@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from abiprobe.cache import Cache, CacheInfo, PruneReport, VerifyReport
+from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 
 CACHE_REPORT_SCHEMA_VERSION = 1
@@ -67,7 +68,7 @@ def run_info(args: argparse.Namespace) -> int:
     if args.json:
         _dump("info", info.to_json())
     else:
-        render_info(info, Console())
+        render_info(info, make_console())
     return 0
 
 
@@ -78,7 +79,7 @@ def run_prune(args: argparse.Namespace) -> int:
     if args.json:
         _dump("prune", report.to_json())
     else:
-        render_prune(report, Console())
+        render_prune(report, make_console())
     return 0
 
 
@@ -87,7 +88,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if args.json:
         _dump("verify", report.to_json())
     else:
-        render_verify(report, Console())
+        render_verify(report, make_console())
     return 0 if report.ok or report.repaired else 1
 
 

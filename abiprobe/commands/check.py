@@ -26,6 +26,7 @@ from pathlib import Path
 
 from abiprobe.analyze import SetAnalysis, analyze_set
 from abiprobe.analyze.torch_abi import TorchRelease
+from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts
 from abiprobe.known_wheels import add_torch_option
@@ -260,7 +261,7 @@ def render(analysis: SetAnalysis, stream: object = None, added: Sequence[AddedWh
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console(file=stream) if stream is not None else Console()  # type: ignore[arg-type]
+    console = Console(file=stream) if stream is not None else make_console()  # type: ignore[arg-type]
     console.print(f"target {analysis.target.key()}  profile {analysis.profile}")
     named = [w for w in analysis.wheels if w not in {a.label for a in added}]
     console.print("set: " + ", ".join(named))

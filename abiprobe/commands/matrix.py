@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from abiprobe.console import make_console
 from abiprobe.report.matrix_html import render_html
 from abiprobe.report.matrix_json import axis_ids, dumps, load_document, title_of
 from abiprobe.report.matrix_md import render_markdown
@@ -40,7 +41,6 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def print_table(doc: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     colour = {"ok": "green", "warn": "yellow", "blocked": "blue", "fail": "red", "unknown": "dim"}
@@ -57,7 +57,7 @@ def print_table(doc: dict[str, Any]) -> None:
             c = cells.get((r, col))
             line.append(f"[{colour[c['status']]}]{c['status']}[/]" if c else "")
         table.add_row(*line)
-    Console().print(table)
+    make_console().print(table)
     chosen = doc.get("chosen")
     if isinstance(chosen, dict):
-        Console().print("chosen: " + ", ".join(chosen.values()))
+        make_console().print("chosen: " + ", ".join(chosen.values()))

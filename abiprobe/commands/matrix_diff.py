@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.hosts import neutral
 from abiprobe.jobs import load_result, merge_results
@@ -51,9 +52,8 @@ def run_diff(args: argparse.Namespace) -> int:
 
 
 def print_text(d: dict[str, Any]) -> None:
-    from rich.console import Console
 
-    console = Console()
+    console = make_console()
     counts = f"{len(d['new_wheels'])} new wheels, {len(d['removed_wheels'])} removed"
     console.print(f"[bold]{d['target']}[/]: {counts}, {len(d['flips'])} verdicts flipped")
     for f in d["flips"]:

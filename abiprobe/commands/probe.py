@@ -11,6 +11,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts
 from abiprobe.http import Http
@@ -200,10 +201,9 @@ def _fetched(
 
 
 def render(result: ProbeResult) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     style = "green" if result.outcome == "ok" else "red"
     if result.disagrees:
         console.print(f"[bold white on red] DISAGREEMENT [/] static verdict said {result.expected!r}")

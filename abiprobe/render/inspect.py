@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from abiprobe.console import make_console
 from abiprobe.demangle import demangle_many
 
 _STATUS_STYLE = {"native": "green", "jit": "yellow", "none": "red"}
@@ -38,7 +39,7 @@ def _newest_per_family(versions: list[str]) -> list[str]:
 def render_inspect(
     doc: dict[str, Any], *, show_symbols: bool = False, console: Console | None = None
 ) -> None:
-    con = console or Console()
+    con = console or make_console()
     for source in doc["sources"]:
         meta = source["metadata"]
         title = f"{meta['name']} {meta['version']}" if meta else source["filename"]

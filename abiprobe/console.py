@@ -1,0 +1,26 @@
+"""The rich consoles abiprobe prints through: stdout for results, stderr for progress, notes and warnings.
+
+Off a terminal (piped, redirected, CI) lines are never wrapped or cut: tables take the width their
+content needs, so ``sglang-kernel==0.3.…`` never happens in a log.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+UNBOUNDED = 100_000
+
+
+def make_console(*, stderr: bool = False, markup: bool = True) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if tty:
+        return Console(stderr=stderr, markup=markup, highlight=False)
+    return Console(
+        file=stream, width=UNBOUNDED, soft_wrap=True, markup=markup, highlight=False, color_system=None
+    )
