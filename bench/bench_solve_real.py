@@ -86,10 +86,9 @@ def naive_installs(cache: Path) -> dict[str, int]:
     shared between them, and as the union of distinct wheels (uv's cache shared by all cells)."""
     from abiprobe.cache import Cache
     from abiprobe.cli import build_parser
-    from abiprobe.commands.solve import build_stack, index_urls
+    from abiprobe.commands.solve import build_stack, index_config
     from abiprobe.http import Http
     from abiprobe.index.client import IndexClient
-    from abiprobe.index.config import load_index_config
     from abiprobe.profiles import profile_for
     from abiprobe.solve.candidates import FilterOptions
     from abiprobe.solve.closure import Completion
@@ -102,8 +101,7 @@ def naive_installs(cache: Path) -> dict[str, int]:
         cuda=args.cuda, arch=args.arch, python=args.python, platform=args.platform, base=Target()
     )
     stack = build_stack(args)
-    primary, extras = index_urls(args, target)
-    config = load_index_config(cli_indexes=primary, cli_extra_indexes=extras)
+    config = index_config(args, target)
     store = Cache(cache)
     with Http(progress=False) as http:
         client = IndexClient(config.sources, store, http, offline=True)
@@ -135,10 +133,9 @@ def read_floor(cache: Path) -> dict[str, int]:
     member of the same wheels, from their central directories."""
     from abiprobe.cache import Cache
     from abiprobe.cli import build_parser
-    from abiprobe.commands.solve import index_urls
+    from abiprobe.commands.solve import index_config
     from abiprobe.http import Http
     from abiprobe.index.client import IndexClient
-    from abiprobe.index.config import load_index_config
     from abiprobe.remote import RemoteZip
     from abiprobe.target import Target
     from abiprobe.wheel import dist_info_dir, installed_path
@@ -147,8 +144,7 @@ def read_floor(cache: Path) -> dict[str, int]:
     target = Target.parse(
         cuda=args.cuda, arch=args.arch, python=args.python, platform=args.platform, base=Target()
     )
-    primary, extras = index_urls(args, target)
-    config = load_index_config(cli_indexes=primary, cli_extra_indexes=extras)
+    config = index_config(args, target)
     store = Cache(cache)
     read = binaries = 0
     with Http(progress=False) as http:

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe.cache import Cache, default_cache_root
+from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.hosts import neutral
 from abiprobe.http import Http
 from abiprobe.index.client import IndexClient
-from abiprobe.index.config import load_index_config
+from abiprobe.index.config import IndexConfig, load_index_config
 from abiprobe.profiles import load_profile, profile_for
 from abiprobe.report.matrix_html import render_html
 from abiprobe.report.matrix_json import dumps, matrix_document
@@ -142,12 +143,23 @@ def build_stack(args: argparse.Namespace) -> Stack:
     return stack
 
 
-def index_urls(args: argparse.Namespace, target: Target) -> tuple[list[str], list[str]]:
-    """(primary, extras): ``--index`` replaces everything; else the CUDA indexes, then the default one."""
+def index_urls(args: argparse.Namespace, target: Target) -> list[str]:
+    """The CUDA indexes abiprobe reads before the installer's, unless ``--index`` replaces everything."""
     if args.index:
-        return list(args.index), list(args.extra_index)
+        return []
     tag = f"cu{target.cuda[0]}{target.cuda[1]}"
-    return [], [*args.extra_index, *(u.format(tag=tag) for u in CUDA_INDEXES)]
+    return [u.format(tag=tag) for u in CUDA_INDEXES]
+
+
+def index_config(args: argparse.Namespace, target: Target) -> IndexConfig:
+    """``--index`` / ``--extra-index``, the CUDA indexes, then the user's installer configuration."""
+    return load_index_config(
+        cli_indexes=args.index,
+        cli_extra_indexes=args.extra_index,
+        cli_strategy=args.index_strategy,
+        default_extras=index_urls(args, target),
+        default_extras_origin=f"abiprobe's indexes for CUDA {target.cuda[0]}.{target.cuda[1]}",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -162,10 +174,7 @@ def run(args: argparse.Namespace) -> int:
         base=Target(),
     )
     stack = build_stack(args)
-    primary, extras = index_urls(args, target)
-    config = load_index_config(
-        cli_indexes=primary, cli_extra_indexes=extras, cli_strategy=args.index_strategy
-    )
+    config = index_config(args, target)
     profile = load_profile(args.profile) if args.profile else profile_for(target.machine, target.glibc)
     options = FilterOptions(pre=args.pre, window=None if args.all_versions else args.window)
     cache = Cache(args.cache_dir or default_cache_root())
@@ -289,11 +298,10 @@ def print_some(console: Any, lines: list[str], what: str, where: str) -> None:
 
 
 def print_summary(args: argparse.Namespace, result: SolveResult, doc: dict[str, object]) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     chosen = result.resolution.chosen
     if chosen:
         table = Table(title=f"Chosen set for {result.matrix.target.key()}")
