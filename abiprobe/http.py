@@ -1,15 +1,17 @@
 """The one HTTP client abiprobe uses: timeouts, bounded retries with backoff, credentials, byte counting.
 
-Credentials come from the URL's userinfo or from ~/.netrc (``$NETRC``) and only ever travel in an
-Authorization header; callers display and key URLs through ``display_url``.
+TLS trust, client certificate, proxies and configured credentials come from the user's pip / uv /
+environment settings (abiprobe.netconfig). Credentials come from the URL's userinfo, a configured index
+credential, ~/.netrc (``$NETRC``), else keyring after a 401, and only ever travel in an Authorization
+header; callers display and key URLs through ``display_url``. ``file://`` URLs are read from disk.
 """
 
 from __future__ import annotations
 
 import base64
 import netrc
-import os
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -27,6 +29,8 @@ import httpx
 from abiprobe import __version__
 from abiprobe.cache_io import strip_credentials
 from abiprobe.errors import IndexError_
+from abiprobe.filetransport import FileTransport
+from abiprobe.netconfig import Credential, NetworkSettings, network_settings
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -82,10 +86,15 @@ def host_key(url: str) -> str:
 
 
 class _CredentialsAuth(httpx.Auth):
-    """Basic auth from the URL's userinfo (remembered for later URLs of that host), else from netrc."""
+    """Basic auth: the URL's userinfo (remembered for later URLs of that host), a configured credential
+    for the URL's index, netrc; after a 401 with none of them, keyring (when enabled)."""
 
-    def __init__(self, netrc_path: Path | None) -> None:
+    def __init__(
+        self, netrc_path: Path | None, configured: tuple[Credential, ...] = (), keyring: bool = False
+    ) -> None:
         self._netrc_path = netrc_path
+        self._configured = sorted(configured, key=lambda c: -len(c.prefix))
+        self._keyring = keyring
         self._seen: dict[str, tuple[str, str]] = {}
         self._netrc: netrc.netrc | None = None
         self._loaded = False
@@ -108,25 +117,70 @@ class _CredentialsAuth(httpx.Auth):
         login, _account, password = entry
         return (login or "", password or "")
 
+    def _configured_for(self, url: str) -> tuple[str, str] | None:
+        shown = display_url(url)
+        for cred in self._configured:
+            if shown.startswith(display_url(cred.prefix).rstrip("/")):
+                return (cred.username, cred.password)
+        return None
+
+    @staticmethod
+    def _set(request: httpx.Request, creds: tuple[str, str]) -> None:
+        token = base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
+        request.headers["Authorization"] = f"Basic {token}"
+
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         if "authorization" not in request.headers:
             user, password = request.url.username, request.url.password
             origin = f"{request.url.host}:{request.url.port}"
             if user or password:
                 self._seen[origin] = (user, password)
-            creds = self._seen.get(origin) or self._lookup(request.url.host)
+            creds = (
+                self._seen.get(origin)
+                or self._configured_for(str(request.url))
+                or self._lookup(request.url.host)
+            )
             if creds is not None:
-                token = base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
-                request.headers["Authorization"] = f"Basic {token}"
-        yield request
+                self._set(request, creds)
+        response = yield request
+        if response.status_code == 401 and self._keyring and "authorization" not in request.headers:
+            found = keyring_credentials(str(request.url))
+            if found is not None:
+                self._set(request, found)
+                yield request
 
 
-def _default_netrc() -> Path | None:
-    env = os.environ.get("NETRC")
-    if env:
-        return Path(env)
-    home = os.environ.get("HOME")
-    return Path(home) / ".netrc" if home else None
+def keyring_credentials(url: str) -> tuple[str, str] | None:
+    """(username, password) keyring holds for the URL, else for its host (pip's two lookups)."""
+    import keyring
+
+    parts = urlsplit(display_url(url))
+    for service in (f"{parts.scheme}://{parts.netloc}{parts.path}", parts.netloc):
+        try:
+            cred = keyring.get_credential(service, None)
+        except Exception:  # a keyring backend may fail in any way; the answer is then "none"
+            return None
+        if cred is not None:
+            return (cred.username or "", cred.password or "")
+    return None
+
+
+def _mounts(
+    net: NetworkSettings, verify: ssl.SSLContext, limits: httpx.Limits
+) -> dict[str, httpx.BaseTransport | None]:
+    """Per-scheme transports: proxies (and their NO_PROXY exceptions), and ``file://`` from disk."""
+    mounts: dict[str, httpx.BaseTransport | None] = {"file://": FileTransport()}
+    proxies = dict(net.proxies or {})
+    exempt = [h.strip() for h in (net.no_proxy.value if net.no_proxy else "").split(",") if h.strip()]
+    if "*" in exempt:
+        return mounts
+    for scheme, proxy in proxies.items():
+        mounts[f"{scheme}://"] = httpx.HTTPTransport(verify=verify, limits=limits, proxy=proxy.value)
+    if proxies:
+        for host in exempt:
+            pattern = host if "://" in host else f"all://{'' if host[0].isdigit() else '*'}{host.lstrip('.')}"
+            mounts[pattern] = httpx.HTTPTransport(verify=verify, limits=limits)
+    return mounts
 
 
 @dataclass(frozen=True)
@@ -189,6 +243,7 @@ class Http:
         deadline: float = DEADLINE,
         min_rate: float = MIN_RATE,
         retry_after_limit: float = RETRY_AFTER_LIMIT,
+        network: NetworkSettings | None = None,
     ) -> None:
         self.retries = max(1, retries)
         self.backoff = backoff
@@ -197,16 +252,25 @@ class Http:
         self._bytes = 0
         self._lock = threading.Lock()
         self._progress = _ByteProgress() if progress and sys.stderr.isatty() else None
+        self.network = net = network if network is not None else network_settings()
+        verify = net.ssl_context()
+        limits = httpx.Limits(
+            max_connections=self.max_workers * 2, max_keepalive_connections=self.max_workers
+        )
+        mounts = _mounts(net if transport is None else NetworkSettings(), verify, limits)
         self.client = httpx.Client(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             follow_redirects=True,
             max_redirects=MAX_REDIRECTS,
-            auth=_CredentialsAuth(netrc_path if netrc_path is not None else _default_netrc()),
-            headers={"User-Agent": f"abiprobe/{__version__}"},
-            limits=httpx.Limits(
-                max_connections=self.max_workers * 2, max_keepalive_connections=self.max_workers
+            auth=_CredentialsAuth(
+                netrc_path if netrc_path is not None else net.netrc, net.credentials, net.keyring == "on"
             ),
+            headers={"User-Agent": f"abiprobe/{__version__}"},
+            verify=verify,
+            limits=limits,
             transport=transport,
+            mounts=mounts,
+            trust_env=False,
         )
 
     @property
@@ -270,7 +334,7 @@ class Http:
 
         def once() -> Fetched:
             started = time.monotonic()
-            with self.client.stream("GET", url, headers=dict(headers or {})) as response:
+            with self.client.stream("GET", _sendable(url), headers=dict(headers or {})) as response:
                 if response.status_code in RETRYABLE_STATUS:
                     response.read()
                     self.count(response.num_bytes_downloaded)
@@ -291,7 +355,7 @@ class Http:
     @contextmanager
     def stream(self, url: str, headers: Mapping[str, str] | None = None) -> Iterator[httpx.Response]:
         """Open a streamed GET; the caller reads it (``iter_chunks``) and retries through ``with_retries``."""
-        with self.client.stream("GET", url, headers=dict(headers or {})) as response:
+        with self.client.stream("GET", _sendable(url), headers=dict(headers or {})) as response:
             if response.status_code in RETRYABLE_STATUS:
                 response.read()
                 self.count(response.num_bytes_downloaded)
@@ -323,6 +387,11 @@ class Http:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _sendable(url: str) -> str:
+    """``file:///path`` as ``file://localhost/path``: httpx takes a URL without a host for a relative one."""
+    return "file://localhost/" + url[len("file:///") :] if url.startswith("file:///") else url
 
 
 def _name_not_resolved(exc: httpx.TransportError) -> bool:

@@ -10,6 +10,9 @@ Usage::
         server.requests["/simple/demo/"], server.bytes_served[served.path], server.total_bytes
         server.stop()                                   # index down: the port is closed
 
+``IndexServer(tls=context)`` serves HTTPS with that server context (support.tlsca makes one);
+``IndexServer(auth=("user", "secret"))`` answers 401 to any request without those Basic credentials.
+
 Pages negotiate JSON vs HTML on ``Accept`` (``server.formats`` limits what is offered), carry an ETag and
 Last-Modified and answer 304 to a matching revalidation. Files answer single ranges (``a-b``, ``a-``,
 ``-n``) with 206 and Content-Range; ``<file>.metadata`` serves the wheel's METADATA (PEP 658). HEAD
@@ -28,6 +31,7 @@ import hashlib
 import html
 import json
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -120,14 +124,22 @@ class _State:
     pages: dict[str, bytes] = field(default_factory=dict)  # saved pages served as they are, by path
     lock: threading.Lock = field(default_factory=threading.Lock)
     changed_at: int = 0
+    auth: str | None = None  # the expected Authorization header value
 
 
 class IndexServer:
     """A ThreadingHTTPServer serving an index of real wheel files; a context manager."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(
+        self, port: int = 0, *, tls: ssl.SSLContext | None = None, auth: tuple[str, str] | None = None
+    ) -> None:
         self._state = _State()
         self._port = port
+        self._tls = tls
+        if auth is not None:
+            import base64
+
+            self._state.auth = "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.start()
@@ -138,6 +150,8 @@ class IndexServer:
         handler = type("Handler", (_Handler,), {"state": self._state})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
         self._httpd.daemon_threads = True
+        if self._tls is not None:
+            self._httpd.socket = self._tls.wrap_socket(self._httpd.socket, server_side=True)
         self._port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
@@ -160,7 +174,7 @@ class IndexServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
+        return f"{'https' if self._tls is not None else 'http'}://127.0.0.1:{self._port}"
 
     @property
     def index_url(self) -> str:
@@ -321,6 +335,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(path, 302, b"", None, fault, {"Location": self.path})
         if fault is not None and fault.status is not None:
             return self._send(path, fault.status, b"fault injected\n", "text/plain", fault)
+        if self.state.auth is not None and self.headers.get("Authorization") != self.state.auth:
+            return self._send(path, 401, b"credentials needed\n", "text/plain", fault)
         with self.state.lock:
             saved = self.state.pages.get(path)
         if saved is not None:
@@ -478,7 +494,8 @@ def _href(served: ServedFile, handler: _Handler, depth: int) -> str:
     if served.href == "plus":
         rel = "../" * depth + served.path.removeprefix("/")
     elif served.href == "absolute":
-        rel = f"http://{handler.headers.get('Host', '127.0.0.1')}{quote(served.path)}"
+        scheme = "https" if isinstance(handler.connection, ssl.SSLSocket) else "http"
+        rel = f"{scheme}://{handler.headers.get('Host', '127.0.0.1')}{quote(served.path)}"
     else:
         rel = "../" * depth + quote(served.path.removeprefix("/"))
     return rel
