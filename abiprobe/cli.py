@@ -12,7 +12,7 @@ from abiprobe.errors import AbiprobeError
 
 # Order is the order `abiprobe --help` lists them in.
 COMMANDS = (
-    "solve", "inspect", "check", "diff", "probe", "index", "cache", "matrix", "report", "snapshot",
+    "solve", "inspect", "check", "diff", "probe", "index", "config", "cache", "matrix", "report", "snapshot",
     "restore_plan",
 )  # fmt: skip
 

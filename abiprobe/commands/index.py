@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from abiprobe.cache import Cache
+from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.http import Http
 from abiprobe.index.client import DEFAULT_STALE_AFTER, IndexClient
@@ -28,7 +29,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "ls",
         help="list a project's wheels as abiprobe sees them",
         description="Indexes come from --index, then $ABIPROBE_INDEX_URL / $ABIPROBE_EXTRA_INDEX_URL, then "
-        "abiprobe.toml or [tool.abiprobe] in pyproject.toml, then the installer's (pip's, uv's) default.",
+        "abiprobe.toml or [tool.abiprobe] in pyproject.toml, then the installer's configuration (pip's, "
+        "else uv's; `abiprobe config` shows what is read and from where).",
     )
     ls.add_argument("project")
     ls.add_argument("--index", action="append", default=[], metavar="URL", help="index URL (repeatable)")
@@ -79,7 +81,7 @@ def run_ls(args: argparse.Namespace) -> int:
         json.dump({"schema_version": INDEX_LS_SCHEMA_VERSION, **listing.to_json()}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        render_listing(listing, Console())
+        render_listing(listing, make_console())
     return 0 if listing.candidates or not listing.failed else 3
 
 

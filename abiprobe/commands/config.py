@@ -1,0 +1,152 @@
+"""``abiprobe config``: the indexes, credentials sources, TLS and proxy settings abiprobe will use, and
+where each came from (a file and section, a variable, an option, or a built-in default)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from abiprobe.console import make_console
+from abiprobe.http import display_url
+from abiprobe.installers.pip import config_files
+from abiprobe.installers.uv import uv_config_files
+from abiprobe.netconfig import NetworkSettings, credential_source, network_settings
+
+CONFIG_SCHEMA_VERSION = 1
+
+EPILOG = """\
+example:
+  abiprobe config --cuda 13.0          # what `abiprobe solve --cuda 13.0` would read
+  PIP_CONFIG_FILE=/dev/null UV_NO_CONFIG=1 abiprobe config --json
+
+exit codes: 0 shown; 2 a configuration file or value cannot be used (the message names it)."""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "config",
+        help="show the indexes, credentials, TLS and proxy settings in use, and where each came from",
+        description="What abiprobe reads from its own settings, pip's configuration (files and PIP_* "
+        "variables) and uv's (uv.toml, [tool.uv], UV_* variables), and the environment.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--cuda",
+        default="13.0",
+        help="include the CUDA indexes `solve --cuda` reads (default: %(default)s); 'none' for none",
+    )
+    p.add_argument("--index", action="append", default=[], metavar="URL", help="as `solve --index`")
+    p.add_argument(
+        "--extra-index", action="append", default=[], metavar="URL", help="as `solve --extra-index`"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print JSON (schema: abiprobe/schemas/config.schema.json)"
+    )
+    p.set_defaults(func=run)
+
+
+def _setting(value: Any) -> dict[str, str] | None:
+    return None if value is None else {"value": value.value, "origin": value.origin}
+
+
+def config_document(args: argparse.Namespace) -> dict[str, Any]:
+    from abiprobe.commands.solve import index_config
+    from abiprobe.target import Target
+
+    net = network_settings()
+    if args.cuda == "none":
+        from abiprobe.index.config import load_index_config
+
+        config = load_index_config(cli_indexes=args.index, cli_extra_indexes=args.extra_index)
+    else:
+        target = Target.parse(cuda=args.cuda, base=Target())
+        solve_args = argparse.Namespace(index=args.index, extra_index=args.extra_index, index_strategy=None)
+        config = index_config(solve_args, target)
+    return {
+        "schema_version": CONFIG_SCHEMA_VERSION,
+        "kind": "abiprobe-config",
+        "installer": config.installer or None,
+        "strategy": config.strategy,
+        "pins": dict(config.pins),
+        "indexes": [
+            {
+                "url": display_url(s.url),
+                "name": s.name,
+                "kind": s.kind,
+                "origin": s.origin,
+                "credentials": credential_source(s.url, net),
+            }
+            for s in config.sources
+        ],
+        "notes": list(config.origins),
+        "tls": _tls(net),
+        "proxies": {
+            "proxies": {scheme: _setting(p) for scheme, p in (net.proxies or {}).items()},
+            "no_proxy": _setting(net.no_proxy),
+        },
+        "keyring": net.keyring,
+        "netrc": str(net.netrc) if net.netrc is not None else None,
+        "files": {"pip": config_files(), "uv": [str(p) for p in uv_config_files_here()]},
+    }
+
+
+def uv_config_files_here() -> list[Path]:
+    import os
+
+    return uv_config_files(os.environ, Path.cwd())
+
+
+def _tls(net: NetworkSettings) -> dict[str, Any]:
+    return {
+        "trust": net.trust_label(),
+        "ca": _setting(net.ca),
+        "native_tls": _setting(net.native_tls),
+        "client_cert": _setting(net.client_cert),
+        "overridden": list(net.ignored),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    doc = config_document(args)
+    if args.json:
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return 0
+    render(doc)
+    return 0
+
+
+def render(doc: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    console = make_console(markup=False)
+    table = Table(title=f"indexes ({doc['strategy']}, in lookup order)")
+    for column in ("index", "kind", "from", "credentials"):
+        table.add_column(column, overflow="fold")
+    for entry in doc["indexes"]:
+        table.add_row(entry["url"], entry["kind"], entry["origin"], entry["credentials"])
+    console.print(table)
+    for note in doc["notes"]:
+        console.print(f"  {note}")
+    tls = doc["tls"]
+    console.print(f"TLS trust: {tls['trust']}")
+    cert = tls["client_cert"]
+    console.print(
+        f"TLS client certificate: {cert['value'] + ' (from ' + cert['origin'] + ')' if cert else 'none'}"
+    )
+    for line in tls["overridden"]:
+        console.print(f"  not used: {line}")
+    proxies = doc["proxies"]["proxies"]
+    if not proxies:
+        console.print("proxy: none")
+    for scheme, proxy in proxies.items():
+        console.print(f"proxy for {scheme}: {display_url(proxy['value'])} (from {proxy['origin']})")
+    if doc["proxies"]["no_proxy"]:
+        np = doc["proxies"]["no_proxy"]
+        console.print(f"no proxy for: {np['value']} (from {np['origin']})")
+    console.print(f"keyring: {doc['keyring']}")
+    console.print(f"pip config files read: {', '.join(doc['files']['pip']) or 'none'}")
+    console.print(f"uv config files read: {', '.join(doc['files']['uv']) or 'none'}")
