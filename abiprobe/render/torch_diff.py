@@ -7,6 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from abiprobe.console import make_console
+
 
 def _side_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     old, new = doc["old"], doc["new"]
@@ -24,7 +26,7 @@ def _join(items: list[Any]) -> str:
 
 
 def render_text(doc: dict[str, Any], *, limit: int = 20, console: Console | None = None) -> None:
-    con = console or Console()
+    con = console or make_console()
     con.print(f"[bold]{doc['headline']}[/bold]", highlight=False)
     sides = Table(show_header=True, box=None, padding=(0, 1))
     for col in ("", doc["old"]["version"], doc["new"]["version"]):
