@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import platform
 import subprocess
 import sys
 import threading
@@ -257,3 +258,19 @@ def test_no_passing_set_exits_1_and_names_the_conflicts(server: IndexServer, tmp
 
 def test_usage_error_exits_2(tmp_path: Path) -> None:
     assert main(["solve", "--cuda", "thirteen", "--out-dir", str(tmp_path)]) == 2
+
+
+def test_without_python_and_platform_the_target_is_this_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN an empty local index and no --python / --platform
+    with IndexServer() as server:
+        main(
+            ["solve", "--index", server.index_url, "--cache-dir", str(tmp_path / "c"), "--no-write", "--json"]
+        )
+    target = json.loads(capsys.readouterr().out)["target"]
+    # THEN the target is this interpreter and this host's libc and machine
+    libc, version = platform.libc_ver()
+    assert target["python"] == f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    assert target["platform"] == f"manylinux_{version.replace('.', '_')}_{platform.machine()}"
+    assert libc == "glibc"

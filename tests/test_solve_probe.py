@@ -11,7 +11,8 @@ from support.stacks import PY_TAG
 
 from abiprobe.cli import main
 
-NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
+PLATFORM = "manylinux_2_28_x86_64"
+NAME = f"cu130-sm120-{PY_TAG}-{PLATFORM}"
 CELL = ("torch==2.9.0", "sglang-kernel==0.4.0")
 
 
@@ -25,6 +26,7 @@ def test_solve_with_probe_records_the_real_import_in_the_chosen_cell(
         serve(server, stack)
         # WHEN solve runs with --probe
         rc = main(["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG,
+                   "--platform", PLATFORM,
                    "--index", server.index_url, "--cache-dir", str(root / "cache"),
                    "--out-dir", str(root / "m"), "--json", "--probe",
                    "--wheels-dir", str(root / "wheels")])  # fmt: skip

@@ -47,8 +47,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("solve", help="find the newest wheel set that loads on a CUDA version and GPU")
     p.add_argument("--cuda", default="13.0", help="target CUDA version (13.0, cu130)")
     p.add_argument("--arch", help="target GPU architecture (sm120, 12.0, sm_90a)")
-    p.add_argument("--python", default="cp312", help="target Python (cp312, 3.12)")
-    p.add_argument("--platform", default="manylinux_2_28_x86_64", help="target platform tag")
+    host = Target.from_host()
+    p.add_argument(
+        "--python", help=f"target Python (cp312, 3.12; default: this interpreter's, {host.python_tag})"
+    )
+    p.add_argument("--platform", help=f"target platform tag (default: this host's, {host.platform})")
     p.add_argument("--driver", help="target driver version (580.95.05)")
     p.add_argument(
         "--with",
@@ -171,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         python=args.python,
         platform=args.platform,
         driver=args.driver,
-        base=Target(),
+        base=Target.from_host(),
     )
     stack = build_stack(args)
     config = index_config(args, target)

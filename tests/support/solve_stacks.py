@@ -200,7 +200,8 @@ def solve_stack(out: Path) -> SolveStack:
 
 def solve_argv(index_url: str, cache: Path, out: Path, *extra: str) -> list[str]:
     """``abiprobe solve`` for the fixture stack's target (CUDA 13.0, sm120, this interpreter's Python)."""
-    return ["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--index", index_url,
+    return ["solve", "--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG,
+            "--platform", "manylinux_2_28_x86_64", "--index", index_url,
             "--cache-dir", str(cache), "--out-dir", str(out), *extra]  # fmt: skip
 
 
