@@ -14,19 +14,15 @@ from typing import Any
 from abiprobe.cache import Cache, default_cache_root
 from abiprobe.console import make_console
 from abiprobe.errors import UsageError
-from abiprobe.hosts import neutral
-from abiprobe.http import Http
+from abiprobe.http import Http, display_url
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, load_index_config
 from abiprobe.profiles import load_profile, profile_for
-from abiprobe.report.matrix_html import render_html
-from abiprobe.report.matrix_json import dumps, matrix_document
-from abiprobe.report.matrix_md import render_markdown
+from abiprobe.report.matrix_json import matrix_document
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.closure import Completion
 from abiprobe.solve.facts_source import runtime_info_for, wheel_info_for, wheel_metadata_for
-from abiprobe.solve.lock import locked_wheels, render_lock
-from abiprobe.solve.matrix import Matrix
+from abiprobe.solve.outputs import write_outputs
 from abiprobe.solve.pipeline import RuntimeProviders, solve
 from abiprobe.solve.result import SolveResult
 from abiprobe.solve.stack import Stack, default_stack, load_stack_file
@@ -216,7 +212,16 @@ def run(args: argparse.Namespace) -> int:
             runtime = None if args.no_runtime else providers.wheels
             emit_from_solve(args, doc, result.matrix.groups, runtime, complete)
         if not args.no_write:
-            write_outputs(args, result, doc, providers, complete)
+            write_outputs(
+                args.out_dir,
+                matrix_name(result.matrix.target),
+                result,
+                doc,
+                providers,
+                complete,
+                lock_path=args.lock,
+                find_links={display_url(s.url) for s in config.sources if s.kind == "find-links"},
+            )
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:
@@ -249,44 +254,6 @@ def probe_here(
     results = [run_job(job, wheels_dir, ProbeOptions(python=python)) for job in jobs]
     merged, _report = merge_results(doc, results)
     return merged
-
-
-def write_outputs(
-    args: argparse.Namespace,
-    result: SolveResult,
-    doc: dict[str, object],
-    providers: RuntimeProviders,
-    complete: Completion | None,
-) -> None:
-    name = matrix_name(result.matrix.target)
-    out: Path = args.out_dir
-    out.mkdir(parents=True, exist_ok=True)
-    # registry host names become tokens in files meant to be committed (abiprobe.hosts)
-    (out / f"{name}.json").write_text(neutral(dumps(doc)), encoding="utf-8")
-    (out / f"{name}.md").write_text(neutral(render_markdown(doc)), encoding="utf-8")
-    (out / f"{name}.html").write_text(neutral(render_html(doc)), encoding="utf-8")
-    lock_path: Path = args.lock or out / f"{name}.lock.txt"
-    text = lock_text(result, providers, complete)
-    if text is not None:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        lock_path.write_text(text, encoding="utf-8")
-
-
-def lock_text(result: SolveResult, providers: RuntimeProviders, complete: Completion | None) -> str | None:
-    """The lock file for the chosen set: stack wheels, the runtime wheels torch pins, then the rest of
-    the install (``complete``; without it, the stack wheels alone)."""
-    chosen = result.resolution.chosen
-    if chosen is None:
-        return None
-    m: Matrix = result.matrix
-    wheels = [w for role in m.stack.roles for w in m.group(role, chosen[role]).wheels]
-    note = ""
-    if complete is not None:
-        wheels += providers.wheels(m.group(m.stack.roles[0], chosen[m.stack.roles[0]]))
-        wheels += complete(wheels)
-        if complete.problems:
-            note = f"incomplete: {complete.problems[-1]}"
-    return render_lock(locked_wheels(wheels), m.target, note=note)
 
 
 SHOWN_LINES = 10

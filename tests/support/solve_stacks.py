@@ -205,12 +205,14 @@ def solve_argv(index_url: str, cache: Path, out: Path, *extra: str) -> list[str]
             "--cache-dir", str(cache), "--out-dir", str(out), *extra]  # fmt: skip
 
 
-def serve(server: object, stack: SolveStack) -> dict[str, object]:
+def serve(server: object, stack: SolveStack, **options_for_all: object) -> dict[str, object]:
     """Add every wheel of ``stack`` to an ``IndexServer`` (yanked ones marked yanked; tinydep offers no
-    PEP 658 file, so its METADATA has to be read out of the wheel); the served files by key."""
+    PEP 658 file, so its METADATA has to be read out of the wheel); ``options_for_all``: more add_wheel
+    options for every wheel. Returns the served files by key."""
     served: dict[str, object] = {}
     for key, path in sorted(stack.wheels.items()):
         options: dict[str, object] = {"yanked": "broken build"} if key in stack.yanked else {}
+        options.update(options_for_all)
         if key.startswith("tinydep"):
             options["metadata"] = False
         served[key] = server.add_wheel(path, **options)  # type: ignore[attr-defined]

@@ -1,0 +1,112 @@
+"""The files a solve writes: the matrix (JSON for committing, Markdown and HTML for reading), the
+requirements lock and the PEP 751 pylock, each written atomically (a reader never sees half a file).
+
+Committed JSON keeps the registry host tokens (abiprobe.hosts); files people read and the pylock an
+installer reads carry the real hosts of this machine's configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from abiprobe.cache_io import atomic_write
+from abiprobe.hosts import concrete, neutral
+from abiprobe.report.matrix_html import render_html
+from abiprobe.report.matrix_json import dumps
+from abiprobe.report.matrix_md import render_markdown
+from abiprobe.solve.candidates import StackCandidate
+from abiprobe.solve.closure import Completion
+from abiprobe.solve.lock import locked_wheels, render_lock
+from abiprobe.solve.pipeline import RuntimeProviders
+from abiprobe.solve.pylock import pylock_document, pylock_name, render_pylock
+from abiprobe.solve.result import SolveResult
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    atomic_write(path, text.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class LockSet:
+    """The whole install of the chosen set and a note when it could not be completed."""
+
+    wheels: list[StackCandidate]
+    note: str = ""
+
+
+def lock_set(result: SolveResult, providers: RuntimeProviders, complete: Completion | None) -> LockSet | None:
+    """Stack wheels, the runtime wheels torch pins, then the rest of the install (``complete``;
+    without it, the stack wheels alone); None when no set was chosen."""
+    chosen = result.resolution.chosen
+    if chosen is None:
+        return None
+    m = result.matrix
+    wheels = [w for role in m.stack.roles for w in m.group(role, chosen[role]).wheels]
+    note = ""
+    if complete is not None:
+        wheels += providers.wheels(m.group(m.stack.roles[0], chosen[m.stack.roles[0]]))
+        wheels += complete(wheels)
+        if complete.problems:
+            note = f"incomplete: {complete.problems[-1]}"
+    return LockSet(wheels, note)
+
+
+def chosen_table(doc: Mapping[str, Any], note: str = "") -> dict[str, Any]:
+    """``[tool.abiprobe]``: the target, the chosen set, and the verdicts of its cell that chose it."""
+    chosen: dict[str, str] = dict(doc.get("chosen") or {})
+    axes = doc["axes"]
+    cell = next(
+        (
+            c
+            for c in doc["cells"]
+            if c["row"] == chosen.get(axes["rows"]) and c["col"] == chosen.get(axes["cols"])
+        ),
+        None,
+    )
+    verdicts: list[dict[str, Any]] = []
+    if cell is not None:
+        for pid in cell["pairs"]:
+            verdicts += doc["pairs"][pid]["verdicts"]
+        verdicts += cell["set_verdicts"]
+    table: dict[str, Any] = {
+        "target": {k: v for k, v in doc["target"].items() if v is not None},
+        "chosen": chosen,
+        "status": cell["status"] if cell is not None else None,
+        "checks": dict(cell["checks"]) if cell is not None else {},
+        "note": note or None,
+        "verdicts": [
+            {k: v[k] for k in ("check", "status", "subject", "explanation") if v.get(k) is not None}
+            for v in verdicts
+        ],
+    }
+    return table
+
+
+def write_outputs(
+    out: Path,
+    name: str,
+    result: SolveResult,
+    doc: dict[str, Any],
+    providers: RuntimeProviders,
+    complete: Completion | None,
+    *,
+    lock_path: Path | None = None,
+    find_links: Collection[str] = (),
+) -> None:
+    """``<name>.json`` / ``.md`` / ``.html``, ``<name>.lock.txt`` and ``pylock.<name>.toml`` under ``out``."""
+    write_text_atomic(out / f"{name}.json", neutral(dumps(doc)))
+    write_text_atomic(out / f"{name}.md", concrete(render_markdown(doc)))
+    write_text_atomic(out / f"{name}.html", concrete(render_html(doc)))
+    locked = lock_set(result, providers, complete)
+    if locked is None:
+        return
+    target = result.matrix.target
+    write_text_atomic(
+        lock_path or out / f"{name}.lock.txt",
+        render_lock(locked_wheels(locked.wheels), target, note=locked.note),
+    )
+    pylock = pylock_document(locked.wheels, target, chosen_table(doc, locked.note), find_links=find_links)
+    write_text_atomic(out / pylock_name(name), concrete(render_pylock(pylock)))
