@@ -23,7 +23,8 @@ from support.tools import venv_path_env
 REPO = Path(__file__).parent.parent
 WORKFLOWS = REPO / ".github" / "workflows"
 SCHEMA = json.loads((Path(__file__).parent / "data" / "github-workflow.schema.json").read_text())
-NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
+PLATFORM = "manylinux_2_28_x86_64"  # named, as the workflows name it: the default target is the host
+NAME = f"cu130-sm120-{PY_TAG}-{PLATFORM}"
 
 
 def workflow(name: str) -> dict[str, Any]:
@@ -129,13 +130,13 @@ def nights(stack: SolveStack, tmp_path_factory: pytest.TempPathFactory) -> Itera
         for key, path in sorted(stack.wheels.items()):
             if key != "k042_sm100a":
                 night1.add_wheel(path, **({"yanked": "x"} if key in stack.yanked else {}))
-        args = f"--python {PY_TAG} --index {night1.index_url}"
+        args = f"--python {PY_TAG} --platform {PLATFORM} --index {night1.index_url}"
         first = run_step(script, repo, {**env, "SOLVE_ARGS": args})
     with IndexServer() as night2:
         for key, path in sorted(stack.wheels.items()):
             options = {"yanked": "x"} if key in stack.yanked else {}
             night2.add_wheel(rebuilt if key == "k040" else path, **options)
-        args = f"--python {PY_TAG} --index {night2.index_url}"
+        args = f"--python {PY_TAG} --platform {PLATFORM} --index {night2.index_url}"
         second = run_step(script, repo, {**env, "SOLVE_ARGS": args})
     yield Nights(repo, first, second)
 
@@ -174,7 +175,7 @@ def test_probe_emit_step_outputs_a_github_matrix(stack: SolveStack, tmp_path: Pa
                 "ARCH": "sm120",
                 "PROBE_ARCHS": "sm120 sm90",
                 "CELLS": "chosen",
-                "SOLVE_ARGS": f"--python {PY_TAG} --index {server.index_url}",
+                "SOLVE_ARGS": f"--python {PY_TAG} --platform {PLATFORM} --index {server.index_url}",
             },
         )
     assert run.rc == 0, run.stderr
