@@ -17,6 +17,7 @@ from abiprobe.facts import WheelFacts
 from abiprobe.http import Http
 from abiprobe.index.models import IndexFile
 from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeResult, ProbeSet, probe_sets
+from abiprobe.probe.layers import parse_size
 from abiprobe.probe.parallel import wheel_tops
 from abiprobe.solve.install import AddedWheel
 
@@ -56,6 +57,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--no-bytecode-cache",
         action="store_true",
         help="compile every layer's Python modules afresh instead of reusing bytecode saved by earlier runs",
+    )
+    p.add_argument(
+        "--keep-layers",
+        action="store_true",
+        help="keep each installed layer (keyed by its wheels' sha256) and reuse it in later runs",
+    )
+    p.add_argument(
+        "--layer-cache-size",
+        default="20G",
+        metavar="SIZE",
+        help="bound of the kept layers, least recently used removed first (default 20G)",
     )
     p.add_argument("--stub-driver", choices=("auto", "always", "never"), default="auto")
     p.add_argument("--driver-version", default="13.0", help="CUDA version the stub driver reports (13.0)")
@@ -244,4 +256,18 @@ def probe_options(args: argparse.Namespace, python: str | None) -> ProbeOptions:
         driver_version=parse_driver_version(args.driver_version),
         smoke=not args.no_smoke,
         bytecode=not args.no_bytecode_cache,
+        keep_layers=getattr(args, "keep_layers", False),
+        layer_cache_bytes=layer_cache_bytes(getattr(args, "layer_cache_size", None)),
     )
+
+
+def layer_cache_bytes(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        size = parse_size(text)
+    except (ValueError, IndexError):
+        size = -1
+    if size < 0:
+        raise UsageError(f"--layer-cache-size {text!r}: expected a size such as 20G, 500M or 0")
+    return size

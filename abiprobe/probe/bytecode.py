@@ -50,7 +50,7 @@ class BytecodeStore:
         placed: dict[Path, int] = {}
         if not saved.is_dir():
             return placed
-        for base, dest in ((saved / _SITE, _mirror(prefix, site)), (saved / _ABS, prefix)):
+        for base, dest in ((saved / _SITE, mirror(prefix, site)), (saved / _ABS, prefix)):
             for path in _pyc_files(base):
                 target = dest / path.relative_to(base)
                 with contextlib.suppress(OSError):
@@ -64,8 +64,8 @@ class BytecodeStore:
         """Add to the store what the layer's interpreters compiled anew (files not restored, or replaced
         since): bytecode of the layer's site-packages and of paths outside ``temp_root``, never of a set's
         overlay. Returns the number of files added."""
-        site_tree = _mirror(prefix, site)
-        temp_tree = _mirror(prefix, temp_root)
+        site_tree = mirror(prefix, site)
+        temp_tree = mirror(prefix, temp_root)
         saved = self.root / key
         added = 0
         for path in _pyc_files(prefix):
@@ -107,7 +107,7 @@ def _place(src: Path, dest: Path) -> None:
     os.replace(temp, dest)
 
 
-def _mirror(prefix: Path, source_dir: Path) -> Path:
+def mirror(prefix: Path, source_dir: Path) -> Path:
     """Where Python puts the bytecode of ``source_dir``'s modules under a pycache prefix."""
     return prefix / str(source_dir.absolute()).lstrip(os.sep)
 

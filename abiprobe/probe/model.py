@@ -40,6 +40,8 @@ class ProbeOptions:
     smoke: bool = True  # run the GPU smoke test when the child sees a GPU
     temp_dir: Path | None = None  # parent of the temp root (default: the system temp dir)
     bytecode: bool = True  # keep a layer's compiled bytecode between runs (abiprobe.probe.bytecode)
+    keep_layers: bool = False  # keep installed layers (and driver stubs) for later runs (probe.layers)
+    layer_cache_bytes: int | None = None  # bound of the kept layers (None: layers.DEFAULT_MAX_BYTES)
 
 
 @dataclass(frozen=True)

@@ -17,22 +17,25 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from abiprobe.cache import Cache
 from abiprobe.errors import AbiprobeError, UsageError, WheelFormatError
 from abiprobe.facts import WheelInfo
-from abiprobe.localstate import local_sha256
-from abiprobe.probe.bytecode import BytecodeStore, layer_key
+from abiprobe.localstate import local_sha256, local_state_dir
+from abiprobe.probe.bytecode import BytecodeStore, layer_key, mirror
 from abiprobe.probe.classify import Failure
 from abiprobe.probe.execute import PreparedSet, RunContext, build_result, run_fresh, run_server
 from abiprobe.probe.interpreters import find_interpreter
+from abiprobe.probe.layers import DEFAULT_MAX_BYTES, KeptLayer, LayerStore, kept_layer_key
 from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet
 from abiprobe.probe.plan import Layer, overlay_wheels, plan_layers
 from abiprobe.probe.procs import ProcessRegistry
 from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver, links_driver, stub_key
 from abiprobe.probe.venv import (
+    Installer,
     InstallError,
     create_venv,
     find_installer,
     install_overlay,
     install_wheels,
     site_packages,
+    venv_python,
 )
 from abiprobe.wheel import installed_path, local_wheel_info, top_level_of
 from abiprobe.zipguard import open_zip
@@ -133,6 +136,10 @@ class _Prober:
         self._stubs: dict[str, Path] = {}
         self._driver_here: bool | None = None
         self.bytecode = BytecodeStore()
+        self.layers: LayerStore | None = None
+        if options.keep_layers:
+            bound = options.layer_cache_bytes
+            self.layers = LayerStore(max_bytes=DEFAULT_MAX_BYTES if bound is None else bound)
 
     def facts(self, wheel: Path) -> WheelInfo:
         with self._lock:
@@ -161,36 +168,101 @@ class _Prober:
         key = stub_key(symbols, self.options.driver_version)
         with self._lock:
             if key not in self._stubs:
-                self._stubs[key] = build_stub(root / "stubs" / key, symbols, self.options.driver_version)
+                if self.layers is not None:  # kept with the layers: the same symbols give the same stub
+                    self._stubs[key] = kept_stub(local_state_dir() / "stubs", key, symbols, self.options)
+                else:
+                    self._stubs[key] = build_stub(root / "stubs" / key, symbols, self.options.driver_version)
             return self._stubs[key]
+
+    def _install(
+        self,
+        venv: Path,
+        ctx: RunContext,
+        layer: Layer,
+        installer: Installer,
+        overlays: dict[int, tuple[Path, ...]],
+        ldir: Path,
+        tmp: Path,
+        kept: KeptLayer | None,
+    ) -> Path:
+        """A venv at ``venv`` with the layer's wheels (unless ``kept`` holds them), and each set's own
+        wheels beside it, at once; returns the venv's interpreter."""
+        py = venv_python(venv) if kept is not None else create_venv(self.procs, ctx.interpreter, venv, tmp)
+        with ThreadPoolExecutor(2) as pool:  # a set's own wheels go beside the layer, not into it
+            pending = [
+                pool.submit(install_overlay, self.procs, installer, py, extra, ldir / f"set{m}" / "site", tmp)
+                for m, extra in overlays.items()
+                if extra
+            ]
+            if kept is None:
+                install_wheels(self.procs, installer, py, layer.wheels, tmp)
+            for f in pending:
+                f.result()
+        return py
+
+    def _kept(
+        self,
+        ctx: RunContext,
+        layer: Layer,
+        installer: Installer,
+        overlays: dict[int, tuple[Path, ...]],
+        ldir: Path,
+        tmp: Path,
+        verify: bool,
+    ) -> KeptLayer:
+        """The layer from the store (checked now when ``verify``), or built there now and kept."""
+        assert self.layers is not None
+        try:
+            shas = [local_sha256(w) for w in layer.wheels]
+        except OSError as exc:
+            raise InstallError(f"cannot read a layer wheel: {exc}") from exc
+        key = kept_layer_key(installer.kind, ctx.interpreter, shas)
+        found = self.layers.acquire(key, verify=verify)
+        if found is not None:
+            self._install(found.venv, ctx, layer, installer, overlays, ldir, tmp, found)
+            return found
+        built = self.layers.building(key)
+        try:
+            self._install(built / "venv", ctx, layer, installer, overlays, ldir, tmp, None)
+            return self.layers.adopt(key, built)
+        except BaseException:
+            shutil.rmtree(built, ignore_errors=True)
+            raise
 
     def run_layer(
         self, n: int, layer: Layer, ctx: RunContext, inner_jobs: int
     ) -> list[tuple[int, ProbeResult]]:
-        ldir = ctx.temp_root / f"layer{n}"
+        """Install and import one layer's sets. A kept layer is checked against its manifest while its
+        sets import; should the check fail, the results are dropped and the sets run again on a layer
+        built afresh."""
+        out = self._run_layer(ctx.temp_root / f"layer{n}", layer, ctx, inner_jobs, trusting=True)
+        if out is None:
+            out = self._run_layer(ctx.temp_root / f"layer{n}-rebuilt", layer, ctx, inner_jobs, trusting=False)
+        assert out is not None
+        return out
+
+    def _run_layer(
+        self, ldir: Path, layer: Layer, ctx: RunContext, inner_jobs: int, trusting: bool
+    ) -> list[tuple[int, ProbeResult]] | None:
+        """One attempt; None when a kept layer used without waiting for its check failed the check."""
         tmp = ldir / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         pycache: Path | None = None
         key = ""
         restored: dict[Path, int] = {}
+        kept: KeptLayer | None = None
         try:
-            py = create_venv(self.procs, ctx.interpreter, ldir / "venv", tmp)
             installer = find_installer(self.options.installer)
             overlays = {m: overlay_wheels(self.sets[m], layer) for m in layer.members}
-            with ThreadPoolExecutor(2) as pool:  # a set's own wheels go beside the layer, not into it
-                pending = [
-                    pool.submit(
-                        install_overlay, self.procs, installer, py, extra, ldir / f"set{m}" / "site", tmp
-                    )
-                    for m, extra in overlays.items()
-                    if extra
-                ]
-                install_wheels(self.procs, installer, py, layer.wheels, tmp)
-                for f in pending:
-                    f.result()
-            site = site_packages(ldir / "venv")
-            if self.options.bytecode:
+            if self.layers is not None:
+                kept = self._kept(ctx, layer, installer, overlays, ldir, tmp, verify=not trusting)
+                py, site = venv_python(kept.venv), site_packages(kept.venv)
+                pycache = kept.pycache if self.options.bytecode else None  # its own bytecode, beside it
+            else:
+                py = self._install(ldir / "venv", ctx, layer, installer, overlays, ldir, tmp, None)
+                site = site_packages(ldir / "venv")
+            if self.options.bytecode and kept is None:
                 pycache = ldir / "pyc"
                 key = layer_key(
                     ctx.python_label, ctx.interpreter, [self.facts(w).sha256 for w in layer.wheels]
@@ -208,25 +280,44 @@ class _Prober:
                     PreparedSet(m, probe, py, site, overlay, ldir / f"set{m}", dists, stub, pycache)
                 )
         except InstallError as exc:
+            if kept is not None:
+                kept.release()
             failure = Failure("install_failed", str(exc), {})
             return [(m, self._failed(ctx, m, failure, ldir)) for m in layer.members]
+        except BaseException:
+            if kept is not None:
+                kept.release()
+            raise
         setup = round(time.monotonic() - started, 3)
+        intact = True
         try:
-            if fork:
-                results = run_server(ctx, layer.preload, prepared)
-            elif inner_jobs > 1 and len(prepared) > 1:
-                with ThreadPoolExecutor(inner_jobs) as pool:
+            with ThreadPoolExecutor(max(1, inner_jobs) + 1) as pool:
+                # the kept layer's files are compared with its manifest while its sets import
+                check = pool.submit(kept.intact) if kept is not None and kept.unchecked else None
+                if fork:
+                    results = run_server(ctx, layer.preload, prepared)
+                elif inner_jobs > 1 and len(prepared) > 1:
                     results = list(pool.map(lambda p: run_fresh(ctx, p), prepared))
-            else:
-                results = [run_fresh(ctx, p) for p in prepared]
-            if pycache is not None:
+                else:
+                    results = [run_fresh(ctx, p) for p in prepared]
+                intact = check is None or check.result()
+            if pycache is not None and kept is None:
                 self.bytecode.save(key, pycache, site, ctx.temp_root, restored)
         finally:
+            if kept is not None:  # bytecode of this run's overlays is not the layer's
+                shutil.rmtree(mirror(kept.pycache, ctx.temp_root), ignore_errors=True)
+                kept.release()
+                if not intact and self.layers is not None:
+                    self.layers.discard(kept.key)
             if not self.options.keep:
                 remove_tree(ldir)
+        if not intact:
+            return None
         for r in results:
             r.detail.setdefault("layer_setup_seconds", setup)
-            if pycache is not None:
+            if kept is not None:
+                r.detail.setdefault("layer_reused", kept.reused)
+            elif pycache is not None:
                 r.detail.setdefault("bytecode_files_restored", len(restored))
         return [(p.index, r) for p, r in zip(prepared, results, strict=True)]
 
@@ -234,6 +325,26 @@ class _Prober:
         probe = self.sets[m]
         p = PreparedSet(m, probe, Path(), ldir, None, ldir, (), None)
         return build_result(ctx, p, failure, None, "fresh", 0.0)
+
+
+def kept_stub(root: Path, key: str, symbols: Sequence[tuple[str, str | None]], options: ProbeOptions) -> Path:
+    """The driver stub of ``key`` kept under ``root``: built once (in a temporary directory, renamed
+    into place whole), then reused."""
+    dest = root / key
+    if (dest / "libcuda.so.1").is_file():
+        return dest
+    root.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+    try:
+        build_stub(temp, symbols, options.driver_version)
+        try:
+            os.rename(temp, dest)
+        except OSError:  # another run put it there first
+            if not (dest / "libcuda.so.1").is_file():
+                raise
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    return dest
 
 
 def probe_sets(
@@ -279,6 +390,8 @@ def probe_sets(
     finally:
         if not options.keep:
             shutil.rmtree(root, ignore_errors=True)
+        if prober.layers is not None:
+            prober.layers.prune()
     missing = [s.label for s, r in zip(sets, results, strict=True) if r is None]
     if missing:
         raise AbiprobeError(f"no probe result for {', '.join(missing)}")
