@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -13,7 +15,9 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from abiprobe.cache_io import atomic_write
 from abiprobe.errors import AbiprobeError
+from abiprobe.localstate import local_state_dir
 
 
 class InterpreterNotFoundError(AbiprobeError):
@@ -61,6 +65,36 @@ def wanted_versions(wheel_names: Iterable[str]) -> tuple[list[tuple[int, int]], 
 
 
 def query_version(python: Path) -> tuple[int, int]:
+    """The interpreter's (major, minor): remembered for a real executable by its identity (path, size,
+    mtime), asked by running it otherwise (a launcher script may answer differently each time)."""
+    memo = _memo_path(python)
+    if memo is not None:
+        with contextlib.suppress(OSError, ValueError):
+            major, minor = (int(n) for n in memo.read_text().split("."))
+            return major, minor
+    version = _ask_version(python)
+    if memo is not None:
+        with contextlib.suppress(OSError):
+            atomic_write(memo, f"{version[0]}.{version[1]}".encode())
+    return version
+
+
+def _memo_path(python: Path) -> Path | None:
+    """The record of an ELF executable, named by its identity; None for anything else (scripts, shims)."""
+    try:
+        real = os.path.realpath(python)
+        with open(real, "rb") as fh:
+            if fh.read(4) != b"\x7fELF":
+                return None
+        st = os.stat(real)
+    except OSError:
+        return None
+    ident = f"{real}\n{st.st_size}\n{st.st_mtime_ns}\n{st.st_ino}"
+    name = hashlib.sha256(ident.encode()).hexdigest()[:32]
+    return local_state_dir() / "interpreters" / name
+
+
+def _ask_version(python: Path) -> tuple[int, int]:
     try:
         out = subprocess.run(
             [str(python), "-I", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
@@ -80,10 +114,12 @@ def _candidates(version: tuple[int, int]) -> list[Path]:
     found: list[Path] = []
     if sys.version_info[:2] == version:
         found.append(Path(sys.executable))
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
     on_path = shutil.which(name)
-    if on_path:
+    # pyenv's shims answer only for the versions pyenv has selected; its versions are searched below
+    if on_path and Path(on_path).parent != pyenv / "shims":
         found.append(Path(on_path))
-    roots = [Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"]
+    roots = [pyenv / "versions"]
     for root in roots:
         if root.is_dir():
             for d in sorted(root.glob(f"{version[0]}.{version[1]}.*"), reverse=True):

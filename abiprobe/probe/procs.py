@@ -75,16 +75,22 @@ class ProcessRegistry:
                 started_after_cancel = self.cancelled.is_set()
             if started_after_cancel:  # cancel() ran between the check above and Popen: it missed this one
                 _kill_group(proc)
-            stdout_b: bytes | None = None
-            stderr_b: bytes | None = None
-            try:
-                stdout_b, stderr_b = proc.communicate(timeout=timeout)
-                timed_out = False
-            except subprocess.TimeoutExpired:
+            # a timer kills the group at the deadline, so the wait below blocks in waitpid (or select)
+            # and returns the moment the child exits; a wait with a timeout polls with growing sleeps
+            expired = threading.Event()
+
+            def expire() -> None:
+                expired.set()
                 _kill_group(proc)
-                proc.communicate()
-                timed_out = True
+
+            timer = threading.Timer(timeout, expire)
+            timer.daemon = True
+            timer.start()
+            try:
+                stdout_b, stderr_b = proc.communicate()
             finally:
+                timer.cancel()
+                timed_out = expired.is_set()
                 with self._lock:
                     self._live.discard(proc)
                 _kill_group(proc)
