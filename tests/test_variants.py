@@ -11,10 +11,15 @@ from support.cbuild import build_shared
 from support.stacks import ABI3_TAG, _gpu_module
 from support.wheelbuild import build_wheel
 
+from abiprobe.analyze import analyze_set
 from abiprobe.analyze.variants import parse_variant_json
 from abiprobe.cli import main
+from abiprobe.profiles import builtin_profile
+from abiprobe.target import Target
+from abiprobe.wheel import wheel_facts_from_path
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "abiprobe/schemas/inspect.schema.json").read_text())
+NEEDS13 = "its libraries need CUDA 13 (needs libcudart.so.13)"
 CLAIMS = {"nvidia": {"cuda_version_lower_bound": "12.8", "sm_arch": ["120_real", "90_real", "90_virtual"]}}
 
 
@@ -81,3 +86,36 @@ def test_human_output_names_contradicted_claims(
         in out
     )
     assert "contradicted sm_arch 120_real: only sm_120a SASS" in out
+
+
+@pytest.fixture(scope="module")
+def cuda13_user(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("cuda13-user")
+    cudart = build_shared(out, "libcudart.so.13", "int cudaFree(void* p) { (void)p; return 0; }",
+                          soname="libcudart.so.13")  # fmt: skip
+    return build_shared(
+        out, "libuser.so", "int cudaFree(void*); int g(void) { return cudaFree(0); }", link=[cudart]
+    )
+
+
+def _labelled(out: Path, version: str, requires: list[str], lib: Path) -> Path:
+    return build_wheel(out, "lk", version, {"lk/libuser.so": lib}, tag=ABI3_TAG, requires_dist=requires)
+
+
+@pytest.mark.parametrize(
+    ("version", "requires", "expected"),
+    [
+        ("1.0+cu128", [], f"local label +cu128 says CUDA 12, but {NEEDS13}"),
+        ("1.0", ["nvidia-cublas-cu12"], f"requires nvidia-cublas-cu12 says CUDA 12, but {NEEDS13}"),
+        ("1.0+cpu", [], f"local label +cpu claims a CPU-only build, but {NEEDS13}"),
+        ("1.0+cu130", ["nvidia-cublas"], None),
+    ],
+)  # fmt: skip
+def test_label_and_metadata_cuda_claims_are_checked_against_sonames(
+    cuda13_user: Path, tmp_path: Path, version: str, requires: list[str], expected: str | None
+) -> None:
+    wheel = _labelled(tmp_path, version, requires, cuda13_user)
+    t = Target.parse(cuda="13.0", python="cp312", platform="manylinux_2_28_x86_64")
+    a = analyze_set([wheel_facts_from_path(wheel)], t, builtin_profile("manylinux_2_28_x86_64"))
+    found = [v.explanation for v in a.set_verdicts if v.check == "metadata" and v.status == "warn"]
+    assert found == ([expected] if expected else [])

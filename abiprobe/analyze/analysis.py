@@ -26,6 +26,7 @@ from abiprobe.analyze.first_error import LoaderMessage, first_message
 from abiprobe.analyze.layout import InstalledObject, dist_label
 from abiprobe.analyze.loader import LoaderSimulation, LoadResult
 from abiprobe.analyze.torch_abi import TorchRelease, torch_range_verdicts
+from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.facts import WheelFacts
 from abiprobe.profiles import Profile
 from abiprobe.target import Target
@@ -239,6 +240,7 @@ def analyze_set(
         *unreadable_verdicts(wheels),
     ]
     set_verdicts += torch_range_verdicts(wheels, torch_releases)
+    set_verdicts += cuda_claim_verdicts(wheels, target)
     return SetAnalysis(
         target=target,
         profile=profile.name,

@@ -16,9 +16,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
 from abiprobe.analyze.driver_api import driver_symbol_introduced
+from abiprobe.analyze.layout import dist_label
 from abiprobe.errors import WheelFormatError
 from abiprobe.facts import GpuCode, WheelFacts
+from abiprobe.requirements import applicable_requirements, parse_requirement
+from abiprobe.solve.candidates import (
+    CudaVariant,
+    variant_from_facts,
+    variant_from_label,
+    variant_from_requirements,
+)
+from abiprobe.target import Target
+from abiprobe.verdict import Verdict
 
 NAMESPACE = "nvidia"
 LOWER, UPPER, SM = "cuda_version_lower_bound", "cuda_version_upper_bound", "sm_arch"
@@ -147,9 +159,58 @@ def contradictions(claims: dict[str, list[str]], support: ByteSupport) -> list[C
     return out
 
 
+def cuda_claims(wheel: WheelFacts, target: Target | None = None) -> list[tuple[str, CudaVariant]]:
+    """What the wheel says about its CUDA major: its local label (``+cu130``) and its METADATA
+    (``nvidia-*-cu12``, ``cuda-toolkit==13.0.2``), each as ("label" | "metadata", variant)."""
+    out: list[tuple[str, CudaVariant]] = []
+    try:
+        label = variant_from_label(parse_wheel_filename(wheel.filename)[1])
+    except InvalidWheelFilename:
+        label = CudaVariant()
+    if label.majors or label.cpu:
+        out.append(("label", label))
+    reqs = (
+        applicable_requirements(wheel.metadata.requires_dist, target)
+        if target is not None
+        else tuple(r for t in wheel.metadata.requires_dist if (r := parse_requirement(t)) and not r.marker)
+    )
+    meta = variant_from_requirements(reqs)
+    if meta.majors:
+        out.append(("metadata", meta))
+    return out
+
+
+def cuda_claim_contradictions(wheel: WheelFacts, target: Target | None = None) -> list[Contradiction]:
+    """Label and METADATA claims of a CUDA major that the sonames its libraries need contradict."""
+    found = variant_from_facts(wheel)
+    if not found.majors:
+        return []
+    out: list[Contradiction] = []
+    needs = f"need CUDA {' and '.join(str(m) for m in found.majors)} ({'; '.join(found.evidence)})"
+    for source, claim in cuda_claims(wheel, target):
+        said = "; ".join(claim.evidence)
+        if claim.cpu:
+            out.append(Contradiction(source, said, f"claims a CPU-only build, but its libraries {needs}"))
+        elif not set(claim.majors) & set(found.majors):
+            majors = " and ".join(str(m) for m in claim.majors)
+            out.append(Contradiction(source, said, f"says CUDA {majors}, but its libraries {needs}"))
+    return out
+
+
+def cuda_claim_verdicts(wheels: Iterable[WheelFacts], target: Target) -> list[Verdict]:
+    """``metadata`` warn per wheel whose label or METADATA names a CUDA major its sonames contradict."""
+    out: list[Verdict] = []
+    for w in wheels:
+        for c in cuda_claim_contradictions(w, target):
+            text = f"{c.value} {c.why}"
+            out.append(Verdict("metadata", "warn", text, dist_label(w), {"claim": c.to_json()}))
+    return out
+
+
 def variant_document(facts: WheelFacts, variant_json: bytes | None) -> dict[str, Any]:
     """``{"claimed", "contradicted", "supported"}``: the claims (None without variant.json), the ones the
-    bytes contradict, and what the bytes support in the plugin's vocabulary."""
+    bytes contradict (its local label and METADATA's CUDA major included), and what the bytes support in
+    the plugin's vocabulary."""
     support = byte_support(facts)
     claimed = None
     if variant_json is not None:
@@ -157,6 +218,7 @@ def variant_document(facts: WheelFacts, variant_json: bytes | None) -> dict[str,
         label = parts[-1] if len(parts) >= 6 else None
         claimed = parse_variant_json(variant_json, label)
     found = contradictions(claimed, support) if claimed else []
+    found = [*cuda_claim_contradictions(facts), *found]
     return {
         "claimed": claimed,
         "contradicted": [c.to_json() for c in found],

@@ -15,6 +15,7 @@ from abiprobe import __version__
 from abiprobe.analyze import AnalysisCache, analyze_extension, analyze_set
 from abiprobe.analyze.checks import metadata_verdicts, tag_verdicts, unreadable_verdicts
 from abiprobe.analyze.torch_abi import TorchRelease, releases_of, torch_range_verdicts
+from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.codedigest import code_digest
 from abiprobe.demangle import demangler_available
 from abiprobe.facts import WheelFacts, WheelSummary
@@ -154,6 +155,7 @@ class StaticEvaluator:
             *metadata_verdicts(wheels),
             *tag_verdicts(wheels, self.target),
             *unreadable_verdicts(wheels),
+            *cuda_claim_verdicts(wheels, self.target),
         ]
         for w in wheels:
             for unit in analyze_extension(w, providers, self.target, self.profile, self.cache):
