@@ -103,7 +103,8 @@ def test_diff_reports_the_ok_to_fail_flip_with_its_reason(days: Days) -> None:
     assert (flip.row, flip.col, flip.before, flip.after) == ("torch==2.9.0", K040, "ok", "fail")
     assert flip.checks == (("gpu_arch", "ok", "fail"),)
     assert flip.reason == (
-        "gpu_arch fail: sgl_kernel/common_ops.abi3.so: nothing runs on 12.0: carries sm_100a"
+        "gpu_arch fail: sgl_kernel/common_ops.abi3.so: nothing runs on 12.0: carries sm_100a; "
+        "sglang-kernel 0.4.0: torch range agrees (torch==2.9.0; bytes load with torch 2.9.0)"
     )
     assert flip.regression
 

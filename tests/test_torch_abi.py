@@ -222,3 +222,9 @@ def test_a_matrix_cell_explanation_names_the_torch_range(built: TorchAbiStacks) 
         "requires warn: removed-unpinned 1.0.0: torch range too loose: declares no torch requirement"
     )
     assert "which only torch 2.12.0 exports (of 2 known)" in cell.explanation
+    # AND on the release it cannot load with, the symbol failure leads and the torch range follows
+    other = matrix.cell("torch==2.13.0", "removed-unpinned==1.0.0")
+    assert other.explanation.startswith("symbols fail: ")
+    assert other.explanation.endswith(
+        "; removed-unpinned 1.0.0: torch range too loose (no torch requirement; bytes load with torch 2.12.0)"
+    )

@@ -171,12 +171,32 @@ def explain(verdicts: Sequence[Verdict]) -> str:
         (v for v in verdicts if v.status != "ok"),
         key=lambda v: (-STATUS_ORDER[v.status], _check_order(v.check)),
     )
+    ranges = _torch_ranges(verdicts, bad[0] if bad else None)
     if not bad:
-        return "all checks pass"
+        return "all checks pass" + ranges
     head = bad[0]
     where = f"{head.subject}: " if head.subject else ""
     more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
-    return f"{head.check} {head.status}: {where}{head.text}{more}"
+    return f"{head.check} {head.status}: {where}{head.text}{more}{ranges}"
+
+
+def _torch_ranges(verdicts: Sequence[Verdict], head: Verdict | None) -> str:
+    """``; sglang-kernel 0.4.10: torch range agrees (torch==2.14.1; bytes load with torch 2.14.0, 2.14.1)``
+    for each kernel's torch-range verdict the head does not already say."""
+    parts: list[str] = []
+    for v in verdicts:
+        r = v.evidence.get("torch_range")
+        if not isinstance(r, dict) or v is head:
+            continue
+        declared = "no torch requirement" if r["declared"] is None else f"torch{r['declared']}"
+        if r["kind"] == "stable":
+            bytes_say = f"stable ABI, torch >= {r['floor']}"
+        else:
+            bytes_say = f"bytes load with torch {', '.join(r['loads_with']) or 'no known release'}"
+        part = f"; {v.subject}: torch range {r['verdict']} ({declared}; {bytes_say})"
+        if part not in parts:
+            parts.append(part)
+    return "".join(parts)
 
 
 def set_checks(a: Group, b: Group, target: Target) -> tuple[Verdict, ...]:
