@@ -228,3 +228,15 @@ def test_a_matrix_cell_explanation_names_the_torch_range(built: TorchAbiStacks) 
     assert other.explanation.endswith(
         "; removed-unpinned 1.0.0: torch range too loose (no torch requirement; bytes load with torch 2.12.0)"
     )
+
+
+def test_check_prints_the_torch_range_of_each_kernel_even_when_it_agrees(
+    built: TorchAbiStacks, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["check", str(built.torch_old), str(built.kernels["removed-pinned"]), *TARGET, "--python", "cp312"]
+    assert main([*argv, "--torch", str(built.torch_new)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        "torch range of removed-pinned 1.0.0: unstable ABI, torch 2.12.0 (of 2.12.0, 2.13.0); "
+        "declared torch==2.12.0: agrees"
+    ) in out

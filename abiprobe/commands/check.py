@@ -284,6 +284,12 @@ def render(analysis: SetAnalysis, stream: object = None, added: Sequence[AddedWh
             style = STYLE[v.status]
             table.add_row(f"[{style}]{v.status}[/{style}]", v.check, v.subject, v.text)
         console.print(table)
+    for v in analysis.set_verdicts:
+        r = v.evidence.get("torch_range")
+        if isinstance(r, dict):
+            declared = "none" if r["declared"] is None else f"torch{r['declared']}"
+            text = f"torch range of {v.subject}: {r['kind']} ABI, {r['range']}; declared {declared}"
+            console.print(f"{text}: {r['verdict']}", highlight=False, markup=False)
     checks = ", ".join(f"{c} {s}" for c, s in analysis.worst_by_check().items())
     status = analysis.status
     console.print(f"[{STYLE[status]}]{status.upper()}[/{STYLE[status]}] {checks}", highlight=False)
