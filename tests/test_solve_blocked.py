@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import pytest
 from support.indexserver import IndexServer
 from support.solve_stacks import SolveStack, serve, solve_argv, solve_stack
 from support.stacks import PY_TAG, _torch
+from support.tools import venv_tool
 
 from abiprobe.cli import main
 from abiprobe.report.matrix_html import render_html
@@ -94,11 +94,11 @@ def _dry(line: str, installer: str) -> list[str]:
     """A recipe line as a dry run against this interpreter (no environment is changed)."""
     words = shlex.split(line)
     if installer == "uv":
-        return [*words[:3], "--dry-run", "--python", sys.executable, *words[3:]]
+        assert words[0] == "uv", line
+        return [venv_tool("uv"), *words[1:3], "--dry-run", "--python", sys.executable, *words[3:]]
     return [sys.executable, "-m", *words[:2], "--dry-run", "--quiet", *words[2:]]
 
 
-@pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed on this machine")
 def test_the_uv_override_recipe_resolves_the_blocked_set(
     doc: dict[str, Any], server: IndexServer, tmp_path: Path
 ) -> None:
