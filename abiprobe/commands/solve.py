@@ -18,7 +18,7 @@ from abiprobe.http import Http, display_url
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, load_index_config
 from abiprobe.profiles import load_profile, profile_for
-from abiprobe.report.matrix_json import matrix_document
+from abiprobe.report.matrix_json import index_state, matrix_document
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.closure import Completion
 from abiprobe.solve.facts_source import runtime_info_for, wheel_info_for, wheel_metadata_for
@@ -304,8 +304,9 @@ def print_summary(args: argparse.Namespace, result: SolveResult, doc: dict[str, 
     shown = [f"[yellow]near miss[/] {m.id}: {m.reason}" for m in result.near_misses]
     print_some(console, shown, "near misses", where)
     for idx in result.indexes:
-        state = "answered" if idx.answered else f"[red]no answer[/]: {idx.error}"
-        console.print(f"  index {idx.url}: {state}")
+        state = index_state(idx.to_json())
+        colour = "green" if idx.whole else ("yellow" if idx.answered else "red")
+        console.print(f"  index {idx.url}: [{colour}]{escape(state)}[/]", highlight=False)
     print_some(console, [f"[red]problem[/] {p}" for p in result.problems], "problems", where)
     s = result.matrix.stats
     console.print(

@@ -13,7 +13,15 @@ from abiprobe.errors import HashMismatchError, IndexError_
 from abiprobe.http import Http, display_url
 from abiprobe.index.config import IndexSource, Strategy
 from abiprobe.index.models import IndexFile, ProjectPage
-from abiprobe.index.multi import FetchStatus, PageFetch, ProjectListing, combine, has_project, sources_for
+from abiprobe.index.multi import (
+    NOT_CACHED,
+    FetchStatus,
+    PageFetch,
+    ProjectListing,
+    combine,
+    has_project,
+    sources_for,
+)
 from abiprobe.index.pep503 import parse_html_page
 from abiprobe.index.pep691 import ACCEPT, is_json_content_type, parse_json_page
 
@@ -78,7 +86,7 @@ class IndexClient:
 
         if self.offline:
             if cached is None:
-                return PageFetch(source, shown, "failed", error="not in the cache (offline)")
+                return PageFetch(source, shown, "failed", error=NOT_CACHED)
             return from_cache(cached, None)
         # a page that parsed with problems is asked for whole again: a 304 would keep its body and type
         usable = cached is not None and self._trusted(cached.problems, cached.fetched_at)

@@ -12,6 +12,7 @@ from abiprobe.index.config import IndexSource, Strategy
 from abiprobe.index.models import Candidate, ProjectPage, candidates_from_files, mark_duplicates
 
 FetchStatus = Literal["ok", "not-found", "failed"]
+NOT_CACHED = "not in the cache (offline)"  # the error of a page an offline run could not answer
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class IndexOutcome:
     stale: bool
     candidates: int
     used: bool
+    fetched_at: float | None = None  # when the page answered was fetched (from the cache: its age)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -147,6 +149,7 @@ def combine(project: str, strategy: Strategy, fetches: Sequence[PageFetch]) -> P
                 stale=fetch.stale,
                 candidates=len(found),
                 used=use,
+                fetched_at=fetch.fetched_at,
             )
         )
     notes += _twin_notes(candidates, fetches, project)

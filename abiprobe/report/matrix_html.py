@@ -159,5 +159,6 @@ def _indexes(doc: dict[str, Any]) -> str:
     items = []
     for i in doc["indexes"]:
         items.append(f"<li><code>{escape(i['url'])}</code>: {escape(index_state(i))}</li>")
-    warn = "" if doc["complete"] else "<p class='warn'>Incomplete: some indexes did not answer.</p>"
+    incomplete = "Incomplete: some indexes did not answer in full, or a wheel could not be read."
+    warn = "" if doc["complete"] else f"<p class='warn'>{incomplete}</p>"
     return f"{warn}<ul class='indexes'>{''.join(items)}</ul>"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -158,7 +159,27 @@ def axis_ids(doc: dict[str, Any]) -> tuple[list[str], list[str | None]]:
     return rows, [g["id"] for g in doc["groups"].get(axes["cols"], [])]
 
 
-def index_state(entry: dict[str, Any]) -> str:
-    if entry["answered"]:
-        return "answered" + (" (from the cache)" if entry["from_cache"] else "")
-    return f"no answer: {entry['error'] or 'unknown error'}"
+def index_state(entry: dict[str, Any], now: float | None = None) -> str:
+    """One index's line: answered (live, or from the cache with the age of its oldest page), what it did
+    not answer, or no answer and why."""
+    uncached = entry.get("uncached") or []
+    missing = f"; {len(uncached)} page(s) not in the cache: {', '.join(uncached[:3])}" if uncached else ""
+    if not entry["answered"]:
+        return f"no answer: {entry['error'] or 'unknown error'}{missing}"
+    text = "answered"
+    if entry["from_cache"]:
+        cached_at = entry.get("cached_at")
+        age = f", pages fetched {age_text((now or time.time()) - cached_at)} ago" if cached_at else ""
+        text = f"answered from the cache{age}"
+    if entry["error"]:
+        text += f" (the index itself did not answer: {entry['error']})"
+    return text + missing
+
+
+def age_text(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``5 h``, ``3 days``."""
+    s = max(0.0, seconds)
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if s >= size * (2 if unit == "days" else 1):
+            return f"{s / size:.0f} {unit}"
+    return f"{s:.0f} s"

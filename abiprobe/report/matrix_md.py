@@ -33,7 +33,10 @@ def render_markdown(doc: dict[str, Any]) -> str:
     out += [f"- {_esc(e['explanation'])}" for e in doc.get("empty_roles", ())]
     if not doc["complete"]:
         out.append("")
-        out.append("> ⚠️ Incomplete: some indexes did not answer, so newer candidates may be missing.")
+        out.append(
+            "> ⚠️ Incomplete: some indexes did not answer in full (see below), or a wheel could not be read, "
+            "so newer candidates may be missing."
+        )
     out += ["", "| index | answered |", "|---|---|"]
     for i in doc["indexes"]:
         out.append(f"| {_esc(i['url'])} | {_esc(index_state(i))} |")

@@ -20,7 +20,7 @@ from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.http import display_url
 from abiprobe.index.client import IndexClient
 from abiprobe.index.models import Candidate, IndexFile
-from abiprobe.index.multi import IndexOutcome
+from abiprobe.index.multi import NOT_CACHED, IndexOutcome
 from abiprobe.profiles import Profile
 from abiprobe.requirements import applicable_requirements
 from abiprobe.solve.candidates import (
@@ -449,18 +449,22 @@ def _requirements_with_extras(
 def index_statuses(
     outcomes: Sequence[IndexOutcome], roots: Mapping[str, str] | None = None
 ) -> tuple[IndexStatus, ...]:
-    """One line per index over the whole solve: answered unless any of its fetches failed."""
-    by_index: dict[str, IndexStatus] = {}
+    """One line per index over the whole solve: answered when some page came back (live or from the
+    cache, whose oldest fetch time is kept), what failed, and which pages an offline run lacked."""
+    by_index: dict[str, list[IndexOutcome]] = {}
     for o in outcomes:
-        prev = by_index.get(o.index)
-        failed = o.status == "failed"
-        if prev is None or (failed and prev.answered):
-            error = o.error if failed else None
-            url = (roots or {}).get(o.index, o.url)
-            by_index[o.index] = IndexStatus(o.index, url, not failed, error, o.from_cache)
-        elif o.from_cache and not prev.from_cache and prev.answered:
-            by_index[o.index] = IndexStatus(prev.index, prev.url, True, None, True)
-    return tuple(by_index.values())
+        by_index.setdefault(o.index, []).append(o)
+    out = []
+    for index, seen in by_index.items():
+        url = (roots or {}).get(index, seen[0].url)
+        uncached = tuple(dict.fromkeys(o.url for o in seen if o.status == "failed" and o.error == NOT_CACHED))
+        failed = [o for o in seen if o.status == "failed" and o.error != NOT_CACHED]
+        cached = [o.fetched_at for o in seen if o.from_cache and o.fetched_at is not None]
+        answered = any(o.status != "failed" or o.from_cache for o in seen)
+        error = failed[0].error if failed else (None if answered or not uncached else NOT_CACHED)
+        oldest = min(cached) if cached else None
+        out.append(IndexStatus(index, url, answered, error, bool(cached), oldest, uncached))
+    return tuple(out)
 
 
 def near_misses(

@@ -16,13 +16,22 @@ EXIT_FOUND, EXIT_NONE, EXIT_INCOMPLETE = 0, 1, 3
 
 @dataclass(frozen=True)
 class IndexStatus:
-    """One index over the whole solve: did it answer, and if not, why."""
+    """One index over the whole solve: did it answer (live, or from pages in the cache: ``cached_at`` the
+    oldest one's fetch time), and what it could not answer: ``error`` (the index failed; with
+    ``answered``, stale cached pages stood in) and ``uncached`` (pages an offline run did not have)."""
 
     index: str
     url: str
     answered: bool
     error: str | None = None
     from_cache: bool = False
+    cached_at: float | None = None
+    uncached: tuple[str, ...] = ()
+
+    @property
+    def whole(self) -> bool:
+        """Every page this index was asked for came back, live or fresh from the cache."""
+        return self.answered and self.error is None and not self.uncached
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -31,6 +40,8 @@ class IndexStatus:
             "answered": self.answered,
             "error": self.error,
             "from_cache": self.from_cache,
+            "cached_at": self.cached_at,
+            "uncached": list(self.uncached),
         }
 
 
@@ -90,7 +101,7 @@ class SolveResult:
 
     @property
     def complete(self) -> bool:
-        return all(i.answered for i in self.indexes) and not self.problems
+        return all(i.whole for i in self.indexes) and not self.problems
 
     @property
     def exit_code(self) -> int:
