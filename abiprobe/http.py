@@ -38,7 +38,8 @@ U = TypeVar("U")
 RETRYABLE_STATUS = frozenset({500, 502, 503, 504, 429})
 MAX_REDIRECTS = 10
 RETRY_AFTER_LIMIT = 60.0  # the longest Retry-After honoured; a server asking for more is not waited for
-DEADLINE = 120.0  # a response still arriving after this many seconds must keep up MIN_RATE on average
+MAX_BODY = 512 << 20  # the most bytes a whole-body GET (a page, a metadata file) may decode to
+DEADLINE = 60.0  # a response still arriving after this many seconds must keep up MIN_RATE on average
 MIN_RATE = 16 * 1024  # bytes per second
 
 
@@ -329,8 +330,11 @@ class Http:
                 f"(deadline {self.deadline:.0f} s)"
             )
 
-    def get(self, url: str, headers: Mapping[str, str] | None = None) -> Fetched:
-        """GET ``url`` and read the whole body; 5xx and broken connections are retried."""
+    def get(
+        self, url: str, headers: Mapping[str, str] | None = None, *, max_bytes: int = MAX_BODY
+    ) -> Fetched:
+        """GET ``url`` and read the whole body (at most ``max_bytes`` once decoded); 5xx and broken
+        connections are retried."""
 
         def once() -> Fetched:
             started = time.monotonic()
@@ -340,9 +344,13 @@ class Http:
                     self.count(response.num_bytes_downloaded)
                     raise _status_error(response)
                 parts: list[bytes] = []
+                size = 0
                 try:
                     for part in response.iter_bytes():
                         parts.append(part)
+                        size += len(part)
+                        if size > max_bytes:
+                            raise IndexError_(f"{display_url(url)}: body larger than {max_bytes} bytes")
                         self._watch(url, started, response.num_bytes_downloaded)
                 finally:
                     self.count(response.num_bytes_downloaded)

@@ -62,8 +62,9 @@ def installed_path(member: str) -> str:
 
 
 def parse_metadata(metadata: bytes, wheel_file: bytes | None, top_level: Iterable[str]) -> DistMetadata:
-    """Parse METADATA (RFC 822 style) and WHEEL into DistMetadata."""
-    msg = HeaderParser().parsestr(metadata.decode("utf-8", errors="replace"))
+    """Parse METADATA (RFC 822 style) and WHEEL into DistMetadata (the headers only: a description of
+    any size after them is never decoded)."""
+    msg = HeaderParser().parsestr(_headers_only(metadata).decode("utf-8", errors="replace"))
     name, version = msg.get("Name"), msg.get("Version")
     if not name or not version:
         raise WheelFormatError("METADATA lacks Name or Version")
@@ -79,6 +80,11 @@ def parse_metadata(metadata: bytes, wheel_file: bytes | None, top_level: Iterabl
         tags=tags,
         top_level=tuple(sorted(set(top_level))),
     )
+
+
+def _headers_only(text: bytes) -> bytes:
+    ends = [i for i in (text.find(b"\n\n"), text.find(b"\r\n\r\n")) if i >= 0]
+    return text[: min(ends) + 1] if ends else text
 
 
 def top_level_of(paths: Iterable[str]) -> set[str]:

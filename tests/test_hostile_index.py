@@ -251,3 +251,11 @@ def test_a_long_retry_after_is_not_waited_for(server: IndexServer) -> None:
             http.get(server.index_url + f"{PROJECT}/")
     assert time.monotonic() - started < 1.0
     assert server.requests[f"/simple/{PROJECT}/"] == 1
+
+
+def test_a_whole_body_read_is_capped(server: IndexServer) -> None:
+    with (
+        Http(timeout=5.0, retries=1, backoff=0.0) as http,
+        pytest.raises(IndexError_, match="larger than 64"),
+    ):
+        http.get(server.index_url + f"{PROJECT}/", max_bytes=64)

@@ -210,3 +210,22 @@ def test_mutated_wheels_end_in_facts_or_one_format_error(
             assert "\n" not in str(exc)
     wheel_fingerprint(path)
     assert time.monotonic() - started < 5.0
+
+
+def test_a_zip_bomb_served_by_an_index_is_refused_before_it_inflates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from support.indexserver import IndexServer
+
+    # GIVEN the bomb wheel on an index
+    wheel = _wheel_with(tmp_path, "bomb", lambda zf: _add_zeros(zf, "bombpkg/bomb.so", 1 << 30))
+    with IndexServer() as server:
+        served = server.add_wheel(wheel)
+        url = f"{server.file_url(served.filename)}#sha256={served.sha256}"
+        started = time.monotonic()
+        # WHEN it is inspected by URL
+        code = main(["inspect", url, "--cache-dir", str(tmp_path / "cache")])
+    # THEN one line names the member, from its declared sizes, in well under the time inflating takes
+    err = capsys.readouterr().err
+    assert code == 1 and "bombpkg/bomb.so" in err and "zip bomb" in err
+    assert time.monotonic() - started < 5.0

@@ -24,6 +24,7 @@ from abiprobe.index.multi import (
 )
 from abiprobe.index.pep503 import parse_html_page
 from abiprobe.index.pep691 import ACCEPT, is_json_content_type, parse_json_page
+from abiprobe.zipguard import SMALL_MEMBER_LIMIT
 
 DEFAULT_STALE_AFTER = 24 * 3600.0
 
@@ -188,7 +189,7 @@ class IndexClient:
             raise IndexError_(f"{shown}: not in the cache (offline)")
         if not file.has_metadata:
             raise IndexError_(f"{file.filename}: the index offers no PEP 658 metadata file")
-        response = self.http.get(file.metadata_url)
+        response = self.http.get(file.metadata_url, max_bytes=SMALL_MEMBER_LIMIT)
         if response.status != 200:
             raise IndexError_(f"{shown}: HTTP {response.status}")
         expected = file.metadata_hashes.get("sha256")
