@@ -8,6 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from support.cbuild import build_shared
+from support.indexserver import IndexServer
 from support.stacks import ABI3_TAG, _gpu_module
 from support.wheelbuild import build_wheel
 
@@ -119,3 +120,30 @@ def test_label_and_metadata_cuda_claims_are_checked_against_sonames(
     a = analyze_set([wheel_facts_from_path(wheel)], t, builtin_profile("manylinux_2_28_x86_64"))
     found = [v.explanation for v in a.set_verdicts if v.check == "metadata" and v.status == "warn"]
     assert found == ([expected] if expected else [])
+
+
+def test_a_remote_wheels_variant_json_is_read_by_range(
+    variant_wheel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the variant wheel on the local index server
+    with IndexServer() as server:
+        server.add_wheel(variant_wheel)
+        argv = [
+            "inspect",
+            "vk==1.0",
+            "--index-url",
+            server.index_url,
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--json",
+        ]
+        # WHEN it is inspected by name
+        assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    # THEN its variant.json was read from the server and its claims judged against the bytes
+    v = doc["sources"][0]["variants"]
+    assert (doc["sources"][0]["kind"], v["claimed"]["sm_arch"]) == (
+        "remote",
+        ["120_real", "90_real", "90_virtual"],
+    )
+    assert [c["value"] for c in v["contradicted"]] == ["12.8", "120_real"]
