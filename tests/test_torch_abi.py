@@ -16,6 +16,7 @@ import pytest
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 from support.torch_abi_stacks import TorchAbiStacks, torch_abi_stacks
+from support.venvs import make_venv, pip_install
 
 from abiprobe.analyze.torch_abi import (
     WheelTorchRange,
@@ -210,7 +211,7 @@ def test_a_matrix_cell_explanation_names_the_torch_range(built: TorchAbiStacks) 
     stack = Stack((StackMember("torch", (canonicalize_name("torch"),)), StackMember("kernel", ())))
     rows = [_candidate("torch", built.torch_old), _candidate("torch", built.torch_new)]
     kernel = _candidate("kernel", built.kernels["removed-unpinned"])
-    target = Target.parse(cuda="13.0", python="cp312", platform="manylinux_2_28_x86_64")
+    target = Target.parse(cuda="13.0", python=PY, platform="manylinux_2_28_x86_64")
     evaluator = StaticEvaluator(
         target, builtin_profile("manylinux_2_28_x86_64"), lambda _g: (), torch_candidates=rows
     )
@@ -233,10 +234,27 @@ def test_a_matrix_cell_explanation_names_the_torch_range(built: TorchAbiStacks) 
 def test_check_prints_the_torch_range_of_each_kernel_even_when_it_agrees(
     built: TorchAbiStacks, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["check", str(built.torch_old), str(built.kernels["removed-pinned"]), *TARGET, "--python", "cp312"]
+    argv = ["check", str(built.torch_old), str(built.kernels["removed-pinned"]), *TARGET]
     assert main([*argv, "--torch", str(built.torch_new)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert (
         "torch range of removed-pinned 1.0.0: unstable ABI, torch 2.12.0 (of 2.12.0, 2.13.0); "
         "declared torch==2.12.0: agrees"
     ) in out
+
+
+def test_diff_of_two_installed_environments(
+    built: TorchAbiStacks, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN two environments, one with each fixture torch installed
+    pythons = []
+    for name, wheel in (("old", built.torch_old), ("new", built.torch_new)):
+        py = make_venv(tmp_path / name, with_pip=False)
+        pip_install(py, wheel)
+        pythons.append(str(py))
+    # WHEN their interpreters are diffed
+    code = main(["diff", *pythons, "--no-kernels", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    # THEN the installed libraries are compared like the wheels
+    assert (code, doc["old"]["version"], doc["new"]["version"]) == (4, "2.12.0", "2.13.0")
+    assert [c["symbol"] for c in doc["changed"]] == [CHECK_INT]

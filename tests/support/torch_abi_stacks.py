@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from support.cbuild import build_shared
+from support.stacks import PY_TAG
 from support.wheelbuild import build_wheel
 
 PLATFORM = "manylinux_2_28_x86_64"
 ABI3_TAG = f"cp310-abi3-{PLATFORM}"
-TORCH_TAG = f"cp312-cp312-{PLATFORM}"
+TORCH_TAG = f"{PY_TAG}-{PY_TAG}-{PLATFORM}"  # installable into a venv of the running interpreter
 
 C10 = """
 namespace c10 { namespace cuda {
