@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
@@ -258,3 +259,33 @@ def test_diff_of_two_installed_environments(
     # THEN the installed libraries are compared like the wheels
     assert (code, doc["old"]["version"], doc["new"]["version"]) == (4, "2.12.0", "2.13.0")
     assert [c["symbol"] for c in doc["changed"]] == [CHECK_INT]
+
+
+def _stable_with(built: TorchAbiStacks, requires: list[str], drop: str | None = None) -> WheelTorchRange:
+    """The stable-pinned kernel's facts with another Requires-Dist (and a release lacking ``drop``)."""
+    releases = list(
+        releases_of([wheel_facts_from_path(built.torch_old), wheel_facts_from_path(built.torch_new)])
+    )
+    if drop is not None:
+        releases[1] = replace(releases[1], exports=releases[1].exports - {drop})
+    facts = wheel_facts_from_path(built.kernels["stable-pinned"])
+    facts = replace(facts, metadata=replace(facts.metadata, requires_dist=tuple(requires)))
+    return wheel_torch_range(facts, releases)
+
+
+@pytest.mark.parametrize(
+    ("requires", "verdict"),
+    [(["torch>=2.12,<3"], "agrees"), (["torch>=2.12,<2.13"], "too tight"), (["torch~=2.12"], "agrees")],
+)
+def test_a_stable_abi_cap_is_too_tight_only_when_it_shuts_out_a_release_the_bytes_load_with(
+    built: TorchAbiStacks, requires: list[str], verdict: str
+) -> None:
+    assert _stable_with(built, requires).verdict == verdict
+
+
+def test_a_known_release_lacking_a_shim_function_overrules_the_table(built: TorchAbiStacks) -> None:
+    # GIVEN 2.13.0's bytes without torch_library_impl (the table says 2.10 has it)
+    r = _stable_with(built, ["torch>=2.12"], drop="torch_library_impl")
+    # THEN a declaration admitting 2.13.0 is too loose, whatever the table promises
+    assert (r.loads_with, r.verdict) == (("2.12.0",), "too loose")
+    assert r.reason == "declares torch>=2.12, which admits torch 2.13.0; its bytes lack a shim function"

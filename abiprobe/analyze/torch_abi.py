@@ -276,8 +276,10 @@ class WheelTorchRange:
 
 
 def _stable_verdict(
-    floor: str | None, spec: SpecifierSet | None, loads: Sequence[str]
+    floor: str | None, spec: SpecifierSet | None, loads: Sequence[str], releases: Sequence[str]
 ) -> tuple[RangeVerdict, str]:
+    """Stable ABI: the declaration against the floor, and against the known releases' bytes (a known
+    release at or above the floor that lacks a shim function it imports is a fact the table cannot undo)."""
     if floor is None:
         return "unknown", "the first release of a shim function it imports is not known"
     need = f"the bytes need torch >= {floor} and the stable ABI lets it float above"
@@ -286,9 +288,18 @@ def _stable_verdict(
     lower = [Version(s.version.rstrip(".*")) for s in spec if s.operator in (">=", ">", "==", "===", "~=")]
     if not lower or max(lower) < Version(floor):
         return "too loose", f"declares torch{spec or ' (any)'}; {need}"
-    upper = [s for s in spec if s.operator in _UPPER_OPERATORS]
-    if upper:
-        return "too tight", f"pins torch{spec}; {need}"
+    admitted = [v for v in releases if spec.contains(Version(v).public, prereleases=True)]
+    lacking = [v for v in admitted if v not in loads]
+    if lacking:
+        return (
+            "too loose",
+            f"declares torch{spec}, which admits torch {lacking[0]}; its bytes lack a shim function",
+        )
+    excluded = [v for v in loads if v not in admitted and Version(v) >= Version(floor)]
+    exact = any(s.operator in ("==", "===") and not s.version.endswith(".*") for s in spec)
+    if exact or excluded:
+        shut = f" (shuts out torch {', '.join(excluded)}, which its bytes load with)" if excluded else ""
+        return "too tight", f"pins torch{spec}{shut}; {need}"
     return "agrees", f"declares torch{spec}; the bytes need torch >= {floor}"
 
 
@@ -335,7 +346,7 @@ def wheel_torch_range(
     if kind == "none":
         return result
     if kind == "stable":
-        verdict, reason = _stable_verdict(result.floor, spec, result.loads_with)
+        verdict, reason = _stable_verdict(result.floor, spec, result.loads_with, versions)
     elif not releases and spec is not None and any(s.operator in _UPPER_OPERATORS for s in spec):
         verdict, reason = "unknown", "no torch release is known to check its imports against"
     else:
