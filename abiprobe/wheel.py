@@ -178,7 +178,9 @@ class _BinaryReads:
             with opener() as fh:
                 head = fh.read(4)
                 if head != b"\x7fELF":
-                    shown = "empty" if not head else f"starts with {head!r}"
+                    if _is_linker_script(head + fh.read(60)):
+                        return  # read by the static linker only: the dynamic loader never opens it
+                    shown = "empty" if not head else f"starts with {head[:4]!r}"
                     raise BinaryFormatError(f"{path}: not an ELF object ({shown})")
                 self.elf.append(inspect_stream(fh, path))
         except BinaryFormatError as exc:
@@ -258,6 +260,14 @@ def facts_from_tree(root: Path, files: Sequence[str], filename: str, metadata: D
         errors=tuple(objects.errors),
         unreadable=tuple(objects.unreadable),
     )
+
+
+_LINKER_SCRIPT_STARTS = (b"/* GNU ld script", b"INPUT(", b"INPUT (", b"GROUP(", b"GROUP (", b"OUTPUT_FORMAT(")
+
+
+def _is_linker_script(head: bytes) -> bool:
+    """A ``libfoo.so`` that is a GNU ld script (as glibc's ``libc.so``): text for ``ld``, not a library."""
+    return head.lstrip().startswith(_LINKER_SCRIPT_STARTS)
 
 
 def _open_binary(path: Path) -> BinaryIO:
