@@ -93,8 +93,10 @@ def test_the_closure_follows_extras_and_markers_for_the_target(
     # flashinfer 0.5.3 requires torch>=2.9, tinydep<3 (-> tinyextra[fast] -> tinyfast) and a dependency
     # whose marker is false on the target
     _rc, doc = check(server, tmp_path, capsys, "torch==2.9.0", "flashinfer-python==0.5.3")
-    added = [a["wheel"] for a in doc["install"]["added"]]
-    assert added == ["nvidia-cuda-runtime 13.0.96", "tinydep 2.0", "tinyextra 1.0", "tinyfast 1.0"]
+    added = {a["wheel"]: a["why"] for a in doc["install"]["added"]}
+    assert list(added) == ["nvidia-cuda-runtime 13.0.96", "tinydep 2.0", "tinyextra 1.0", "tinyfast 1.0"]
+    assert added["tinyextra 1.0"] == "tinydep 2.0 requires tinyextra[fast]>=1"  # the extra's requirement
+    assert added["tinyfast 1.0"] == "tinyextra 1.0 requires tinyfast"
     assert doc["checks"]["requires"] != "warn"  # nothing it requires is missing from the judged set
 
 

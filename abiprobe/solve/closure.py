@@ -122,8 +122,10 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
 
     def get_dependencies(self, candidate: Pin) -> Iterable[Req]:
         label = f"{candidate.name} {candidate.version}"
-        if candidate.extras:  # an extra: its base at the same version, plus what the extra adds
-            yield Req(candidate.name, frozenset(), SpecifierSet(f"=={candidate.version}"), label)
+        if (
+            candidate.extras
+        ):  # an extra: its base at the same version (why: the extra's own), plus what it adds
+            yield Req(candidate.name, frozenset(), SpecifierSet(f"=={candidate.version}"), "")
         for req in applicable_requirements(self._requires_dist(candidate), self.target, candidate.extras):
             name = canonicalize_name(req.name)
             if self.follow is None or self.follow(name):
@@ -245,18 +247,22 @@ def _resolve(
         causes = "; ".join(sorted({c.requirement.why for c in exc.causes})) or "no candidates"
         raise ClosureError(f"the chosen set's dependencies cannot be completed: {causes}") from None
     pins = [
-        replace(p, why=_why(result.criteria.get(ident)))
-        for ident, p in result.mapping.items()
+        replace(p, why=_why(result.criteria, p.name))
+        for p in result.mapping.values()
         if not p.extras and p.name not in by_name
     ]
     return sorted(pins, key=lambda p: p.name)
 
 
-def _why(criterion: Any) -> str:
-    """The requirements that brought a pin into the closure, in words (several joined by ``; ``)."""
-    if criterion is None:
-        return ""
-    whys = [info.requirement.why for info in criterion.information if info.requirement.why]
+def _why(criteria: Mapping[str, Any], name: str) -> str:
+    """The requirements that brought ``name`` into the closure, with or without extras, in words."""
+    whys = [
+        info.requirement.why
+        for ident, criterion in criteria.items()
+        if ident == name or ident.startswith(f"{name}[")
+        for info in criterion.information
+        if info.requirement.why
+    ]
     return "; ".join(dict.fromkeys(whys))
 
 
