@@ -4,7 +4,6 @@ rewritten to fixture wheels of the same filenames: what the solve does with each
 from __future__ import annotations
 
 import json
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from support.provider_stacks import provider_stack
 from support.saved_pages import serve_saved
 from support.solve_stacks import solve_stack
 from support.stacks import PURE_TAG, PY_TAG
-from support.wheelbuild import build_wheel
+from support.wheelbuild import build_wheel, repack
 
 from abiprobe.cli import main
 
@@ -23,18 +22,11 @@ KERNEL = "sglang_kernel-0.4.3+cu130-cp310-abi3-manylinux2014_x86_64.whl"
 CUBIN = "flashinfer_cubin-0.5.3-py3-none-any.whl"
 
 
-def _repack(wheel: Path, out: Path, name: str, version: str, tag: str, requires: list[str]) -> Path:
-    """The same installed files as ``wheel`` under another name, version or tag."""
-    with zipfile.ZipFile(wheel) as zf:
-        files = {n: zf.read(n) for n in zf.namelist() if ".dist-info/" not in n}
-    return build_wheel(out, name, version, files, tag=tag, requires_dist=requires)
-
-
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = solve_stack(tmp_path_factory.mktemp("solve-stack")).wheels
     out = tmp_path_factory.mktemp("saved-pages")
-    kernel = _repack(
+    kernel = repack(
         base["k040"], out, "sglang-kernel", "0.4.3+cu130", "cp310-abi3-manylinux2014_x86_64", ["torch==2.9.0"]
     )
     assert kernel.name == KERNEL
@@ -194,3 +186,20 @@ def test_each_role_without_candidates_is_named_with_the_indexes_asked(
     assert doc["empty_roles"][1]["explanation"] == (
         f"no flashinfer candidate: no index lists flashinfer-python (asked {sg}, {fi})"
     )
+
+
+def test_the_default_cu130_indexes_match_what_flashinfers_pages_serve() -> None:
+    # GIVEN flashinfer's saved cu130 and top-level project lists
+    from support.saved_pages import PAGES
+
+    from abiprobe.commands.solve import CUDA_INDEXES
+
+    cu130 = (PAGES / "flashinfer/cu130/index.html").read_text()
+    top = (PAGES / "flashinfer/index.html").read_text()
+    # THEN cu130/ has the jit-cache shim and providers but not flashinfer-python or -cubin; the top level has
+    assert 'href="flashinfer-jit-cache-sm120f/"' in cu130
+    assert "flashinfer-python" not in cu130 and "flashinfer-cubin" not in cu130
+    assert 'href="flashinfer-python/"' in top and 'href="flashinfer-cubin/"' in top
+    # AND the default list asks flashinfer's cu130 page, then its top level
+    urls = [u.format(tag="cu130") for u in CUDA_INDEXES]
+    assert urls[-2:] == ["https://flashinfer.ai/whl/cu130", "https://flashinfer.ai/whl/"]

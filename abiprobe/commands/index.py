@@ -87,7 +87,7 @@ def run_ls(args: argparse.Namespace) -> int:
 
 def render_listing(listing: ProjectListing, console: Console) -> None:
     table = Table(title=f"{listing.project} ({listing.strategy})")
-    for column in ("version", "local", "tags", "yanked", "metadata", "sha256", "index"):
+    for column in ("version", "local", "tags", "yanked", "metadata", "sha256", "uploaded", "index"):
         table.add_column(column)
     ordered = sorted(listing.candidates, key=lambda c: (c.version, c.file.filename), reverse=True)
     for c in ordered:
@@ -99,6 +99,7 @@ def render_listing(listing: ProjectListing, console: Console) -> None:
             yanked,
             "yes" if c.file.has_metadata else "",
             (c.file.sha256 or "-")[:12] + (" dup" if c.file.duplicate else ""),
+            c.file.upload_time or "",
             c.file.index_url,
         )
         table.add_row(*(escape(cell) for cell in row))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from abiprobe.errors import UsageError
 from abiprobe.http import Http, display_url
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, load_index_config
+from abiprobe.index.models import parse_upload_time
 from abiprobe.profiles import load_profile, profile_for
 from abiprobe.report.matrix_json import index_state, matrix_document
 from abiprobe.solve.candidates import FilterOptions
@@ -28,10 +30,14 @@ from abiprobe.solve.result import SolveResult
 from abiprobe.solve.stack import Stack, default_stack, load_stack_file
 from abiprobe.target import Target
 
+# What each serves (checked against saved copies of the sglang and flashinfer pages): PyTorch's torch and
+# the CUDA runtime wheels; sglang's kernels; flashinfer's cu130/ page the jit-cache shim and its
+# per-architecture providers only, its top level flashinfer-python and flashinfer-cubin (not CUDA-specific).
 CUDA_INDEXES = (
     "https://download.pytorch.org/whl/{tag}",
     "https://docs.sglang.ai/whl/{tag}",
     "https://flashinfer.ai/whl/{tag}",
+    "https://flashinfer.ai/whl/",
 )
 DEFAULT_WINDOW = 3
 # Index pages fetched this recently are used as they are (the max-age the default registry's simple
@@ -66,6 +72,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--stack", type=Path, help="TOML stack file ([stack] members / with / constraints)")
     p.add_argument("--pre", action="store_true", help="consider pre-releases")
+    p.add_argument(
+        "--exclude-newer",
+        metavar="WHEN",
+        help="only wheels the index says were uploaded before WHEN (2026-03-01 or an RFC 3339 time); "
+        "wheels without an upload time are left out",
+    )
     p.add_argument("--all-versions", action="store_true", help="every version, not the newest few")
     p.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="versions per package (default 3)")
     p.add_argument(
@@ -142,6 +154,16 @@ def build_stack(args: argparse.Namespace) -> Stack:
     return stack
 
 
+def exclude_newer(text: str | None) -> datetime | None:
+    """``--exclude-newer``: a date (its start, UTC) or an RFC 3339 timestamp."""
+    if text is None:
+        return None
+    when = parse_upload_time(text)
+    if when is None:
+        raise UsageError(f"--exclude-newer {text!r}: expected a date (2026-03-01) or an RFC 3339 time")
+    return when
+
+
 def index_urls(args: argparse.Namespace, target: Target) -> list[str]:
     """The CUDA indexes abiprobe reads before the installer's, unless ``--index`` replaces everything."""
     if args.index:
@@ -175,7 +197,11 @@ def run(args: argparse.Namespace) -> int:
     stack = build_stack(args)
     config = index_config(args, target)
     profile = load_profile(args.profile) if args.profile else profile_for(target.machine, target.glibc)
-    options = FilterOptions(pre=args.pre, window=None if args.all_versions else args.window)
+    options = FilterOptions(
+        pre=args.pre,
+        window=None if args.all_versions else args.window,
+        exclude_newer=exclude_newer(args.exclude_newer),
+    )
     cache = Cache(args.cache_dir or default_cache_root())
     with Http(progress=not args.json) as http:
         client = IndexClient(

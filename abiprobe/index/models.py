@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from typing import Any
 
 from packaging.tags import Tag
@@ -159,6 +160,18 @@ def candidates_from_files(
             continue
         out.append(Candidate(name=name, version=version, build_tag=build, tags=frozenset(tags), file=f))
     return tuple(out), tuple(notes)
+
+
+def parse_upload_time(text: str | None) -> datetime | None:
+    """``2025-04-23T15:03:12Z`` (PEP 700's upload-time, PyTorch's data-upload-time) -> an aware datetime;
+    None for no value or one that is not a timestamp. A time without a zone is taken as UTC."""
+    if not text:
+        return None
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
 
 
 def parse_hash_fragment(fragment: str) -> dict[str, str]:

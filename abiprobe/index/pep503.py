@@ -116,6 +116,8 @@ def parse_html_page(
                 requires_python=(attrs.get("data-requires-python") or None),
                 yanked=yanked,
                 core_metadata=core,
+                # not in PEP 503, but PyTorch's index writes it (pytorch/test-infra manage_v2.py)
+                upload_time=(attrs.get("data-upload-time") or None),
                 index_url=index_url,
             )
         )

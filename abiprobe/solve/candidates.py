@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from packaging.requirements import Requirement
@@ -18,7 +19,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
-from abiprobe.index.models import Candidate
+from abiprobe.index.models import Candidate, parse_upload_time
 from abiprobe.requirements import applicable_requirements
 from abiprobe.sonames import cuda_major_of_soname
 from abiprobe.target import Target
@@ -205,11 +206,13 @@ class Exclusion:
 
 @dataclass(frozen=True)
 class FilterOptions:
-    """Candidate filtering switches: pre-releases, yanked files, and how many versions per package."""
+    """Candidate filtering switches: pre-releases, yanked files, how many versions per package, and files
+    uploaded after a moment (``exclude_newer``, as uv's option: the index's upload time decides)."""
 
     pre: bool = False
     yanked: bool = False
     window: int | None = 3
+    exclude_newer: datetime | None = None
 
 
 def prefilter(
@@ -260,6 +263,12 @@ def _cheap_reason(
     if c.file.is_yanked and not options.yanked:
         reason = c.file.yanked_reason
         return "metadata", "yanked" + (f": {reason}" if reason else "")
+    if options.exclude_newer is not None:
+        uploaded = parse_upload_time(c.file.upload_time)
+        if uploaded is None:
+            return "metadata", "the index gives no upload time, so --exclude-newer cannot admit it"
+        if uploaded > options.exclude_newer:
+            return "metadata", f"uploaded {c.file.upload_time}, after --exclude-newer"
     if c.version.is_prerelease and not options.pre and not specifier.prereleases:
         return "metadata", "pre-release (use --pre)"
     if specifier and not specifier.contains(c.version, prereleases=True):

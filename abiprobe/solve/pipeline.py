@@ -277,8 +277,7 @@ def _companion_candidates(
     excluded = [d for d in dropped if d.check != "tags"]
     listed = [c for c in listed if public_version(c.version) in wanted]
     collector.prefetch(listed)
-    every = FilterOptions(pre=options.pre, yanked=options.yanked, window=None)
-    found, dropped = select_window(role, listed, collector.facts, target, every)
+    found, dropped = select_window(role, listed, collector.facts, target, replace(options, window=None))
     return found, excluded + dropped
 
 
@@ -333,7 +332,7 @@ class RuntimeProviders:
 
     def __init__(self, collector: Collector, options: FilterOptions) -> None:
         self.collector = collector
-        self.options = FilterOptions(pre=options.pre, yanked=options.yanked, window=1)
+        self.options = replace(options, window=1)
         self._picked: dict[str, StackCandidate | None] = {}
         self._chosen: dict[str, tuple[StackCandidate, ...]] = {}
         self._unread: dict[str, tuple[tuple[str, str], ...]] = {}

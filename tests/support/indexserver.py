@@ -89,11 +89,14 @@ class ServedFile:
     upload_time: str | None = None
     served_from: Path | None = None  # bytes served at the file's URL instead (the listing keeps its hash)
     prefix: str = ""  # served under /files/<prefix>/<filename>: two files may share a filename
+    at: str | None = None  # served at this exact (unquoted) path instead, e.g. /whl/cu130/<filename>
     listed: bool = True  # False: reachable by URL (a saved page's link) but on no generated page
 
     @property
     def path(self) -> str:
         """The unquoted request path of the file (the key of the server's counters)."""
+        if self.at is not None:
+            return self.at
         return f"/files/{self.prefix + '/' if self.prefix else ''}{self.filename}"
 
     @property
@@ -341,7 +344,10 @@ class _Handler(BaseHTTPRequestHandler):
             saved = self.state.pages.get(path)
         if saved is not None:
             return self._send(path, 200, saved, "text/html; charset=utf-8", fault)
-        if path.startswith("/files/"):
+        with self.state.lock:
+            wanted = path.removesuffix(".metadata")
+            placed = any(f.at is not None and f.at == wanted for f in self.state.files)
+        if path.startswith("/files/") or placed:
             return self._file(path, fault)
         if path == "/links/":
             return self._page(path, None, fault)

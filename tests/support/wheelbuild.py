@@ -80,3 +80,10 @@ def _expand_tag(tag: str) -> list[str]:
 
 def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def repack(wheel: Path, out: Path, name: str, version: str, tag: str, requires: Sequence[str] = ()) -> Path:
+    """The installed files of ``wheel`` as another wheel (another name, version or tag)."""
+    with zipfile.ZipFile(wheel) as zf:
+        files = {n: zf.read(n) for n in zf.namelist() if ".dist-info/" not in n}
+    return build_wheel(out, name, version, files, tag=tag, requires_dist=requires)
