@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from support.indexserver import IndexServer
 from support.solve_stacks import SolveStack, serve, solve_stack
-from support.stacks import PLATFORM, PY_TAG
+from support.stacks import PLATFORM, PY_TAG, _torch
 from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
@@ -50,10 +50,14 @@ def tagged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def server(stack: SolveStack, tagged: dict[str, Path]) -> Iterator[IndexServer]:
+def server(
+    stack: SolveStack, tagged: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[IndexServer]:
+    # torch 2.9.1 keeps 2.9.0's ABI: sglang-kernel 0.4.0 loads with it but pins torch==2.9.0
+    torch_291, _c10, _cpu = _torch(tmp_path_factory.mktemp("t291"), "2.9.1", unsigned=True, aoti=True)
     with IndexServer() as srv:
         serve(srv, stack)
-        for path in tagged.values():
+        for path in (*tagged.values(), torch_291):
             srv.add_wheel(path)
         yield srv
 
@@ -151,3 +155,19 @@ def test_text_output_lists_the_added_wheels_and_why(
     out = capsys.readouterr().out
     assert "added by the install closure (1):" in out
     assert "+ nvidia-cuda-runtime 13.0.96: torch 2.9.0 requires nvidia-cuda-runtime==13.0.96" in out
+
+
+def test_a_pin_that_forbids_the_named_set_blocks_it_and_the_rest_is_still_resolved(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN torch 2.9.1 and a kernel pinning torch==2.9.0: pip refuses them together
+    rc, doc = check(server, tmp_path, capsys, "torch==2.9.1", "sglang-kernel==0.4.0")
+    # THEN the closure is resolved for the named wheels as they are (the runtime wheel is added), the
+    # loader checks pass, and the pin blocks the set: its own status, and exit bit 64 alone
+    assert [a["wheel"] for a in doc["install"]["added"]] == ["nvidia-cuda-runtime 13.0.96"]
+    assert (doc["checks"]["sonames"], doc["checks"]["symbols"]) == ("ok", "ok")
+    assert (rc, doc["status"], doc["checks"]["requires"]) == (64, "blocked", "blocked")
+    blocked = [v for v in doc["set_verdicts"] if v["status"] == "blocked"]
+    assert [(v["subject"], v["explanation"]) for v in blocked] == [
+        ("sglang-kernel 0.4.0", "requires torch==2.9.0 (set has torch 2.9.1)")
+    ]

@@ -83,8 +83,10 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
         target: Target,
         pre: bool,
         follow: Callable[[str], bool] | None,
+        roots_win: bool = False,
     ) -> None:
         self.roots, self.listing, self.target, self.follow = roots, listing, target, follow
+        self.roots_win = roots_win
         self.options = FilterOptions(pre=pre, window=None)
         self._listed: dict[str, list[Candidate]] = {}
         self._requires: dict[str, tuple[str, ...]] = {}
@@ -118,6 +120,8 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
     def is_satisfied_by(self, requirement: Req, candidate: Pin) -> bool:
         if requirement.root is not None and candidate.candidate.file.filename != requirement.root:
             return False
+        if self.roots_win and candidate.root is not None:  # as an override would: the named wheel stays
+            return True
         return requirement.specifier.contains(candidate.version, prereleases=True)
 
     def get_dependencies(self, candidate: Pin) -> Iterable[Req]:
@@ -199,14 +203,19 @@ def resolve_closure(
     follow: Callable[[str], bool] | None = None,
     scope: str = "all",
     memo: MemoStore | None = None,
+    roots_win: bool = False,
 ) -> list[Pin]:
     """Every wheel the roots need beyond themselves, sorted by name (roots excluded); with ``follow``,
-    only requirements on projects it accepts are followed (``scope`` names that choice).
+    only requirements on projects it accepts are followed (``scope`` names that choice). With
+    ``roots_win`` a requirement on a root never rules it out (the roots are taken as given, as
+    ``--override`` would; the caller judges such requirements itself).
 
     With ``memo`` (and a listing that can tell its pages' identity without reading them) an earlier
     answer is reused while every page it looked at is still the same page: a warm solve then parses
     no dependency's listing."""
-    key = _memo_key(roots, target, pre, scope) if memo is not None else None
+    key = (
+        _memo_key(roots, target, pre, f"{scope}+roots" if roots_win else scope) if memo is not None else None
+    )
     identity = getattr(listing, "identity", None)
     if key is not None and memo is not None and identity is not None:
         for entry in memo.load_analysis(key) or []:
@@ -217,7 +226,7 @@ def resolve_closure(
                 except (KeyError, TypeError, ValueError, InvalidVersion):
                     break
     recording = _Recording(listing)
-    pins = _resolve(roots, recording, target, pre, follow)
+    pins = _resolve(roots, recording, target, pre, follow, roots_win)
     if key is not None and memo is not None and identity is not None:
         seen = {p: identity(p) for p in sorted(recording.projects)}
         if all(ids is not None for ids in seen.values()):
@@ -235,9 +244,10 @@ def _resolve(
     target: Target,
     pre: bool,
     follow: Callable[[str], bool] | None,
+    roots_win: bool = False,
 ) -> list[Pin]:
     by_name = {canonicalize_name(str(r.name)): r for r in roots}
-    provider = _Provider(by_name, listing, target, pre, follow)
+    provider = _Provider(by_name, listing, target, pre, follow, roots_win)
     wanted = [
         Req(n, frozenset(), SpecifierSet(), "the chosen set", root=r.filename) for n, r in by_name.items()
     ]

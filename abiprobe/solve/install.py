@@ -73,7 +73,8 @@ def install_closure(
 ) -> InstallClosure:
     """Every wheel an install of ``roots`` for ``target`` adds, with what the loader reaches of each read."""
     try:
-        pins = resolve_closure(roots, reader, target, pre=pre, scope="install", memo=memo)
+        # the items as named, whatever the others pin: a pin that forbids one is judged as ``blocked``
+        pins = resolve_closure(roots, reader, target, pre=pre, scope="install", memo=memo, roots_win=True)
     except ClosureError as exc:
         return InstallClosure(error=str(exc), impossible=True)
     except AbiprobeError as exc:
