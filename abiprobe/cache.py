@@ -60,6 +60,7 @@ class CachedPage:
     last_modified: str | None
     fetched_at: float
     problems: bool = False  # it parsed with problems (see ProjectPage.problems)
+    missing: bool = False  # the index answered 404/410 for it (the body is empty)
 
 
 def is_stale(page: CachedPage, max_age_s: float, *, now: float | None = None) -> bool:
@@ -131,6 +132,7 @@ class Cache:
                 last_modified=record.last_modified,
                 fetched_at=record.fetched_at,
                 problems=record.problems,
+                missing=record.missing,
             )
         self._drop(meta_path, meta)
         return None
@@ -160,6 +162,7 @@ class Cache:
             body_sha256=body_sha,
             body_size=len(stored),
             problems=page.problems,
+            missing=page.missing,
         )
         meta_path = entries.page_path(self.root, key)
         with self.lock():

@@ -61,6 +61,7 @@ class PageRecord:
     body_sha256: str
     body_size: int
     problems: bool = False  # the body parsed with problems: never reused without asking the index
+    missing: bool = False  # the index answered 404/410: it does not list the project (empty body)
 
 
 def _fanout(root: Path, kind: str, name: str, suffix: str) -> Path:
@@ -201,6 +202,7 @@ def decode_page(data: bytes, expected_url_hash: str) -> PageRecord:
             body_sha256=_typed(record["body_sha256"], str),
             body_size=_typed(record["body_size"], int),
             problems=record.get("problems") is True,
+            missing=record.get("missing") is True,
         )
     except KeyError as exc:
         raise CorruptEntryError(f"page entry lacks {exc.args[0]!r}") from exc

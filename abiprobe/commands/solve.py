@@ -6,8 +6,10 @@ Exit codes: 0 a set was found, 1 none, 2 usage, 3 index trouble made the answer 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,9 +17,10 @@ from typing import Any
 from abiprobe.cache import Cache, default_cache_root
 from abiprobe.console import make_console
 from abiprobe.errors import UsageError
+from abiprobe.hosts import neutral
 from abiprobe.http import Http, display_url
 from abiprobe.index.client import IndexClient
-from abiprobe.index.config import IndexConfig, load_index_config
+from abiprobe.index.config import IndexConfig, IndexSource, load_index_config
 from abiprobe.index.models import parse_upload_time
 from abiprobe.profiles import load_profile, profile_for
 from abiprobe.report.matrix_json import index_state, matrix_document
@@ -214,6 +217,9 @@ def run(args: argparse.Namespace) -> int:
             fresh_for=0.0 if args.refresh else PAGE_FRESH_FOR,
             refresh=args.refresh,
         )
+        # the pages the last solve of this stack on these indexes listed, asked about all at once
+        listed_key = listed_projects_key(config.sources, stack)
+        client.revalidate([*stack.project_names(), *listed_before(cache, listed_key)])
         result, providers = solve(
             stack,
             target,
@@ -248,11 +254,35 @@ def run(args: argparse.Namespace) -> int:
                 lock_path=args.lock,
                 find_links={display_url(s.url) for s in config.sources if s.kind == "find-links"},
             )
+        if not args.offline:
+            remember_listed(cache, listed_key, providers.collector.client.listed)
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:
         print_summary(args, result, doc)
     return result.exit_code
+
+
+def listed_projects_key(sources: Sequence[IndexSource], stack: Stack) -> str:
+    """The key under which a solve remembers which projects it listed: its indexes and its stack."""
+    text = "\n".join(
+        ["listed-projects", *(neutral(display_url(s.url)) for s in sources), *stack.project_names()]
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def listed_before(cache: Cache, key: str) -> list[str]:
+    stored = cache.load_analysis(key) or []
+    return [str(e["project"]) for e in stored if isinstance(e, dict) and isinstance(e.get("project"), str)]
+
+
+def remember_listed(cache: Cache, key: str, projects: Iterable[str]) -> None:
+    """Project names only (no host, no time), added to those remembered before (a solve answered from
+    stored resolutions lists fewer): the next solve asks about all their pages at once."""
+    before = listed_before(cache, key)
+    names = sorted(set(projects) | set(before))
+    if names != sorted(before):
+        cache.store_analysis(key, [{"project": n} for n in names])
 
 
 def probe_here(

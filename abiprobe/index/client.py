@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from packaging.utils import canonicalize_name
 
@@ -70,9 +71,58 @@ class IndexClient:
         # ``refresh``: a page fetched before this client was made is asked for afresh, without validators
         self.refresh = refresh
         self._not_before = time.time() if refresh else None
+        self._answered: dict[tuple[str, str], PageFetch] = {}  # by revalidate(), for this client's life
+        self.listed: set[str] = set()  # every project list_project was asked for
+
+    def without(self, labels: Iterable[str]) -> IndexClient:
+        """This client without the indexes labelled ``labels``, sharing what it listed and revalidated."""
+        dead = set(labels)
+        other = IndexClient(
+            [s for s in self.sources if s.label not in dead],
+            self.cache,
+            self.http,
+            self.offline,
+            strategy=self.strategy,
+            pins=self.pins,
+            stale_after=self.stale_after,
+            fresh_for=self.fresh_for,
+        )
+        other.refresh, other._not_before = self.refresh, self._not_before
+        other._answered, other.listed = self._answered, self.listed
+        return other
+
+    def revalidate(self, projects: Iterable[str]) -> int:
+        """Ask every index at once about the stored pages of ``projects`` that are older than the
+        freshness window (conditionally, with their validators), in the order listings would read
+        them: under ``first-index`` an index after one whose stored page lists the project is not asked.
+        A later listing uses these answers instead of asking again. Pages not stored are left to their
+        listing. Returns how many pages were asked for."""
+        if self.offline or self.cache is None:
+            return 0
+        todo: list[tuple[IndexSource, str]] = []
+        for project in dict.fromkeys(str(canonicalize_name(p)) for p in projects):
+            for source in sources_for(project, self.sources, self.pins):
+                record = self.cache.page_record(project_url(source, project))
+                if record is None:
+                    break  # listed on demand; what follows depends on its answer
+                if not (self._trusted(record.problems, record.fetched_at) and self._fresh(record.fetched_at)):
+                    todo.append((source, project))
+                if not record.missing and self.strategy == "first-index":
+                    break
+        # as many at once as the client keeps connections: a warm solve waits about one round trip
+        workers = max(1, min(len(todo), 2 * self.http.max_workers))
+        with ThreadPoolExecutor(workers) as pool:
+            fetched = list(pool.map(lambda sp: self._fetch_page(*sp), todo))
+        for (source, project), fetch in zip(todo, fetched, strict=True):
+            self._answered[(source.url, project)] = fetch
+        return len(todo)
 
     def fetch_page(self, source: IndexSource, project: str) -> PageFetch:
         """One index's page for ``project``; failures are reported in the result, not raised."""
+        known = self._answered.get((source.url, str(canonicalize_name(project))))
+        return known if known is not None else self._fetch_page(source, project)
+
+    def _fetch_page(self, source: IndexSource, project: str) -> PageFetch:
         url = project_url(source, project)
         shown = display_url(url)
         index_url = display_url(source.url)
@@ -80,8 +130,13 @@ class IndexClient:
         cached = self.cache.load_page(url) if self.cache is not None else None
 
         def from_cache(page: CachedPage, error: str | None) -> PageFetch:
-            parsed = parse_page(page.body, page.content_type, shown, index_url, name)
             stale = is_stale(page, self.stale_after)
+            if page.missing:  # the index said it does not list the project
+                if error is not None:
+                    return PageFetch(source, shown, "failed", error=error, from_cache=True, stale=stale)
+                gone = "HTTP 404 (stored)"
+                return PageFetch(source, shown, "not-found", None, gone, True, False, stale, page.fetched_at)
+            parsed = parse_page(page.body, page.content_type, shown, index_url, name)
             status: FetchStatus = "ok" if error is None else "failed"
             return PageFetch(source, shown, status, parsed, error, True, False, stale, page.fetched_at)
 
@@ -106,12 +161,19 @@ class IndexClient:
                 return from_cache(cached, reason)
             return PageFetch(source, shown, "failed", error=reason)
         now = time.time()
-        if response.status == 304 and cached is not None:
+        if response.status == 304 and cached is not None and usable:
             if self.cache is not None:
                 self.cache.touch_page(url, now)
+            if cached.missing:
+                return PageFetch(source, shown, "not-found", error="HTTP 404 (unchanged)", from_cache=True)
             page = parse_page(cached.body, cached.content_type, shown, index_url, name)
             return PageFetch(source, shown, "ok", page, from_cache=True, revalidated=True, fetched_at=now)
         if response.status in (404, 410):
+            if self.cache is not None:  # remembered like a page, so a fresh "not here" is not asked again
+                self.cache.store_page(
+                    CachedPage(shown, b"", "", response.headers.get("etag"),
+                               response.headers.get("last-modified"), now, missing=True)
+                )  # fmt: skip
             return PageFetch(source, shown, "not-found", error=f"HTTP {response.status}")
         if response.status != 200:
             return PageFetch(source, shown, "failed", error=f"HTTP {response.status}")
@@ -145,6 +207,7 @@ class IndexClient:
     def list_project(self, project: str, *, strategy: Strategy | None = None) -> ProjectListing:
         """Candidates of ``project`` across the configured indexes under the strategy and pins."""
         chosen = strategy or self.strategy
+        self.listed.add(str(canonicalize_name(project)))
         sources = sources_for(project, self.sources, self.pins)
         if chosen == "best-match":
             fetches = self.http.map(lambda s: self.fetch_page(s, project), sources)
@@ -174,7 +237,8 @@ class IndexClient:
             trusted = self._trusted(record.problems, record.fetched_at) and self._fresh(record.fetched_at)
             if not self.offline and not trusted:
                 return None
-            out.append(record.body_sha256)
+            if not record.missing:
+                out.append(record.body_sha256)
         return tuple(out)
 
     def fetch_metadata(self, file: IndexFile) -> bytes:

@@ -92,18 +92,7 @@ class Collector:
         dead = {o.index for o in outcomes if o.status == "failed" and not o.from_cache}
         if not dead:
             return
-        alive = [s for s in c.sources if s.label not in dead]
-        self.client = IndexClient(
-            alive,
-            c.cache,
-            c.http,
-            c.offline,
-            strategy=c.strategy,
-            pins=c.pins,
-            stale_after=c.stale_after,
-            fresh_for=c.fresh_for,
-            refresh=c.refresh,
-        )
+        self.client = c.without(dead)
 
     def identity(self, project: str) -> tuple[str, ...] | None:
         """The identity of the pages a listing of ``project`` would be read from (see IndexClient)."""

@@ -1,0 +1,93 @@
+"""A warm online solve: stored pages past the freshness window are asked about all at once, with their
+validators; nothing else goes to the network when every page is unchanged. A project an index does not
+list is remembered like a page."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+from pathlib import Path
+
+from support.indexserver import IndexServer
+from support.solve_stacks import build_history_stack, serve, solve_argv, solve_stack
+
+from abiprobe.cache import Cache
+from abiprobe.cli import main
+
+DELAY = 0.5  # seconds before the index answers a page request: ten in a row would take five
+
+
+def _solve(server: IndexServer, cache: Path, out: Path, *extra: str) -> int:
+    with contextlib.redirect_stdout(io.StringIO()):
+        return main(solve_argv(server.index_url, cache, out, *extra))
+
+
+def _age(cache: Path) -> int:
+    store = Cache(cache)
+    pages = store.stale_pages(-1.0)
+    for page in pages:
+        store.touch_page(page.url, time.time() - 3600)
+    return len(pages)
+
+
+def test_stale_pages_are_revalidated_at_once_and_nothing_else_is_asked(tmp_path: Path) -> None:
+    stack = solve_stack(tmp_path / "stack")
+    with IndexServer() as server:
+        serve(server, stack)
+        # GIVEN a solved stack whose stored pages are all past the freshness window
+        assert _solve(server, tmp_path / "cache", tmp_path / "m1") == 0
+        assert _age(tmp_path / "cache") >= 8
+        # WHEN it is solved again against an index that takes DELAY to answer each page
+        server.reset_counts()
+        server.fail(match="/simple/", delay=DELAY)
+        started = time.monotonic()
+        assert _solve(server, tmp_path / "cache", tmp_path / "m2") == 0
+        seconds = time.monotonic() - started
+        log = list(server.log)
+    # THEN every request was a conditional request for a stored page, answered "not modified"
+    asked = [path for path, _h, _s in log]
+    assert asked and all(p.startswith("/simple/") for p in asked), asked
+    assert all("if-none-match" in h for _p, h, _s in log)
+    assert {status for _p, _h, status in log} == {304}
+    assert len(asked) == len(set(asked)), "a page was asked for twice"
+    # AND they were asked at once, not one after another
+    assert seconds < len(asked) * DELAY / 2, (seconds, len(asked))
+
+
+def test_a_project_an_index_does_not_list_is_remembered_and_answers_offline(tmp_path: Path) -> None:
+    # GIVEN an index that lists no sgl-kernel and no flashinfer-jit-cache (HTTP 404 for their pages)
+    stack = build_history_stack(tmp_path / "build", 2, 2, 2)
+    with IndexServer() as server:
+        for wheel in stack.wheels:
+            server.add_wheel(wheel)
+        assert _solve(server, tmp_path / "cache", tmp_path / "m1") == 0
+        assert server.requests["/simple/sgl-kernel/"] == 1
+        # WHEN it is solved again within the freshness window
+        server.reset_counts()
+        assert _solve(server, tmp_path / "cache", tmp_path / "m2") == 0
+        # THEN nothing is asked, not even the pages that were not there
+        assert not server.requests, dict(server.requests)
+        # AND past the window the missing pages are asked about again, with the rest
+        _age(tmp_path / "cache")
+        assert _solve(server, tmp_path / "cache", tmp_path / "m3") == 0
+        assert server.requests["/simple/sgl-kernel/"] == 1
+    # AND offline, "not listed" is an answer, not a page missing from the cache
+    assert _solve(server, tmp_path / "cache", tmp_path / "m4", "--offline") == 0
+
+
+def test_a_project_that_appears_after_a_not_found_is_seen_past_the_window(tmp_path: Path) -> None:
+    stack = build_history_stack(tmp_path / "build", 2, 2, 2)
+    old = [w for w in stack.wheels if not w.name.startswith("sglang_kernel")]
+    with IndexServer() as server:
+        for wheel in old:
+            server.add_wheel(wheel)
+        # GIVEN a solve that found no kernel at all (its page was not there)
+        rc = _solve(server, tmp_path / "cache", tmp_path / "m1")
+        assert rc != 0
+        # WHEN the kernels are published, THEN a solve past the window finds them
+        for wheel in stack.wheels:
+            if wheel.name.startswith("sglang_kernel"):
+                server.add_wheel(wheel)
+        _age(tmp_path / "cache")
+        assert _solve(server, tmp_path / "cache", tmp_path / "m2") == 0
