@@ -34,7 +34,7 @@ def _server(wheels: dict[str, Path], *skip: str) -> IndexServer:
 
 @pytest.fixture(scope="module")
 def server(wheels: dict[str, Path]) -> Iterator[IndexServer]:
-    with _server(wheels) as srv:
+    with _server(wheels, "provider_sm121a_mislabelled") as srv:
         yield srv
 
 
@@ -79,7 +79,7 @@ def test_the_provider_bytes_decide_the_gpu_verdict(server: IndexServer, tmp_path
     doc = solve_for(server, tmp_path, "sm120")
     pair = doc["pairs"]["torch==2.9.0 + flashinfer-python==0.7.0"]
     (gpu,) = [v for v in pair["verdicts"] if v["check"] == "gpu_arch"]
-    assert gpu["subject"] == "flashinfer_jit_cache/providers/sm120f/jit_cache/norm/norm.abi3.so"
+    assert gpu["subject"] == "flashinfer_jit_cache/providers/sm120f/jit_cache/norm/norm.so"
     assert gpu["status"] == "ok"
     assert doc["chosen"]["flashinfer-jit-cache-sm120f"] == "flashinfer-jit-cache-sm120f==0.7.0+cu130"
 
@@ -88,12 +88,27 @@ def test_without_the_exact_target_the_family_target_is_chosen(
     wheels: dict[str, Path], tmp_path: Path
 ) -> None:
     # GIVEN no sm121a provider on the index; WHEN solving for sm121
-    with _server(wheels, "provider_sm121a") as srv:
+    with _server(wheels, "provider_sm121a", "provider_sm121a_mislabelled") as srv:
         doc = solve_for(srv, tmp_path, "sm121")
     (choice,) = flashinfer_group(doc)["providers"]
     # THEN sm120f (its SASS runs within the 12.x family) is chosen, saying the exact one was not found
     assert choice["chosen"] == "flashinfer-jit-cache-sm120f"
     assert choice["reason"] == ("sm120f is a family target covering sm_121 (no sm121a 0.7.0+cu130 found)")
+
+
+def test_a_provider_whose_bytes_lack_the_target_fails_gpu_arch(
+    wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    # GIVEN an sm121a provider that carries only sm_90a code; WHEN solving for sm121
+    with _server(wheels, "provider_sm121a") as srv:
+        doc = solve_for(srv, tmp_path, "sm121")
+    # THEN it is the one flashinfer would load, and its bytes fail: no set with it passes
+    (choice,) = flashinfer_group(doc)["providers"]
+    assert choice["chosen"] == "flashinfer-jit-cache-sm121a"
+    pair = doc["pairs"]["torch==2.9.0 + flashinfer-python==0.7.0"]
+    (gpu,) = [v for v in pair["verdicts"] if v["check"] == "gpu_arch"]
+    assert (gpu["status"], gpu["evidence"]["carries"]) == ("fail", ["sm_90a"])
+    assert doc["chosen"] is None or "flashinfer-jit-cache-sm121a" not in doc["chosen"]
 
 
 def test_a_target_with_no_provider_says_so(server: IndexServer, tmp_path: Path) -> None:
@@ -127,3 +142,35 @@ def test_a_provider_of_another_version_fails_in_flashinfers_words(
         "flashinfer-jit-cache-sm120f version (0.7.1+cu130) does not match flashinfer-jit-cache version "
         "(0.7.0+cu130), which pins it",
     }
+
+
+def _check(wheels: dict[str, Path], arch: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    keys = ("torch_29", "runtime", "fi", "cubin", "shim", "provider_sm90a", "provider_sm120f")
+    argv = ["check", *(str(wheels[k]) for k in keys), "--cuda", "13.0", "--arch", arch, "--python", PY_TAG]
+    main([*argv, "--platform", "manylinux_2_28_x86_64", "--json"])
+    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return doc
+
+
+def test_check_judges_the_gpu_code_of_the_provider_the_target_loads(
+    wheels: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a set with the sm90a and sm120f providers; WHEN checking it for sm120
+    doc = _check(wheels, "sm120", capsys)
+    gpu = [(v["subject"], v["status"]) for v in doc["set_verdicts"] if v["check"] == "gpu_arch"]
+    # THEN only sm120f's module is judged (flashinfer never loads the sm90a one there), and it runs
+    assert gpu == [("flashinfer_jit_cache/providers/sm120f/jit_cache/norm/norm.so", "ok")]
+
+
+def test_check_warns_when_no_provider_of_the_set_serves_the_gpu(
+    wheels: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = _check(wheels, "sm100", capsys)
+    gpu = [(v["status"], v["explanation"]) for v in doc["set_verdicts"] if v["check"] == "gpu_arch"]
+    assert gpu == [
+        (
+            "warn",
+            "none of flashinfer-jit-cache-sm120f, flashinfer-jit-cache-sm90a targets sm_100: "
+            "flashinfer compiles its kernels at run time (JIT) instead",
+        )
+    ]

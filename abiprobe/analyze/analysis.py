@@ -9,6 +9,7 @@ from typing import Any
 from abiprobe.analyze.checks import (
     files_verdicts,
     metadata_verdicts,
+    provider_verdicts,
     requires_verdicts,
     runtime_selection,
     tag_verdicts,
@@ -241,6 +242,8 @@ def analyze_set(
     ]
     set_verdicts += torch_range_verdicts(wheels, torch_releases)
     set_verdicts += cuda_claim_verdicts(wheels, target)
+    judged = {v.subject for u in units for v in u.verdicts if v.check == "gpu_arch"}
+    set_verdicts += provider_verdicts(wheels, target, judged)
     return SetAnalysis(
         target=target,
         profile=profile.name,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -223,3 +223,56 @@ def runtime_selection(path: str, target: Target) -> bool | None:
         return None
     wants = "sm90" if target.arch is not None and target.arch.cc == (9, 0) else "sm100"
     return parts[-1] == wants
+
+
+def first_use_gpu_verdicts(wheel: WheelFacts, target: Target, judged: Collection[str]) -> list[Verdict]:
+    """``gpu_arch`` of the libraries a package loads on first use, not at import (the modules of the
+    jit-cache provider flashinfer picks for the GPU): their kernels must run on that GPU all the same.
+    Objects in ``judged`` (extensions the loader simulation already checked) are skipped."""
+    from abiprobe.cuda import arch_verdict
+
+    if target.arch is None:
+        return []
+    out: list[Verdict] = []
+    for elf in wheel.elf:
+        if not elf.gpu_code or elf.path in judged:
+            continue
+        v = arch_verdict(elf.gpu_code, target.arch, target.driver_ptx_isa)
+        status = {"native": "ok", "jit": "warn", "none": "fail"}.get(v.status, "ok")
+        evidence = {
+            "arch_status": v.status,
+            "carries": sorted({e.label() for e in elf.gpu_code}),
+            "deciding": [e.label() for e in v.deciding],
+            "loaded": "on first use",
+        }
+        out.append(Verdict("gpu_arch", status, v.explanation, elf.path, evidence))  # type: ignore[arg-type]
+    return out
+
+
+def provider_verdicts(
+    wheels: Sequence[WheelFacts], target: Target, judged: Collection[str], stack: Stack | None = None
+) -> list[Verdict]:
+    """For each shim of the set with per-architecture providers beside it: the GPU code of the provider
+    the target loads (flashinfer's own order, :func:`abiprobe.solve.providers.ranked_providers`), or a
+    warning that none of them serves the target's GPU."""
+    from abiprobe.solve.providers import ranked_providers
+
+    stack = stack if stack is not None else default_stack()
+    names = {canonicalize_name(w.metadata.name) for w in wheels}
+    out: list[Verdict] = []
+    for c in (c for m in stack.members for c in m.companions if c.providers is not None):
+        spec = c.providers
+        assert spec is not None
+        present = {t: w for w in wheels if (t := spec.tag_of(w.metadata.name)) is not None}
+        if c.name not in names or not present or target.arch is None:
+            continue
+        ranked = ranked_providers(present, target.arch)
+        if ranked:
+            out += first_use_gpu_verdicts(present[ranked[0].tag], target, judged)
+            continue
+        text = (
+            f"none of {', '.join(sorted(str(spec.name(t)) for t in present))} targets sm_{target.arch.sm}: "
+            "flashinfer compiles its kernels at run time (JIT) instead"
+        )
+        out.append(Verdict("gpu_arch", "warn", text, str(c.name), {"providers": sorted(present)}))
+    return out

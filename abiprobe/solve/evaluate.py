@@ -11,9 +11,16 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from packaging.utils import canonicalize_name
+
 from abiprobe import __version__
 from abiprobe.analyze import AnalysisCache, analyze_extension, analyze_set
-from abiprobe.analyze.checks import metadata_verdicts, tag_verdicts, unreadable_verdicts
+from abiprobe.analyze.checks import (
+    first_use_gpu_verdicts,
+    metadata_verdicts,
+    tag_verdicts,
+    unreadable_verdicts,
+)
 from abiprobe.analyze.torch_abi import TorchRelease, releases_of, torch_range_verdicts
 from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.codedigest import code_digest
@@ -160,6 +167,12 @@ class StaticEvaluator:
         for w in wheels:
             for unit in analyze_extension(w, providers, self.target, self.profile, self.cache):
                 verdicts.extend(unit.verdicts)
+        # the provider flashinfer picks for the target: its modules' GPU code, from its own bytes
+        chosen = {p.chosen for p in member.providers if p.chosen}
+        judged = {v.subject for v in verdicts if v.check == "gpu_arch"}
+        for w in wheels:
+            if canonicalize_name(w.metadata.name) in chosen:
+                verdicts += first_use_gpu_verdicts(w, self.target, judged)
         torch = [p for p in providers if p.metadata.name.lower() == "torch"]
         verdicts += torch_range_verdicts([*torch, *wheels], self.releases())
         return self._settle(verdicts, self._missing(base, member))

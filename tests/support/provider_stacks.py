@@ -3,16 +3,18 @@
 
 As flashinfer builds them (flashinfer-ai/flashinfer ``flashinfer-jit-cache-provider/package_config.py``):
 each provider is ``flashinfer-jit-cache-<tag>`` installing ``flashinfer_jit_cache/providers/<tag>/``, its
-module built for that one target only (no PTX). The modules here are real abi3 extensions whose
-``.nv_fatbin`` sections hold nvcc-built SASS for ``sm_90a`` / ``sm_120f`` / ``sm_121a``. A second
-``sm120f`` provider, 0.7.1+cu130, is for the version-mismatch case.
+module built for that one target only (no PTX). The modules here are plain shared libraries (flashinfer
+loads them on first use, not at import) whose ``.nv_fatbin`` sections hold nvcc-built SASS for
+``sm_90a`` / ``sm_120f`` / ``sm_121a``. A second ``sm120f`` provider, 0.7.1+cu130, is for the
+version-mismatch case; ``provider_sm121a_mislabelled`` is named sm121a but carries ``sm_90a`` code.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from support.stacks import PLATFORM, PURE_TAG, _gpu_module
+from support.cbuild import build_shared
+from support.stacks import FATBIN_ASM, PLATFORM, PURE_TAG, build_fatbin
 from support.wheelbuild import build_wheel
 
 PROVIDER_GENCODES = {
@@ -25,11 +27,13 @@ VERSION = "0.7.0"
 JIT_TAG = f"cp39-abi3-{PLATFORM}"
 
 
-def provider_wheel(out: Path, tag: str, version: str) -> Path:
-    """``flashinfer-jit-cache-<tag> <version>``: one module with SASS for ``tag`` alone."""
-    module = _gpu_module(out / f"{tag}-{version}", "norm", PROVIDER_GENCODES[tag])
+def provider_wheel(out: Path, tag: str, version: str, code_for: str | None = None) -> Path:
+    """``flashinfer-jit-cache-<tag> <version>``: one module with SASS for ``tag`` (or ``code_for``) alone."""
+    d = out / f"{tag}-{version}"
+    fatbin = build_fatbin(d, "norm", PROVIDER_GENCODES[code_for or tag])
+    module = build_shared(d, "norm.so", FATBIN_ASM % fatbin + "\nint norm_marker(void) { return 1; }\n")
     root = f"flashinfer_jit_cache/providers/{tag}"
-    files = {f"{root}/__init__.py": b"", f"{root}/jit_cache/norm/norm.abi3.so": module}
+    files = {f"{root}/__init__.py": b"", f"{root}/jit_cache/norm/norm.so": module}
     return build_wheel(out / "wheels", f"flashinfer-jit-cache-{tag}", version, files, tag=JIT_TAG)
 
 
@@ -61,6 +65,7 @@ def build_provider_stack(out: Path) -> dict[str, Path]:
     for tag in PROVIDER_GENCODES:
         wheels[f"provider_{tag}"] = provider_wheel(out, tag, local)
     wheels["provider_sm120f_071"] = provider_wheel(out / "next", "sm120f", "0.7.1+cu130")
+    wheels["provider_sm121a_mislabelled"] = provider_wheel(out / "wrong", "sm121a", local, code_for="sm90a")
     return wheels
 
 
