@@ -212,3 +212,60 @@ def test_kernel_role_never_picks_both_names() -> None:
     result = resolve(stack, build_picks(stack, groups, TARGET, FixedCompat({})), TARGET)
     assert result.chosen == {"torch": "torch==2.9.0", "kernel": "sglang-kernel==0.4.0"}
     assert canonicalize_name("sgl-kernel") not in (result.chosen or {})
+
+
+def test_providers_rank_exact_then_family_then_unsuffixed_nearest_first() -> None:
+    from abiprobe.cuda_arch import parse_arch
+    from abiprobe.solve.providers import ranked_providers
+
+    tags = ["sm80", "sm89", "sm90a", "sm100a", "sm103a", "sm120", "sm120f", "sm121", "sm121a"]
+    assert [p.tag for p in ranked_providers(tags, parse_arch("sm_121"))] == [
+        "sm121a",
+        "sm120f",
+        "sm121",
+        "sm120",
+    ]
+    assert [p.tag for p in ranked_providers(tags, parse_arch("sm_120"))] == ["sm120f", "sm120"]
+    assert [p.tag for p in ranked_providers(tags, parse_arch("sm_90"))] == ["sm90a"]
+    # sm100a's SASS runs on exactly 10.0, never on 10.3; sm80's on every 8.x
+    assert [p.tag for p in ranked_providers(tags, parse_arch("sm_103"))] == ["sm103a"]
+    assert [p.tag for p in ranked_providers(tags, parse_arch("sm_86"))] == ["sm80"]
+
+
+def test_every_provider_of_a_shim_belongs_to_its_role_by_name() -> None:
+    stack = default_stack()
+    # known providers and any other tag the shim's prefix names (a provider published later)
+    assert stack.role_of("flashinfer-jit-cache-sm120f") == "flashinfer"
+    assert stack.role_of("flashinfer_jit_cache_sm107a") == "flashinfer"
+    assert stack.role_of("flashinfer-jit-cache-smx") is None
+    rule = stack.version_rules("flashinfer-jit-cache-sm121a")
+    assert rule is not None
+    assert (rule.core, rule.shim, rule.match) == ("flashinfer-python", "flashinfer-jit-cache", "public")
+    cubin = stack.version_rules("flashinfer-cubin")
+    assert cubin is not None and cubin.match == "exact"
+
+
+def test_a_stack_file_declares_a_shim_and_its_providers(tmp_path: Path) -> None:
+    path = tmp_path / "stack.toml"
+    path.write_text(
+        "[stack]\nmembers = [\n"
+        ' {role = "torch", names = ["torch"]},\n'
+        ' {role = "fi", names = ["fi-core"], companions = [{name = "fi-cache", providers = '
+        '{prefix = "fi-cache-", tags = ["sm90a", "sm120f"]}}]},\n]\n'
+    )
+    stack = load_stack_file(path)
+    assert stack.role_of("fi-cache-sm120f") == "fi"
+    assert stack.to_json()[1]["companions"][0]["providers"] == {
+        "prefix": "fi-cache-",
+        "tags": ["sm90a", "sm120f"],
+    }
+
+
+def test_a_stack_file_with_a_bad_provider_tag_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "stack.toml"
+    path.write_text(
+        '[stack]\nmembers = [{role = "fi", names = ["fi-core"], companions = [{name = "fi-cache", '
+        'providers = {prefix = "fi-cache-", tags = ["hopper"]}}]}]\n'
+    )
+    with pytest.raises(UsageError, match="provider tags look like sm90a, not 'hopper'"):
+        load_stack_file(path)
