@@ -72,6 +72,7 @@ def test_the_target_gets_the_provider_flashinfer_would_load(
     names = [w["name"] for w in group["wheels"]]
     assert names == ["flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache", provider]
     assert f"**{provider}**" in next((tmp_path / "out").glob("*.md")).read_text()
+    assert f"<code>{provider}</code>, {why}" in next((tmp_path / "out").glob("*.html")).read_text()
 
 
 def test_the_provider_bytes_decide_the_gpu_verdict(server: IndexServer, tmp_path: Path) -> None:

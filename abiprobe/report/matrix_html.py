@@ -95,6 +95,7 @@ def render_html(doc: dict[str, Any]) -> str:
         )
         + "</p>",
         _indexes(doc),
+        _notes(doc),
         _override(doc.get("if_pins_overridden")),
         "<div class='filters'>",
         *[
@@ -136,6 +137,21 @@ def render_html(doc: dict[str, Any]) -> str:
         f"<script>{_JS}</script></body></html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _notes(doc: dict[str, Any]) -> str:
+    """Roles without candidates, twin filenames, and the provider each shim loads (or why none)."""
+    lines = [escape(e["explanation"]) for e in doc.get("empty_roles", ())]
+    lines += [escape(t["explanation"]) for t in doc.get("twins", ())]
+    lines += [
+        f"<code>{escape(g['id'])}</code> + {escape(p['shim'])}: "
+        + (f"<code>{escape(p['chosen'])}</code>, " if p["chosen"] else "no provider: ")
+        + escape(p["reason"])
+        for groups in doc["groups"].values()
+        for g in groups
+        for p in g.get("providers", ())
+    ]
+    return f"<ul class='notes'>{''.join(f'<li>{line}</li>' for line in lines)}</ul>" if lines else ""
 
 
 def _override(override: dict[str, Any] | None) -> str:
