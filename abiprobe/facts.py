@@ -106,6 +106,38 @@ class ElfFacts:
 
 
 @dataclass(frozen=True)
+class PyEvent:
+    """One thing a module's code does that loads code: ``import`` (a dotted module name, ``*`` parts
+    unknown), ``load`` (a library by path: an installed-path glob, ``{param}`` for a function parameter),
+    or ``call`` (a function of the package, with its constant string arguments, ``""`` for others)."""
+
+    kind: str
+    target: str
+    api: str = ""  # load: torch.ops.load_library, torch.classes.load_library, ctypes.CDLL ...
+    args: tuple[str, ...] = ()
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class PyFunction:
+    name: str
+    params: tuple[str, ...]
+    events: tuple[PyEvent, ...]
+
+
+@dataclass(frozen=True)
+class PyModule:
+    """A module of the wheel's own Python code: what its top level runs at import, in order, and what its
+    functions run when called (``scanned`` False: read for imports only)."""
+
+    name: str
+    path: str
+    events: tuple[PyEvent, ...]
+    functions: tuple[PyFunction, ...] = ()
+    scanned: bool = True
+
+
+@dataclass(frozen=True)
 class DistMetadata:
     """The parts of a wheel's METADATA / WHEEL / RECORD that analysis needs."""
 
@@ -138,6 +170,8 @@ class WheelFacts:
     # (``directory_sha256``) is what the server still serves
     verified: bool = False
     directory_sha256: str | None = None
+    # the wheel's own Python code, read for what it loads (abiprobe.pysource); None: not read
+    python: tuple[PyModule, ...] | None = None
     schema_version: int = FACTS_SCHEMA_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -168,6 +202,7 @@ class WheelFacts:
             unreadable=tuple(dict.fromkeys((*self.unreadable, *more.unreadable))),
             verified=self.verified and more.verified,
             directory_sha256=more.directory_sha256 or self.directory_sha256,
+            python=self.python if self.python is not None else more.python,
             schema_version=self.schema_version,
         )
 
@@ -314,7 +349,32 @@ def _wheel_facts_from_json(data: dict[str, Any]) -> WheelFacts:
         unreadable=tuple(data.get("unreadable", ())),
         verified=data.get("verified") is True,
         directory_sha256=_optional_str(data.get("directory_sha256")),
+        python=_python_from_json(data.get("python")),
         schema_version=data.get("schema_version", FACTS_SCHEMA_VERSION),
+    )
+
+
+def _event(d: dict[str, Any]) -> PyEvent:
+    return PyEvent(d["kind"], d["target"], d.get("api", ""), tuple(d.get("args", ())), d.get("line", 0))
+
+
+def _python_from_json(data: Any) -> tuple[PyModule, ...] | None:
+    if data is None:
+        return None
+    return tuple(
+        PyModule(
+            m["name"],
+            m["path"],
+            tuple(_event(e) for e in m.get("events", ())),
+            tuple(
+                PyFunction(
+                    f["name"], tuple(f.get("params", ())), tuple(_event(e) for e in f.get("events", ()))
+                )
+                for f in m.get("functions", ())
+            ),
+            bool(m.get("scanned", True)),
+        )
+        for m in data
     )
 
 
@@ -333,6 +393,9 @@ __all__ = [
     "DistMetadata",
     "ElfFacts",
     "GpuCode",
+    "PyEvent",
+    "PyFunction",
+    "PyModule",
     "SymbolExport",
     "SymbolImport",
     "VersionNeed",

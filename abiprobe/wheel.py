@@ -21,9 +21,11 @@ from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts, WheelInfo
 from abiprobe.localstate import hash_file as sha256_of_file
 from abiprobe.localstate import local_sha256
 from abiprobe.objects import inspect_stream, looks_like_binary_member
+from abiprobe.pysource import scan_sources
 from abiprobe.zipguard import copy_member, open_zip, zip_errors
 
 _SPOOL_LIMIT = 64 << 20
+MAX_SOURCE_BYTES = 1 << 20  # a larger .py file is generated data, not code that loads libraries
 _DIST_INFO_FILES = ("METADATA", "WHEEL", "RECORD", "top_level.txt")
 
 MemberOpener = Callable[[str], AbstractContextManager[BinaryIO]]
@@ -47,8 +49,15 @@ def select_members(names: Sequence[str], read: Callable[[str], bool] | None = No
     return [
         n
         for n in names
-        if n in wanted or (looks_like_binary_member(n) and (read is None or read(installed_path(n))))
+        if n in wanted
+        or (looks_like_binary_member(n) and (read is None or read(installed_path(n))))
+        or is_package_source(n, info)
     ]
+
+
+def is_package_source(member: str, info: str) -> bool:
+    """A .py member of the wheel's own code (read for what it loads, :mod:`abiprobe.pysource`)."""
+    return member.endswith(".py") and not member.startswith(f"{info}/")
 
 
 def installed_path(member: str) -> str:
@@ -139,7 +148,12 @@ def facts_from_members(
     meta = parse_metadata(metadata, read_small(f"{info}/WHEEL"), tops)
     objects = _BinaryReads()
     unread: list[str] = []
+    sources: dict[str, bytes] = {}
     for member in names:
+        if is_package_source(member, info):
+            text = read_small(member)
+            if text is not None and len(text) <= MAX_SOURCE_BYTES:
+                sources[installed_path(member)] = text
         if not looks_like_binary_member(member):
             continue
         target = installed_path(member)
@@ -159,6 +173,7 @@ def facts_from_members(
         unreadable=tuple(objects.unreadable),
         verified=verified,
         directory_sha256=directory_sha256,
+        python=scan_sources(sources),
     )
 
 
@@ -246,10 +261,18 @@ def wheel_facts_from_path(
 def facts_from_tree(root: Path, files: Sequence[str], filename: str, metadata: DistMetadata) -> WheelFacts:
     """Facts for files laid out under ``root`` (an unpacked wheel or an installed distribution)."""
     objects = _BinaryReads()
+    sources: dict[str, bytes] = {}
     for rel in files:
         p = root / rel
         if looks_like_binary_member(rel) and p.exists():
             objects.read(rel, partial(_open_binary, p))
+        elif (
+            rel.endswith(".py")
+            and ".dist-info/" not in rel
+            and p.is_file()
+            and p.stat().st_size <= MAX_SOURCE_BYTES
+        ):
+            sources[rel] = p.read_bytes()
     return WheelFacts(
         filename=filename,
         sha256="",
@@ -259,6 +282,7 @@ def facts_from_tree(root: Path, files: Sequence[str], filename: str, metadata: D
         elf=tuple(objects.elf),
         errors=tuple(objects.errors),
         unreadable=tuple(objects.unreadable),
+        python=scan_sources(sources),
     )
 
 

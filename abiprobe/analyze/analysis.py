@@ -27,6 +27,7 @@ from abiprobe.analyze.first_error import LoaderMessage, first_message
 from abiprobe.analyze.layout import InstalledObject, dist_label
 from abiprobe.analyze.loader import LoaderSimulation, LoadResult
 from abiprobe.analyze.torch_abi import TorchRelease, torch_range_verdicts
+from abiprobe.analyze.units import PlannedUnit, Timing
 from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.facts import WheelFacts
 from abiprobe.profiles import Profile
@@ -46,6 +47,8 @@ class UnitAnalysis:
     verdicts: tuple[Verdict, ...]
     selected: bool | None = None  # False: the package would not load it on the target GPU
     loader_message: LoaderMessage | None = None  # the loader's first error loading it, as printed
+    timing: Timing = "import"  # when the package loads it: at import, on first use, or not known
+    where: str = ""  # the package's code that loads it (``pkg/ext.py line 12``), when read
 
     @property
     def status(self) -> Status:
@@ -58,6 +61,8 @@ class UnitAnalysis:
             "kind": self.kind,
             "status": self.status,
             "selected": self.selected,
+            "timing": self.timing,
+            "where": self.where,
             "loader_message": self.loader_message.to_json() if self.loader_message else None,
             "verdicts": [v.to_json() for v in self.verdicts],
         }
@@ -97,11 +102,12 @@ class SetAnalysis:
     @property
     def first_error(self) -> LoaderMessage | None:
         """The first error the loader reports importing the set: the first unit, in load order, that
-        the program loads and that fails to load."""
-        for u in self.units:
-            if u.loader_message is not None and u.selected is not False and u.status == "fail":
-                return u.loader_message
-        return None
+        importing the packages loads and that fails to load (else the first failing unit loaded later)."""
+        failing = [
+            u for u in self.units if u.loader_message and u.selected is not False and u.status == "fail"
+        ]
+        first = next((u for u in failing if u.timing == "import"), failing[0] if failing else None)
+        return first.loader_message if first is not None else None
 
     def failures(self) -> tuple[Verdict, ...]:
         """Every verdict that is not ok, worst first."""
@@ -159,10 +165,43 @@ def _demoted(verdicts: tuple[Verdict, ...], why: str) -> tuple[Verdict, ...]:
     )
 
 
-def _unit(sim: LoaderSimulation, result: LoadResult) -> UnitAnalysis:
+def _timed(
+    verdicts: tuple[Verdict, ...], unit: PlannedUnit, sim: LoaderSimulation, result: LoadResult
+) -> tuple[Verdict, ...]:
+    """A unit the package loads lazily keeps its failures, saying so; one whose load time is not known
+    turns a failure into ``unknown``; so does a pass that rests on an object that a unit of unknown or
+    lazy load time brought in (whether it is loaded first cannot be known)."""
+    lazy = {k for k, u in sim.loaded_by.items() if sim.timing_of.get(u) not in (None, "import")}
+    leaned = sorted({n.soname for n in result.needed if n.how == "loaded" and n.soname in lazy})
+    out: list[Verdict] = []
+    for v in verdicts:
+        if unit.timing == "unknown" and v.status == "fail":
+            why = "which file the package loads, and when, cannot be known statically"
+            v = replace(v, status="unknown", explanation=f"{v.explanation} (fails if loaded; {why})",
+                        evidence={**v.evidence, "timing": "unknown"})  # fmt: skip
+        elif unit.timing == "first_use" and unit.where and v.status in ("fail", "warn"):
+            why = f"on first use: loaded lazily by {unit.where}, not by importing the package"
+            v = replace(
+                v, explanation=f"{v.explanation} ({why})", evidence={**v.evidence, "timing": "first_use"}
+            )
+        elif v.check == "sonames" and v.status == "ok" and leaned and unit.timing != "import":
+            text = f"{leaned[0]} is found only if a unit loaded lazily loads first: the order is not known"
+            v = replace(
+                v,
+                status="unknown",
+                explanation=text,
+                evidence={"timing": unit.timing, "loaded_first": leaned},
+            )
+        out.append(v)
+    return tuple(out)
+
+
+def _unit(sim: LoaderSimulation, unit: PlannedUnit | None, result: LoadResult) -> UnitAnalysis:
     obj = sim.layout.objects[result.path]
     verdicts = unit_verdicts(sim, result)
-    selected = runtime_selection(result.path, sim.target)
+    if unit is not None:
+        verdicts = _timed(verdicts, unit, sim, result)
+    selected = runtime_selection(result.path, sim.target, sim.rules)
     if selected is False:
         verdicts = _demoted(verdicts, "the package does not load it on this GPU")
     elif never_imported(obj, sim.target):
@@ -172,11 +211,16 @@ def _unit(sim: LoaderSimulation, result: LoadResult) -> UnitAnalysis:
         why = f"CPython {major}.{minor} never imports a cpython-{py[0]}{py[1]} module"
         verdicts = _demoted(verdicts, why)
         selected = False
-    kind = "preloaded" if result.is_global else "extension"
-    message = first_message(result, sim.layout, by_path=result.is_global)
+    kind = (
+        "preloaded" if result.is_global else ("library" if unit is not None and unit.by_path else "extension")
+    )
+    message = first_message(result, sim.layout, by_path=kind != "extension")
     if message is not None:
         verdicts = _with_message(verdicts, message)
-    return UnitAnalysis(result.path, obj.dist, kind, verdicts, selected, message)
+    timing: Timing = "import" if unit is None else unit.timing
+    return UnitAnalysis(
+        result.path, obj.dist, kind, verdicts, selected, message, timing, unit.where if unit else ""
+    )
 
 
 _MESSAGE_CHECK = {"needed": ("sonames",), "version": ("symbol_versions",), "symbol": ("symbols", "driver")}
@@ -231,8 +275,8 @@ def analyze_set(
     """Every check of a candidate set under a target: pure, no I/O. ``torch_releases``: torch releases
     known besides the set's own, against which each kernel wheel's torch range is judged."""
     sim = LoaderSimulation(wheels, target, profile)
-    units = spare_partial_gpu([_unit(sim, r) for r in sim.load_all()])
-    units = [u for u in units if u.kind == "extension" or u.status != "ok"]
+    units = spare_partial_gpu([_unit(sim, unit, r) for unit, r in sim.load_all()])
+    units = [u for u in units if u.kind != "preloaded" or u.status != "ok"]
     set_verdicts: list[Verdict] = [
         *metadata_verdicts(wheels),
         *tag_verdicts(wheels, target),
@@ -306,8 +350,8 @@ def analyze_extension(
         base = LoaderSimulation(providers, target, profile)
         _SIMULATIONS[sim_key] = base
     sim = base.with_wheel(wheel)
-    results = [sim.load_extension(o.path) for o in sim.layout.extensions() if o.wheel is wheel]
-    units = tuple(spare_partial_gpu([_unit(sim, r) for r in sorted(results, key=lambda r: r.path)]))
+    loaded = [(u, sim.load_unit(u)) for u in sim.plan([wheel])]
+    units = tuple(spare_partial_gpu([_unit(sim, u, r) for u, r in loaded]))
     if cache is not None:
         cache[key] = units
     return units

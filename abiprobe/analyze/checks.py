@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Collection, Sequence
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -11,7 +10,7 @@ from packaging.version import InvalidVersion, Version
 from abiprobe.analyze.layout import Layout, dist_label
 from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.requirements import applicable_requirements
-from abiprobe.solve.stack import CompanionRule, Stack, default_stack, version_error
+from abiprobe.solve.stack import CompanionRule, PackageLoading, Stack, default_stack, version_error
 from abiprobe.target import Target
 from abiprobe.verdict import Status, Verdict
 
@@ -216,13 +215,18 @@ def _paths_by_top(w: WheelFacts | WheelSummary) -> dict[str, frozenset[str]]:
     return found
 
 
-def runtime_selection(path: str, target: Target) -> bool | None:
-    """Whether a package that picks an extension by GPU (sgl_kernel sm90/ vs sm100/) loads this one."""
-    parts = posixpath.dirname(path).split("/")
-    if len(parts) < 2 or parts[0] != "sgl_kernel" or parts[-1] not in ("sm90", "sm100"):
-        return None
-    wants = "sm90" if target.arch is not None and target.arch.cc == (9, 0) else "sm100"
-    return parts[-1] == wants
+def runtime_selection(
+    path: str, target: Target, rules: Sequence[PackageLoading] | None = None
+) -> bool | None:
+    """Whether a package that picks an extension by GPU (the stack data's ``by_arch``: sgl_kernel's sm90/
+    vs sm100/) loads this one on the target; None when no rule picks it."""
+
+    cc = target.arch.cc if target.arch is not None else None
+    for rule in default_stack().loading() if rules is None else rules:
+        chosen = rule.selects(path, cc)
+        if chosen is not None:
+            return chosen
+    return None
 
 
 def first_use_gpu_verdicts(wheel: WheelFacts, target: Target, judged: Collection[str]) -> list[Verdict]:

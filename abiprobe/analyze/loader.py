@@ -13,42 +13,21 @@ satisfied by an already loaded soname, then DT_RPATH (only without DT_RUNPATH), 
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from abiprobe.analyze.driver_api import driver_symbol_introduced, is_driver_api_name
 from abiprobe.analyze.layout import InstalledObject, Layout
+from abiprobe.analyze.units import PlannedUnit, plan_units, preload_order, preload_pattern
 from abiprobe.facts import ElfFacts, SymbolImport, WheelFacts
 from abiprobe.profiles import DRIVER_SONAME, Profile, SystemLibrary, stable_abi_names
+from abiprobe.solve.stack import PackageLoading, default_stack
 from abiprobe.target import Target
 
 # Libraries the interpreter itself has loaded before any import: part of the global scope.
 INTERPRETER_LIBS = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "libutil.so.1")
-# The libraries torch's __init__ loads from the nvidia wheels (its cuda_libs table, by file stem).
-TORCH_PRELOADS = (
-    "libcublas",
-    "libcudnn",
-    "libnvrtc",
-    "libcudart",
-    "libcupti",
-    "libcufft",
-    "libcurand",
-    "libnvJitLink",
-    "libcusparse",
-    "libcusparseLt",
-    "libcusolver",
-    "libnccl",
-    "libnvToolsExt",
-    "libnvshmem_host",
-    "libcufile",
-)
-# installed paths of the libraries ``import torch`` preloads (torch/lib, and the nvidia libraries it names)
-PRELOADED = re.compile(
-    r"^(?:torch/lib/[^/]+\.so(?:\.\d+)*"
-    rf"|nvidia/[^/]+/lib/(?:{'|'.join(TORCH_PRELOADS)})\.so(?:\.\d+)+)$"
-)
-_TORCH_C = re.compile(r"^torch/_C(?:\.[^/]*)?\.so$")
+# installed paths of the libraries the stack's packages preload (torch/lib, the nvidia libraries it names)
+PRELOADED = preload_pattern(default_stack().loading())
 _IGNORED_IMPORTS = frozenset({"__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable"})
 
 
@@ -190,8 +169,17 @@ def relocation_order(
 class LoaderSimulation:
     """Load a set the way ld.so and CPython would, without running anything; results per unit."""
 
-    def __init__(self, wheels: Sequence[WheelFacts], target: Target, profile: Profile) -> None:
+    def __init__(
+        self,
+        wheels: Sequence[WheelFacts],
+        target: Target,
+        profile: Profile,
+        rules: Sequence[PackageLoading] | None = None,
+    ) -> None:
         self.layout = Layout(wheels)
+        self.rules = tuple(default_stack().loading() if rules is None else rules)
+        self.loaded_by: dict[str, str] = {}  # loaded key -> the unit whose load brought it in
+        self.timing_of: dict[str, str] = {}  # unit path -> when its package loads it
         self.target = target
         self.profile = profile
         self._stable = stable_abi_names()
@@ -205,60 +193,46 @@ class LoaderSimulation:
             if lib is not None:
                 self.global_scope.append(lib)
                 self.loaded[soname] = lib
-        if self.layout.wheel_of("torch") is not None:
-            for obj in self.preload_order():
-                if obj.path not in self.loaded:
-                    self.preloaded.append(self._load(obj, is_global=True))
+        for obj in self.preload_order():
+            if obj.path not in self.loaded:
+                self.preloaded.append(self._load(obj, is_global=True))
 
     def with_wheel(self, wheel: WheelFacts) -> LoaderSimulation:
-        """A simulation with one more wheel whose extensions load on top of this global state (shared)."""
+        """A simulation with one more wheel whose units load on top of this state (copied, not shared)."""
         new = copy.copy(self)
         new.layout = self.layout.with_wheel(wheel)
+        new.loaded, new.loaded_by, new.timing_of = (
+            dict(self.loaded),
+            dict(self.loaded_by),
+            dict(self.timing_of),
+        )
+        new.global_scope = list(self.global_scope)
+        new._global_index = {k: list(v) for k, v in self._global_index.items()}
         return new
 
-    def preload_order(self) -> list[InstalledObject]:
-        """What importing torch loads globally: the nvidia libraries torch preloads, then torch/lib (their
-        DT_NEEDED closure follows when each is loaded)."""
-        objs = [o for p, o in sorted(self.layout.objects.items()) if PRELOADED.match(p)]
-        reached = self._torch_lib_closure()
-        if reached is not None:
-            objs = [o for o in objs if not o.path.startswith("torch/lib/") or o.path in reached]
-        return sorted(objs, key=lambda o: (not o.path.startswith("nvidia/"), o.path))
+    def plan(self, wheels: Sequence[WheelFacts] | None = None) -> list[PlannedUnit]:
+        """The units of ``wheels`` (default: every wheel of the set) in the order their packages load them."""
+        chosen = self.layout.wheels if wheels is None else wheels
+        return [u for u in plan_units(self.layout, chosen, self.rules) if u.path not in self.loaded]
 
-    def _torch_lib_closure(self) -> set[str] | None:
-        """The torch/lib libraries ``import torch`` really loads: libtorch_global_deps.so and the DT_NEEDED
-        closure of torch._C (a library nothing needs, such as torch 2.15's libgfortran.so.5, stays on disk).
-        None when the wheel has no torch._C to start from."""
-        roots = [o for p, o in self.layout.objects.items() if _TORCH_C.match(p)]
-        if not roots:
-            return None
-        in_lib = {o.path: o for p, o in self.layout.objects.items() if p.startswith("torch/lib/")}
-        by_name: dict[str, InstalledObject] = {}
-        for o in in_lib.values():
-            by_name.setdefault(o.path.rsplit("/", 1)[-1], o)
-            if o.facts.soname:
-                by_name.setdefault(o.facts.soname, o)
-        if "torch/lib/libtorch_global_deps.so" in in_lib:
-            roots.append(in_lib["torch/lib/libtorch_global_deps.so"])
-        reached: set[str] = set()
-        todo = list(roots)
-        while todo:
-            obj = todo.pop()
-            for name in obj.facts.needed:
-                dep = by_name.get(name)
-                if dep is not None and dep.path not in reached:
-                    reached.add(dep.path)
-                    todo.append(dep)
-        return reached | {r.path for r in roots}
+    def load_unit(self, unit: PlannedUnit) -> LoadResult:
+        """Load one planned unit (RTLD_LOCAL, as CPython and ctypes do); what it loads stays loaded, so a
+        later unit's DT_NEEDED is met by its soname."""
+        self.timing_of[unit.path] = unit.timing
+        return self._load(self.layout.objects[unit.path], is_global=False)
+
+    def preload_order(self) -> list[InstalledObject]:
+        """What importing the set's packages loads globally first (the stack data's preloads)."""
+        return preload_order(self.layout, self.rules)
 
     def load_extension(self, path: str) -> LoadResult:
         """Load one extension module (RTLD_LOCAL) after the global preloads; the global state is unchanged."""
         return self._load(self.layout.objects[path], is_global=False)
 
-    def load_all(self) -> list[LoadResult]:
-        """The preloaded units followed by every extension module of the set, in path order."""
-        exts = [o.path for o in sorted(self.layout.extensions(), key=lambda o: o.path)]
-        return [*self.preloaded, *(self.load_extension(p) for p in exts if p not in self.loaded)]
+    def load_all(self) -> list[tuple[PlannedUnit | None, LoadResult]]:
+        """The preloaded units (no plan), then every planned unit of the set in load order."""
+        units = [(None, r) for r in self.preloaded]
+        return [*units, *((u, self.load_unit(u)) for u in self.plan() if u.path not in self.loaded)]
 
     def _by_soname(self, soname: str, local: dict[str, Provider]) -> Provider | None:
         return self.loaded.get(soname) or local.get(soname)
@@ -298,6 +272,8 @@ class LoaderSimulation:
             for soname in obj.facts.needed:
                 prov = self._by_soname(soname, local)
                 how = "loaded"
+                if isinstance(prov, InstalledObject) and prov not in self.global_scope and prov not in order:
+                    queue.append(prov)  # loaded by an earlier unit: its own dependencies join this scope
                 if prov is None:
                     hit, how = self._find(obj, soname, loaders)
                     if hit is not None:
@@ -334,8 +310,18 @@ class LoaderSimulation:
                     if isinstance(p, InstalledObject):
                         for name, entries in export_index(p).items():
                             self._global_index.setdefault(name, []).extend(entries)
+        failed = (
+            result.missing_sonames
+            or result.missing_versions
+            or result.missing_symbols
+            or result.driver_symbols
+        )
+        if is_global or not failed:
+            # a load that succeeded leaves its objects in the process: later DT_NEEDED entries match them
             for key, p in local.items():
-                self.loaded.setdefault(key, p)
+                if key not in self.loaded:
+                    self.loaded[key] = p
+                    self.loaded_by[key] = root.path
         return result
 
     def _lookup(self, imp: SymbolImport, scope: Sequence[Provider]) -> Provider | None:

@@ -82,6 +82,54 @@ class ArchProviders:
 
 
 @dataclass(frozen=True)
+class PackageLoading:
+    """How a package loads its shared objects where its own code cannot be read for it (data, not code).
+
+    ``preload``: installed-path globs of libraries its import loads globally (RTLD_GLOBAL) before anything
+    else, in this order; ``preload_closure``: roots whose DT_NEEDED closure inside ``closure_dir`` is also
+    loaded globally (the rest of that directory stays on disk). ``by_arch``: directories of modules the
+    package picks by GPU, each with the compute capabilities it is loaded on (empty: every other GPU).
+    ``read_source``: whether its Python code is read for what it loads (False: every extension module is
+    loaded at import, in path order)."""
+
+    package: str
+    preload: tuple[str, ...] = ()
+    preload_closure: tuple[str, ...] = ()
+    closure_dir: str = ""
+    by_arch: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    read_source: bool = True
+
+    def selects(self, path: str, cc: tuple[int, int] | None) -> bool | None:
+        """Whether the package loads the module at ``path`` on a GPU of compute capability ``cc``; None
+        when no ``by_arch`` directory holds it."""
+        directory = path.rsplit("/", 1)[0]
+        dirs = [d for d, _ in self.by_arch]
+        if directory not in dirs:
+            return None
+        chosen = next((d for d, ccs in self.by_arch if cc is not None and f"{cc[0]}.{cc[1]}" in ccs), None)
+        if chosen is None:
+            chosen = next((d for d, ccs in self.by_arch if not ccs), None)
+        return directory == chosen
+
+
+# The CUDA libraries torch's __init__ preloads from the nvidia wheels (its cuda_libs table, by file stem).
+TORCH_PRELOADS = ("libcublas", "libcudnn", "libnvrtc", "libcudart", "libcupti", "libcufft", "libcurand",
+                  "libnvJitLink", "libcusparse", "libcusparseLt", "libcusolver", "libnccl", "libnvToolsExt",
+                  "libnvshmem_host", "libcufile")  # fmt: skip
+TORCH_LOADING = PackageLoading(
+    "torch",
+    preload=tuple(f"nvidia/*/lib/{stem}.so.*" for stem in TORCH_PRELOADS),
+    preload_closure=("torch/_C.*so", "torch/_C.so", "torch/lib/libtorch_global_deps.so"),
+    closure_dir="torch/lib",
+    read_source=False,
+)
+# sgl_kernel's __init__ imports sm90/common_ops on Hopper (9.0) and sm100/common_ops elsewhere.
+SGL_KERNEL_LOADING = PackageLoading(
+    "sgl_kernel", by_arch=(("sgl_kernel/sm90", ("9.0",)), ("sgl_kernel/sm100", ()))
+)
+
+
+@dataclass(frozen=True)
 class StackMember:
     """One role of the stack: alternatives (preferred first, never two at once) and a version bound."""
 
@@ -89,6 +137,7 @@ class StackMember:
     names: tuple[NormalizedName, ...]
     specifier: SpecifierSet = field(default_factory=SpecifierSet)
     companions: tuple[Companion, ...] = ()
+    loading: tuple[PackageLoading, ...] = ()  # how its packages load their shared objects (data)
 
     @property
     def primary(self) -> NormalizedName:
@@ -156,6 +205,10 @@ class Stack:
             if m.owns(name):
                 return m.role
         return None
+
+    def loading(self) -> tuple[PackageLoading, ...]:
+        """Every member's package loading data, in member order (the order a program imports them)."""
+        return tuple(rule for m in self.members for rule in m.loading)
 
     def project_names(self) -> tuple[NormalizedName, ...]:
         return tuple(n for m in self.members for n in m.all_names())
@@ -244,8 +297,10 @@ def default_stack() -> Stack:
     """torch; the kernel under its new and old names; flashinfer with cubin and jit-cache companions."""
     return Stack(
         (
-            StackMember(role="torch", names=_names(["torch"])),
-            StackMember(role="kernel", names=_names(["sglang-kernel", "sgl-kernel"])),
+            StackMember(role="torch", names=_names(["torch"]), loading=(TORCH_LOADING,)),
+            StackMember(
+                role="kernel", names=_names(["sglang-kernel", "sgl-kernel"]), loading=(SGL_KERNEL_LOADING,)
+            ),
             StackMember(
                 role="flashinfer",
                 names=_names(["flashinfer-python"]),

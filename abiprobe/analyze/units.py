@@ -1,0 +1,252 @@
+"""Which shared objects a set's packages load, when, and in what order: the units the loader judges.
+
+A unit is an extension module the package imports, or a library its Python code loads by path
+(``torch.ops.load_library``, ``ctypes.CDLL`` ...), read statically from the package's source
+(:mod:`abiprobe.pysource`). Importing the package runs its top-level code: every import and load it reaches,
+followed through the package's own modules and functions in execution order, happens *at import*; loads and
+imports inside functions that import never calls happen *on first use*, and so does an extension
+module nothing in the package names (the program imports it itself); a computed module name or path that
+matches several files loads one of them at a time abiprobe cannot know (*unknown*). Packages whose source
+is not read (facts stored before it was, or ``read_source`` off in the stack data) load every extension at
+import, in path order. A library nothing loads is no unit (it never loads).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from packaging.utils import canonicalize_name
+
+from abiprobe.analyze.layout import InstalledObject, Layout
+from abiprobe.facts import PyEvent, PyModule, WheelFacts
+from abiprobe.solve.stack import PackageLoading
+
+Timing = Literal["import", "first_use", "unknown"]
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*\}")
+_EXT_TAIL = re.compile(r"\.(?:cpython-[^.]+|abi3|pypy[^.]*)?\.?so$")
+
+
+@dataclass(frozen=True)
+class PlannedUnit:
+    """One object the package loads: how (``import``: an extension module; ``path``: by path through
+    ``api``), when, and where in the package's code."""
+
+    path: str
+    how: str
+    timing: Timing
+    where: str = ""
+    api: str = ""
+
+    @property
+    def by_path(self) -> bool:
+        return self.how == "path"
+
+
+def module_of_extension(path: str) -> str | None:
+    """``pkg/sub/_C.cpython-312-x86_64-linux-gnu.so`` -> ``pkg.sub._C``."""
+    stem = _EXT_TAIL.sub("", path.rsplit("/", 1)[-1]) if path.endswith(".so") else None
+    if not stem:
+        return None
+    return ".".join([*posixpath.dirname(path).split("/"), stem]) if "/" in path else stem
+
+
+def preload_pattern(rules: Sequence[PackageLoading]) -> re.Pattern[str]:
+    """Installed paths any rule may preload (its ``preload`` globs and its ``closure_dir``)."""
+    parts = [_glob(g).pattern for r in rules for g in r.preload]
+    parts += [re.escape(r.closure_dir.rstrip("/") + "/") + "[^/]+" for r in rules if r.closure_dir]
+    return re.compile("|".join(f"(?:{p})" for p in parts) or "(?!)")
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """An installed-path glob: ``**/`` any directories, ``*`` within one name, ``{param}`` any name."""
+    text = _PLACEHOLDER.sub("*", pattern)
+    out = ""
+    i = 0
+    while i < len(text):
+        if text.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif text[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        else:
+            out, i = out + re.escape(text[i]), i + 1
+    return re.compile(out)
+
+
+class _Planner:
+    def __init__(self, layout: Layout, wheels: Sequence[WheelFacts]) -> None:
+        self.layout = layout
+        self.modules: dict[str, PyModule] = {}
+        for w in wheels:
+            for m in w.python or ():
+                self.modules.setdefault(m.name, m)
+        self.extensions = {
+            name: o for o in layout.extensions() if (name := module_of_extension(o.path)) is not None
+        }
+        self.units: dict[str, PlannedUnit] = {}
+        self.ran: set[tuple[str, str]] = set()  # (module, function) bodies already run
+        self.imported: set[str] = set()
+
+    def add(self, path: str, how: str, timing: Timing, where: str, api: str = "") -> None:
+        if path not in self.units:
+            self.units[path] = PlannedUnit(path, how, timing, where, api)
+
+    def import_module(self, name: str, timing: Timing, where: str) -> None:
+        if "*" in name:
+            matched = sorted(n for n in self.extensions if fnmatch.fnmatchcase(n, name))
+            for n in matched:
+                # a computed module name: which of several it imports is not known statically
+                self.add(self.extensions[n].path, "import", timing if len(matched) == 1 else "unknown", where)
+            return
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            self._import_one(".".join(parts[:i]), timing, where)
+
+    def _import_one(self, name: str, timing: Timing, where: str) -> None:
+        if name in self.imported:
+            return
+        if name in self.extensions:
+            self.imported.add(name)
+            self.add(self.extensions[name].path, "import", timing, where)
+            return
+        module = self.modules.get(name)
+        if module is None:
+            return
+        self.imported.add(name)
+        self.run(module, module.events, timing, {})
+
+    def run(self, module: PyModule, events: Sequence[PyEvent], timing: Timing, args: dict[str, str]) -> None:
+        for e in events:
+            where = f"{module.path} line {e.line}"
+            if e.kind == "import":
+                self.import_module(_bind(e.target, args), timing, where)
+            elif e.kind == "load":
+                self.load(_bind(e.target, args), e.api, timing, where)
+            elif e.kind == "call":
+                self.call(module, e, timing)
+
+    def load(self, pattern: str, api: str, timing: Timing, where: str) -> None:
+        if "/" not in pattern:
+            return  # a bare soname: found by the loader's own search, not a file of the set
+        rx = _glob(pattern)
+        matched = sorted(p for p in self.layout.objects if rx.fullmatch(p))
+        for path in matched:
+            self.add(path, "path", timing if len(matched) == 1 else "unknown", where, api)
+
+    def call(self, module: PyModule, e: PyEvent, timing: Timing) -> None:
+        target = e.target if "." in e.target else f"{module.name}.{e.target}"
+        owner, _, fname = target.rpartition(".")
+        callee_module = self.modules.get(owner)
+        if callee_module is None:
+            return
+        function = next((f for f in callee_module.functions if f.name == fname), None)
+        if function is None or (owner, fname) in self.ran:
+            return
+        self.ran.add((owner, fname))
+        bound = {p: a for p, a in zip(function.params, e.args, strict=False) if a}
+        if owner not in self.imported:
+            self._import_one(owner, timing, f"{module.path} line {e.line}")
+        self.run(callee_module, function.events, timing, bound)
+        self.ran.discard((owner, fname))  # another call may pass other arguments
+
+    def deferred(self, module: PyModule) -> None:
+        """What the module's functions (and, when nothing imports it, its top level) load when called."""
+        if module.name not in self.imported:
+            self.imported.add(module.name)
+            self.run(module, module.events, "first_use", {})
+        for f in module.functions:
+            self.run(module, f.events, "first_use", {})
+
+
+def _bind(text: str, args: dict[str, str]) -> str:
+    for name, value in args.items():
+        text = text.replace(f"{{{name}}}", value)
+    return text
+
+
+def plan_units(
+    layout: Layout, wheels: Sequence[WheelFacts], rules: Sequence[PackageLoading] = ()
+) -> list[PlannedUnit]:
+    """The units of ``wheels`` (part of ``layout``) in the order importing their packages loads them."""
+    by_package = {r.package: r for r in rules}
+    planner = _Planner(layout, wheels)
+    tops: list[str] = []
+    for w in sorted(wheels, key=lambda w: _rank(w, rules)):
+        tops += [t for t in _tops(w) if t not in tops]
+    sourced = {t for w in wheels if w.python is not None for t in _tops(w)}
+    for top in tops:
+        rule = by_package.get(top)
+        if top not in sourced or (rule is not None and not rule.read_source):
+            for o in sorted(layout.extensions(), key=lambda o: o.path):
+                if o.path.split("/", 1)[0] == top and o.wheel in wheels:
+                    planner.add(o.path, "import", "import", "")
+            continue
+        planner.import_module(top, "import", "")
+    for module in sorted(planner.modules.values(), key=lambda m: m.path):
+        if module.path.split("/", 1)[0] in sourced:
+            planner.deferred(module)
+    for o in sorted(layout.extensions(), key=lambda o: o.path):
+        if o.wheel in wheels:  # nothing in the package imports it: the program's own import loads it
+            planner.add(o.path, "import", "first_use", "")
+    return list(planner.units.values())
+
+
+def _rank(wheel: WheelFacts, rules: Sequence[PackageLoading]) -> int:
+    tops = _tops(wheel)
+    return next((i for i, r in enumerate(rules) if r.package in tops), len(rules))
+
+
+def _tops(wheel: WheelFacts) -> list[str]:
+    tops = [t for t in wheel.metadata.top_level if t and not t.endswith((".dist-info", ".data"))]
+    if not tops:
+        tops = sorted({f.split("/", 1)[0] for f in wheel.files if "/" in f and ".dist-info/" not in f})
+    return tops or [str(canonicalize_name(wheel.metadata.name)).replace("-", "_")]
+
+
+def preload_order(layout: Layout, rules: Sequence[PackageLoading]) -> list[InstalledObject]:
+    """What importing the set's packages loads globally before anything else, from the stack data: each
+    rule's ``preload`` globs in order, then its ``preload_closure`` (their DT_NEEDED closure in
+    ``closure_dir``), for the packages the set has."""
+    objs: list[InstalledObject] = []
+    for rule in rules:
+        if not any(f.startswith(f"{rule.package}/") for w in layout.wheels for f in w.files):
+            continue
+        for pattern in rule.preload:
+            rx = _glob(pattern)
+            objs += [o for p, o in sorted(layout.objects.items()) if rx.fullmatch(p) and o not in objs]
+        if rule.closure_dir:
+            objs += [o for o in _closure(layout, rule) if o not in objs]
+    return objs
+
+
+def _closure(layout: Layout, rule: PackageLoading) -> list[InstalledObject]:
+    """The libraries of ``closure_dir`` that the roots reach by DT_NEEDED (a library nothing needs, such
+    as torch 2.15's libgfortran.so.5, stays on disk); the whole directory when no root is there."""
+    prefix = rule.closure_dir.rstrip("/") + "/"
+    in_dir = {p: o for p, o in layout.objects.items() if p.startswith(prefix)}
+    rxs = [_glob(r) for r in rule.preload_closure]
+    roots = [o for p, o in sorted(layout.objects.items()) if any(rx.fullmatch(p) for rx in rxs)]
+    if not any(not o.path.startswith(prefix) for o in roots):
+        return [o for _, o in sorted(in_dir.items())]
+    by_name: dict[str, InstalledObject] = {}
+    for o in in_dir.values():
+        by_name.setdefault(o.filename, o)
+        if o.facts.soname:
+            by_name.setdefault(o.facts.soname, o)
+    reached = {o.path for o in roots if o.path in in_dir}
+    todo = list(roots)
+    while todo:
+        obj = todo.pop()
+        for name in obj.facts.needed:
+            dep = by_name.get(name)
+            if dep is not None and dep.path not in reached:
+                reached.add(dep.path)
+                todo.append(dep)
+    return [o for p, o in sorted(in_dir.items()) if p in reached]
+
+
+__all__ = ["PlannedUnit", "Timing", "module_of_extension", "plan_units", "preload_order"]

@@ -1,0 +1,392 @@
+"""What a package's own Python code loads, read statically from its source (nothing is run).
+
+For each module: the events its top-level code runs at import, in order (imports, libraries loaded by
+path, calls of functions that may load), and the events inside its functions (which run only when the
+function is called). Libraries are loaded by path through ``torch.ops.load_library``,
+``torch.classes.load_library``, ``ctypes.CDLL`` / ``ctypes.cdll.LoadLibrary`` (and their aliases); the path
+expression is evaluated over ``__file__``, ``os.path`` and ``pathlib`` operations, f-strings, module
+constants and function parameters (``{name}``; a call site's constant arguments fill them in). A path it
+cannot evaluate names what it can: ``**/_C.*so`` for ``_get_extension_path("_C")``.
+
+Full parsing costs seconds on a package of thousands of modules, so only modules whose text names a load
+call, a dynamic import, or a function found to load are parsed; the others are read line by line for their
+imports (those inside a ``def`` run later and are left out).
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+from collections.abc import Iterable, Mapping
+
+from abiprobe.facts import PyEvent, PyFunction, PyModule
+
+LOAD_APIS = {
+    "torch.ops.load_library": "torch.ops.load_library",
+    "torch.classes.load_library": "torch.classes.load_library",
+    "ctypes.CDLL": "ctypes.CDLL",
+    "ctypes.cdll.LoadLibrary": "ctypes.cdll.LoadLibrary",
+    "ctypes.PyDLL": "ctypes.CDLL",
+    "ctypes.cdll": "ctypes.CDLL",
+}
+_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"import_module", b"__import__")
+_IMPORT = re.compile(r"^([ \t]*)(from|import)[ \t]+(.*)$", re.M)
+_UNKNOWN = "*"
+
+
+def module_name(path: str) -> str | None:
+    """``pkg/sub/mod.py`` -> ``pkg.sub.mod``; ``pkg/__init__.py`` -> ``pkg``; None outside packages."""
+    if not path.endswith(".py") or ("/" not in path and path == "__init__.py"):
+        return None
+    parts = path[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if not parts or not all(p.isidentifier() for p in parts):
+        return None
+    return ".".join(parts)
+
+
+def scan_sources(sources: Mapping[str, bytes]) -> tuple[PyModule, ...]:
+    """Every module of ``sources`` (installed path -> bytes), parsed where it may load something."""
+    parse = {p for p, src in sources.items() if any(m in src for m in _MARKERS)}
+    modules: dict[str, PyModule | None] = {}
+    loaders: set[str] = set()
+    while True:
+        for path in sorted(parse - modules.keys()):
+            modules[path] = scan_module(path, sources[path])
+        found = {f.name for m in modules.values() if m for f in m.functions if _loads(f.events, loaders)}
+        if found <= loaders:
+            break
+        loaders |= found
+        marks = [n.encode() for n in loaders]
+        more = {p for p, src in sources.items() if p not in parse and any(m in src for m in marks)}
+        if not more:
+            break
+        parse |= more
+    out = [modules.get(p) or scan_imports(p, src) for p, src in sorted(sources.items())]
+    return tuple(m for m in out if m is not None)
+
+
+def _loads(events: Iterable[PyEvent], loaders: set[str]) -> bool:
+    return any(
+        e.kind == "load" or (e.kind == "call" and e.target.rsplit(".", 1)[-1] in loaders) for e in events
+    )
+
+
+def scan_imports(path: str, source: bytes) -> PyModule | None:
+    """The imports a module's top-level code runs, read from its import lines (not parsed): an indented
+    import runs at import unless a ``def`` encloses it; text inside triple-quoted strings is skipped."""
+    name = module_name(path)
+    if name is None:
+        return None
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    text = source.decode("utf-8", "replace")
+    events: list[PyEvent] = []
+    quotes = {'"""': 0, "'''": 0}
+    last, number = 0, 1
+    for m in _IMPORT.finditer(text):
+        for q in quotes:
+            quotes[q] += text.count(q, last, m.start())
+        number += text.count("\n", last, m.start())
+        last = m.start()
+        if any(n % 2 for n in quotes.values()) or (
+            m.group(1) and _in_function(text, m.start(), len(m.group(1)))
+        ):
+            continue
+        if m.group(2) == "from":
+            module, _, names = m.group(3).partition(" import ")
+            if "(" in names and ")" not in names:
+                close = text.find(")", m.end())
+                names += text[m.end() : close if close >= 0 else m.end()]
+            base = _absolute(module.strip(), package)
+            for n in re.sub(r"#[^\n]*", "", names).replace("(", " ").replace(")", " ").split(","):
+                target = n.strip().split(" as ")[0].strip()
+                if target.isidentifier():
+                    events.append(PyEvent("import", f"{base}.{target}", line=number))
+                elif target == "*":
+                    events.append(PyEvent("import", base, line=number))
+        else:
+            for n in m.group(3).split("#")[0].split(","):
+                target = n.strip().split(" as ")[0].strip()
+                if target and all(p.isidentifier() for p in target.split(".")):
+                    events.append(PyEvent("import", target, line=number))
+    return PyModule(name, path, tuple(events), (), scanned=False)
+
+
+def _in_function(text: str, at: int, indent: int) -> bool:
+    """Whether the line at ``at`` (indented by ``indent``) lies in a ``def``: the nearest lines above it
+    with less indentation are read back to the first one at column 0."""
+    end = at
+    while indent > 0 and end > 0:
+        start = text.rfind("\n", 0, end - 1) + 1
+        line = text[start : end - 1] if end - 1 > start else ""
+        end = start
+        body = line.lstrip(" \t")
+        depth = len(line) - len(body)
+        if not body or body.startswith("#") or depth >= indent:
+            continue
+        if body.startswith(("def ", "async def ")):
+            return True
+        indent = depth
+    return False
+
+
+def _absolute(module: str, package: str) -> str:
+    level = len(module) - len(module.lstrip("."))
+    rest = module.lstrip(".")
+    if not level:
+        return rest
+    anchor = package.split(".")
+    anchor = anchor[: len(anchor) - (level - 1)] if level > 1 else anchor
+    return ".".join([*anchor, *([rest] if rest else [])])
+
+
+def scan_module(path: str, source: bytes) -> PyModule | None:
+    """A module's top-level events and its functions' events, from its syntax tree."""
+    name = module_name(path)
+    if name is None:
+        return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return scan_imports(path, source)
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    scanner = _Scanner(name, package, path)
+    events = scanner.block(tree.body, {})
+    return PyModule(name, path, tuple(events), tuple(scanner.functions), scanned=True)
+
+
+class _Scanner:
+    def __init__(self, module: str, package: str, path: str) -> None:
+        self.module, self.package, self.path = module, package, path
+        self.aliases: dict[str, str] = {}  # local name -> dotted target (module or module.function)
+        self.constants: dict[str, str] = {"__file__": path}
+        self.functions: list[PyFunction] = []
+        self.local_nodes: dict[str, ast.expr] = {}  # a function's simple assignments, by name
+
+    def block(self, body: list[ast.stmt], params: dict[str, str]) -> list[PyEvent]:
+        events: list[PyEvent] = []
+        for stmt in body:
+            events += self.statement(stmt, params)
+        return events
+
+    def statement(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent]:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner = {
+                a.arg: f"{{{a.arg}}}"
+                for a in (*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs)
+            }
+            self.aliases[stmt.name] = f"{self.module}.{stmt.name}"
+            if not params:  # only module-level functions are recorded (nested ones run with their parent)
+                self.local_nodes = {}
+                body = self.block(stmt.body, inner)
+                self.local_nodes = {}
+                self.functions.append(PyFunction(stmt.name, tuple(inner), tuple(body)))
+            return []
+        if isinstance(stmt, ast.If) and _type_checking_or_main(stmt.test):
+            return self.block(stmt.orelse, params)
+        if isinstance(stmt, ast.Import):
+            out = []
+            for a in stmt.names:
+                local = a.asname or a.name.split(".")[0]
+                self.aliases[local] = a.name if a.asname else local
+                out.append(PyEvent("import", a.name, line=stmt.lineno))
+            return out
+        if isinstance(stmt, ast.ImportFrom):
+            base = _absolute("." * stmt.level + (stmt.module or ""), self.package)
+            out = [PyEvent("import", base, line=stmt.lineno)] if base else []
+            for a in stmt.names:
+                if a.name == "*":
+                    continue
+                self.aliases[a.asname or a.name] = f"{base}.{a.name}"
+                out.append(PyEvent("import", f"{base}.{a.name}", line=stmt.lineno))
+            return out
+        events = self.calls(stmt, params)
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            if params:
+                self.local_nodes[stmt.targets[0].id] = stmt.value
+            elif (value := self.path_of(stmt.value, params)) is not None:
+                self.constants[stmt.targets[0].id] = value
+        for sub in _bodies(stmt):
+            if isinstance(stmt, ast.ClassDef):  # methods run when called, not when the class is made
+                sub = [s for s in sub if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            events += self.block(sub, params)
+        return events
+
+    def calls(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent]:
+        """Load calls, dynamic imports and function calls in one statement's own expressions."""
+        out: list[PyEvent] = []
+        for node in _own_nodes(stmt):
+            if not isinstance(node, ast.Call):
+                continue
+            callee = self.dotted(node.func)
+            if callee is None:
+                continue
+            api = LOAD_APIS.get(callee) or LOAD_APIS.get(callee.replace("cdll.LoadLibrary", "cdll"))
+            if callee.endswith(("ops.load_library", "classes.load_library")):
+                api = api or f"torch.{callee.rsplit('.', 2)[-2]}.load_library"
+            if api is not None and node.args:
+                target = self.path_of(node.args[0], params) or self.by_name(node.args[0], params)
+                out.append(PyEvent("load", target, api, line=node.lineno))
+            elif callee in ("importlib.import_module", "__import__") and node.args:
+                target = self.module_of(node.args[0], node.args[1:], params)
+                out.append(PyEvent("import", target, callee, line=node.lineno))
+            elif "." not in callee or callee.startswith(self.package.split(".")[0] + "."):
+                args = tuple(
+                    a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else ""
+                    for a in node.args
+                )
+                out.append(PyEvent("call", callee, args=args, line=node.lineno))
+        return out
+
+    def by_name(self, node: ast.expr, params: dict[str, str]) -> str:
+        """A path expression that cannot be evaluated, matched by the last name it spells (a constant or a
+        parameter, through the function's assignments): ``_get_extension_path("_C")`` -> ``**/_C.*so*``."""
+        names: list[str] = []
+        todo = [node]
+        while todo:
+            n = todo.pop(0)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str):
+                names.append(n.value.rsplit("/", 1)[-1])
+            elif isinstance(n, ast.Name) and n.id in params:
+                names.append(params[n.id])
+            elif isinstance(n, ast.Name) and n.id in self.local_nodes:
+                todo.append(self.local_nodes.pop(n.id))
+            else:
+                todo.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, ast.expr))
+        stems = [
+            n.split(".so")[0] for n in names if re.fullmatch(r"[\w.{}-]+", n) and n not in ("", ".", "..")
+        ]
+        top = self.path.split("/", 1)[0]
+        return f"{top}/**/{stems[-1]}.*so*" if stems else f"{top}/**/*.so*"
+
+    def dotted(self, node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id, node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.dotted(node.value)
+            return None if base is None else f"{base}.{node.attr}"
+        return None
+
+    def module_of(self, node: ast.expr, rest: list[ast.expr], params: dict[str, str]) -> str:
+        text = self.text(node, params)
+        if text is None:
+            return _UNKNOWN
+        if (
+            text.startswith(".")
+            and rest
+            and isinstance(rest[0], ast.Constant)
+            and isinstance(rest[0].value, str)
+        ):
+            return _absolute(text, rest[0].value.lstrip("."))
+        return _absolute(text, self.package) if text.startswith(".") else text
+
+    def text(self, node: ast.expr, params: dict[str, str]) -> str | None:
+        """A string expression with unknown parts as ``*`` and parameters as ``{name}``."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id in params:
+                return params[node.id]
+            local = self.local_nodes.pop(node.id, None)  # popped while read: no cycles
+            if local is not None:
+                try:
+                    return self._path(local, params)
+                finally:
+                    self.local_nodes[node.id] = local
+            return self.constants.get(node.id)
+        if isinstance(node, ast.JoinedStr):
+            parts = []
+            for v in node.values:
+                if isinstance(v, ast.FormattedValue):
+                    parts.append(self.text(v.value, params) or _UNKNOWN)
+                else:
+                    parts.append(self.text(v, params) or "")
+            return "".join(parts)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self.text(node.left, params), self.text(node.right, params)
+            return None if left is None or right is None else left + right
+        return None
+
+    def path_of(self, node: ast.expr, params: dict[str, str]) -> str | None:
+        """An installed path (relative to site-packages) a path expression evaluates to, or None."""
+        value = self._path(node, params)
+        if value is None or value == _UNKNOWN:
+            return None
+        return posixpath.normpath(value) if "/" in value else value
+
+    def _path(self, node: ast.expr, params: dict[str, str]) -> str | None:
+        if isinstance(node, ast.Call):
+            callee = self.dotted(node.func) or ""
+            args = node.args
+            short = callee.rsplit(".", 1)[-1]
+            if callee in ("os.path.join", "posixpath.join") or short == "joinpath":
+                parts = [self._path(a, params) for a in args]
+                if short == "joinpath" and isinstance(node.func, ast.Attribute):
+                    parts = [self._path(node.func.value, params), *parts]
+                return None if any(p is None for p in parts) else posixpath.join(*parts)  # type: ignore[arg-type]
+            if callee in ("os.path.dirname", "posixpath.dirname") and args:
+                inner = self._path(args[0], params)
+                return None if inner is None else posixpath.dirname(inner)
+            if callee in ("os.path.abspath", "os.path.realpath", "os.path.normpath", "os.fspath", "str",
+                          "pathlib.Path", "Path", "os.path.expanduser") and args:  # fmt: skip
+                return self._path(args[0], params)
+            if short in ("resolve", "absolute") and isinstance(node.func, ast.Attribute):
+                return self._path(node.func.value, params)
+            return None
+        if isinstance(node, ast.Attribute) and node.attr == "parent":
+            inner = self._path(node.value, params)
+            return None if inner is None else posixpath.dirname(inner)
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "parents"
+        ):
+            inner = self._path(node.value.value, params)
+            if (
+                inner is None
+                or not isinstance(node.slice, ast.Constant)
+                or not isinstance(node.slice.value, int)
+            ):
+                return None
+            for _ in range(node.slice.value + 1):
+                inner = posixpath.dirname(inner)
+            return inner
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            left, right = self._path(node.left, params), self._path(node.right, params)
+            return None if left is None or right is None else posixpath.join(left, right)
+        return self.text(node, params)
+
+
+def _bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists a compound statement runs where it stands (not those of a def)."""
+    if isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While)):
+        return [stmt.body, stmt.orelse]
+    if isinstance(stmt, ast.Try):
+        return [stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody]
+    if isinstance(stmt, (ast.With, ast.AsyncWith, ast.ClassDef)):
+        return [stmt.body]
+    return []
+
+
+def _type_checking_or_main(test: ast.expr) -> bool:
+    text = ast.unparse(test)
+    return text in (
+        "TYPE_CHECKING",
+        "typing.TYPE_CHECKING",
+        "__name__ == '__main__'",
+        '__name__ == "__main__"',
+    )
+
+
+def _own_nodes(stmt: ast.stmt) -> Iterable[ast.AST]:
+    """The expression nodes of one statement, not those of the statements nested in it."""
+    todo: list[ast.AST] = [stmt]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.stmt, ast.Lambda, ast.ExceptHandler)):
+                continue
+            todo.append(child)
