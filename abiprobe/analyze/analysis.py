@@ -100,6 +100,13 @@ class SetAnalysis:
         return self.status in ("ok", "warn")
 
     @property
+    def import_status(self) -> Status:
+        """The status of importing the set's packages: set verdicts and the units loaded at import
+        (a unit loaded on first use fails later, when it is used)."""
+        units = (v for u in self.units if u.timing == "import" for v in u.verdicts)
+        return worst(v.status for v in (*self.set_verdicts, *units))
+
+    @property
     def first_error(self) -> LoaderMessage | None:
         """The first error the loader reports importing the set: the first unit, in load order, that
         importing the packages loads and that fails to load (else the first failing unit loaded later)."""
@@ -123,6 +130,7 @@ class SetAnalysis:
             "ok": self.ok,
             "status": self.status,
             "checks": self.worst_by_check(),
+            "import_status": self.import_status,
             "first_error": self.first_error.to_json() if self.first_error else None,
             "set_verdicts": [v.to_json() for v in self.set_verdicts],
             "units": [u.to_json() for u in self.units],

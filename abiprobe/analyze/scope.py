@@ -78,9 +78,10 @@ def restrict(analysis: SetAnalysis, wheels: Sequence[WheelFacts], names: frozens
 
 
 def mark_optional(analysis: SetAnalysis, wheels: Sequence[WheelFacts], core: frozenset[str]) -> SetAnalysis:
-    """Every extension outside ``core`` keeps its verdicts, with failures said to be optional."""
+    """Every unit outside ``core`` (not a library torch preloads) keeps its verdicts, with failures said to
+    be optional."""
     labels = _labels(wheels, core)
-    units = tuple(u if u.dist in labels or u.kind != "extension" else _optional(u) for u in analysis.units)
+    units = tuple(u if u.dist in labels or u.kind == "preloaded" else _optional(u) for u in analysis.units)
     return replace(analysis, units=units)
 
 
