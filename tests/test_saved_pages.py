@@ -203,3 +203,30 @@ def test_the_default_cu130_indexes_match_what_flashinfers_pages_serve() -> None:
     # AND the default list asks flashinfer's cu130 page, then its top level
     urls = [u.format(tag="cu130") for u in CUDA_INDEXES]
     assert urls[-2:] == ["https://flashinfer.ai/whl/cu130", "https://flashinfer.ai/whl/"]
+
+
+def test_every_saved_wheel_page_parses_and_its_twins_are_flagged() -> None:
+    # GIVEN each saved project page; WHEN parsed as the client parses it
+    from support.saved_pages import PAGES
+
+    from abiprobe.index.models import candidates_from_files
+    from abiprobe.index.pep503 import parse_html_page
+
+    twins = {}
+    for page in sorted(PAGES.glob("*/**/index.html")):
+        project = page.parent.name
+        if project in ("cu130", "flashinfer", "sglang"):
+            continue
+        parsed = parse_html_page(page.read_bytes(), f"https://example.invalid/{project}/", project=project)
+        candidates, skipped = candidates_from_files(parsed.files, project)
+        # THEN every link is a wheel of the project, with its sha256 and its version
+        assert skipped == () and len(candidates) == len(parsed.files) > 0, page
+        assert all(c.file.sha256 for c in candidates), page
+        twins[project] = sorted({c.file.filename for c in candidates if c.file.duplicate})
+    # AND exactly the filenames listed twice with other hashes are flagged
+    assert twins["sglang-kernel"] == [
+        "sglang_kernel-0.4.3+cu130-cp310-abi3-manylinux2014_aarch64.whl",
+        "sglang_kernel-0.4.3+cu130-cp310-abi3-manylinux2014_x86_64.whl",
+    ]
+    assert len(twins["sgl-kernel"]) == 9
+    assert all(not v for k, v in twins.items() if k not in ("sglang-kernel", "sgl-kernel"))
