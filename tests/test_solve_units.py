@@ -269,3 +269,18 @@ def test_a_stack_file_with_a_bad_provider_tag_is_a_usage_error(tmp_path: Path) -
     )
     with pytest.raises(UsageError, match="provider tags look like sm90a, not 'hopper'"):
         load_stack_file(path)
+
+
+def test_an_installed_environment_scope_roots_at_the_stack_and_its_installed_providers() -> None:
+    from abiprobe.analyze.scope import requirement_closure, stack_roots
+
+    # GIVEN an environment with a legacy shim, a provider nothing requires, and an unrelated package
+    wheels = [
+        facts("flashinfer-python", "0.7.0"),
+        facts("flashinfer-jit-cache", "0.7.0+cu130"),
+        facts("flashinfer-jit-cache-sm107a", "0.7.0+cu130"),
+        facts("mpilike", "4.0"),
+    ]
+    # THEN the check's scope holds flashinfer, its shim and that provider (by the shim's prefix), not mpilike
+    scope = requirement_closure(wheels, stack_roots(wheels), Target.parse(cuda="13.0"))
+    assert sorted(scope) == ["flashinfer-jit-cache", "flashinfer-jit-cache-sm107a", "flashinfer-python"]
