@@ -78,8 +78,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--exclude-newer",
         metavar="WHEN",
-        help="only wheels the index says were uploaded before WHEN (2026-03-01 or an RFC 3339 time); "
-        "wheels without an upload time are left out",
+        help="only stack wheels (roles, companions, providers) the index says were uploaded before WHEN "
+        "(2026-03-01 or an RFC 3339 time); those without an upload time are left out",
     )
     p.add_argument("--all-versions", action="store_true", help="every version, not the newest few")
     p.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="versions per package (default 3)")
