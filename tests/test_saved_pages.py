@@ -230,3 +230,24 @@ def test_every_saved_wheel_page_parses_and_its_twins_are_flagged() -> None:
     ]
     assert len(twins["sgl-kernel"]) == 9
     assert all(not v for k, v in twins.items() if k not in ("sglang-kernel", "sgl-kernel"))
+
+
+def test_index_ls_notes_a_filename_two_indexes_list_with_other_hashes(
+    flashinfer: tuple[IndexServer, dict[str, ServedFile]],
+    wheels: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN flashinfer's cubin page and another index listing CUBIN with other bytes, best-match
+    srv, served = flashinfer
+    other = srv.add_wheel(wheels["cubin_other"], prefix="other", listed=False)
+    srv.add_page(
+        "/other/flashinfer-cubin/",
+        f'<a href="{srv.served_url(other)}#sha256={other.sha256}">{CUBIN}</a>'.encode(),
+    )
+    argv = ["index", "ls", "flashinfer-cubin", "--no-cache", "--json", "--strategy", "best-match"]
+    assert main([*argv, "--index", srv.url + "/flashinfer/", "--index", srv.url + "/other/"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    # THEN the listing says so (each is a candidate) and flags both files
+    (note,) = [n for n in notes if n.startswith(CUBIN)]
+    assert served[CUBIN].sha256[:12] in note and other.sha256[:12] in note
+    assert note.endswith("(both are candidates)")
