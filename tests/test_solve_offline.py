@@ -54,3 +54,12 @@ def test_a_page_the_cache_lacks_is_named_and_the_rest_still_answered(
     assert (rc, doc["complete"]) == (3, False)
     assert "1 page(s) not in the cache" in md and "no answer" not in md
     assert "answered from the cache" in capsys.readouterr().out
+
+
+def test_an_index_none_of_whose_pages_is_cached_is_no_answer_in_one_line(cached: tuple[Path, str]) -> None:
+    never = "http://127.0.0.1:9/simple/"
+    rc, doc, md = _offline(cached, "never", "--extra-index", never)
+    assert rc == 3  # the answer may lack what that index lists
+    by_url = {i["url"]: i for i in doc["indexes"]}
+    assert (by_url[never]["answered"], by_url[cached[1]]["answered"]) == (False, True)
+    assert "no answer: none of the " in md and "page(s) asked for is in the cache (offline)" in md

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe import __version__
+from abiprobe.index.multi import NOT_CACHED
 from abiprobe.jsondoc import load_versioned
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group, Matrix
@@ -163,7 +164,12 @@ def index_state(entry: dict[str, Any], now: float | None = None) -> str:
     """One index's line: answered (live, or from the cache with the age of its oldest page), what it did
     not answer, or no answer and why."""
     uncached = entry.get("uncached") or []
-    missing = f"; {len(uncached)} page(s) not in the cache: {', '.join(uncached[:3])}" if uncached else ""
+    more = f" (+{len(uncached) - 3} more)" if len(uncached) > 3 else ""
+    missing = (
+        f"; {len(uncached)} page(s) not in the cache: {', '.join(uncached[:3])}{more}" if uncached else ""
+    )
+    if not entry["answered"] and uncached and entry["error"] == NOT_CACHED:
+        return f"no answer: none of the {len(uncached)} page(s) asked for is in the cache (offline)"
     if not entry["answered"]:
         return f"no answer: {entry['error'] or 'unknown error'}{missing}"
     text = "answered"
