@@ -8,7 +8,9 @@ import sys
 from collections.abc import Sequence
 
 from abiprobe import __version__
+from abiprobe.cli_help import HelpFormatter, add_verbosity, decorate
 from abiprobe.errors import AbiprobeError
+from abiprobe.log import set_verbosity
 
 # Order is the order `abiprobe --help` lists them in.
 COMMANDS = (
@@ -23,8 +25,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="abiprobe",
         description="Which torch / sgl-kernel / flashinfer wheels load and run on a CUDA version and GPU.",
+        formatter_class=HelpFormatter,
+        epilog="`abiprobe COMMAND --help` gives each command's options, an example and its exit codes.",
     )
     parser.add_argument("--version", action="version", version=f"abiprobe {__version__}")
+    add_verbosity(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         if only is not None and name.replace("_", "-") != only:
@@ -36,6 +41,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    decorate(parser)
     return parser
 
 
@@ -49,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command_named(words))
     args = parser.parse_args(words)
+    set_verbosity(int(getattr(args, "verbose", 0) or 0) - int(getattr(args, "quiet", 0) or 0))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -59,6 +59,35 @@ def parse_arch(text: str) -> GpuArch:
     return GpuArch(int(match["major"]), int(match["minor"]), variant)
 
 
+# Compute capabilities of NVIDIA GPUs a CUDA 11-13 toolkit builds for (CUDA C++ Programming Guide, "Compute
+# Capabilities"; `nvcc --list-gpu-code` of CUDA 12.9 and 13.0, which renamed Thor's 10.1 to 11.0), and
+# those with architecture-specific (``a``) and family (``f``, CUDA 12.9+) variants.
+KNOWN_CAPABILITIES: tuple[tuple[int, int], ...] = (
+    (3, 5), (3, 7), (5, 0), (5, 2), (5, 3), (6, 0), (6, 1), (6, 2), (7, 0), (7, 2), (7, 5),
+    (8, 0), (8, 6), (8, 7), (8, 8), (8, 9), (9, 0), (10, 0), (10, 1), (10, 3), (11, 0), (12, 0), (12, 1),
+)  # fmt: skip
+VARIANTS: dict[str, frozenset[tuple[int, int]]] = {
+    "a": frozenset({(9, 0), (10, 0), (10, 1), (10, 3), (11, 0), (12, 0), (12, 1)}),
+    "f": frozenset({(10, 0), (10, 1), (10, 3), (11, 0), (12, 0), (12, 1)}),
+}
+
+
+def parse_known_arch(text: str) -> GpuArch:
+    """A user's GPU architecture: parsed as ``parse_arch`` does, and one abiprobe knows (else a usage
+    error listing the known ones)."""
+    arch = parse_arch(text)
+    known = ", ".join(f"sm_{m}{n}" for m, n in KNOWN_CAPABILITIES)
+    if arch.cc not in KNOWN_CAPABILITIES:
+        raise UsageError(f"unknown GPU architecture {text!r}: abiprobe knows {known}")
+    if arch.variant and arch.cc not in VARIANTS[arch.variant]:
+        with_variant = ", ".join(f"sm_{m}{n}{arch.variant}" for m, n in sorted(VARIANTS[arch.variant]))
+        with_variant = with_variant or "none"
+        raise UsageError(
+            f"no {arch.variant!r} variant of {arch.major}.{arch.minor}: there are {with_variant}"
+        )
+    return arch
+
+
 def parse_ptx_isa(text: str) -> tuple[int, int]:
     """``"9.0"`` -> ``(9, 0)``; a PTX ISA version as written in fatbin facts or by a user."""
     match = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", text)

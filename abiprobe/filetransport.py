@@ -67,9 +67,9 @@ class FileTransport(httpx.BaseTransport):
         path = Path(unquote(request.url.path))
         if path.is_dir():
             page = path / "index.html"
-            if page.is_file():
-                return httpx.Response(200, headers={"content-type": "text/html"}, content=page.read_bytes())
-            return httpx.Response(200, headers={"content-type": "text/html"}, content=_listing(path))
+            body = page.read_bytes() if page.is_file() else _listing(path)
+            headers = {"content-type": "text/html", "content-length": str(len(body))}
+            return httpx.Response(200, headers=headers, stream=httpx.ByteStream(body))
         try:
             size = os.stat(path).st_size
         except OSError:

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from abiprobe import __version__
+from abiprobe import __version__, log
 from abiprobe.cache_io import strip_credentials
 from abiprobe.errors import IndexError_
 from abiprobe.filetransport import FileTransport
@@ -252,7 +252,7 @@ class Http:
         self.max_workers = max(1, max_workers)
         self._bytes = 0
         self._lock = threading.Lock()
-        self._progress = _ByteProgress() if progress and sys.stderr.isatty() else None
+        self._progress = _ByteProgress() if progress and not log.quiet() and sys.stderr.isatty() else None
         self.network = net = network if network is not None else network_settings()
         verify = net.ssl_context()
         limits = httpx.Limits(
@@ -330,6 +330,19 @@ class Http:
                 f"(deadline {self.deadline:.0f} s)"
             )
 
+    @contextmanager
+    def _send(self, url: str, headers: Mapping[str, str] | None) -> Iterator[httpx.Response]:
+        """One GET, logged under -v with its status, the bytes read and the time taken."""
+        started = time.monotonic()
+        wanted = dict(headers or {})
+        with self.client.stream("GET", _sendable(url), headers=wanted) as response:
+            try:
+                yield response
+            finally:
+                shown = display_url(url) + (f" [{wanted['Range']}]" if "Range" in wanted else "")
+                elapsed = time.monotonic() - started
+                log.request("GET", shown, response.status_code, response.num_bytes_downloaded, elapsed)
+
     def get(
         self, url: str, headers: Mapping[str, str] | None = None, *, max_bytes: int = MAX_BODY
     ) -> Fetched:
@@ -338,7 +351,7 @@ class Http:
 
         def once() -> Fetched:
             started = time.monotonic()
-            with self.client.stream("GET", _sendable(url), headers=dict(headers or {})) as response:
+            with self._send(url, headers) as response:
                 if response.status_code in RETRYABLE_STATUS:
                     response.read()
                     self.count(response.num_bytes_downloaded)
@@ -363,7 +376,7 @@ class Http:
     @contextmanager
     def stream(self, url: str, headers: Mapping[str, str] | None = None) -> Iterator[httpx.Response]:
         """Open a streamed GET; the caller reads it (``iter_chunks``) and retries through ``with_retries``."""
-        with self.client.stream("GET", _sendable(url), headers=dict(headers or {})) as response:
+        with self._send(url, headers) as response:
             if response.status_code in RETRYABLE_STATUS:
                 response.read()
                 self.count(response.num_bytes_downloaded)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from abiprobe import __version__
-from abiprobe.cuda_arch import parse_arch
+from abiprobe.cuda_arch import parse_known_arch
 from abiprobe.errors import UsageError
 from abiprobe.jsondoc import load_versioned
 from abiprobe.report.matrix_json import wheel_entry
@@ -34,7 +34,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 def arch_label(arch: str) -> str:
     """``12.0`` / ``sm120`` / ``sm_90a`` -> ``sm120`` / ``sm90a``: the runner label and id fragment."""
-    a = parse_arch(arch)
+    a = parse_known_arch(arch)
     return f"sm{a.sm}{a.variant}"
 
 
@@ -100,7 +100,7 @@ def probe_jobs(
             runtime_wheels += [w for w in complete([*wheels, *runtime_wheels]) if w.filename not in have]
         order = list(dict.fromkeys(t for w in wheels for t in _tops(w)))
         for arch in wanted:
-            a = parse_arch(arch)
+            a = parse_known_arch(arch)
             job_target = {**target, "arch": f"{a.major}.{a.minor}{a.variant}"}
             jobs.append(
                 {

@@ -13,7 +13,8 @@ from functools import cached_property
 
 from packaging import tags as _tags
 
-from abiprobe.cuda import GpuArch, parse_arch
+from abiprobe.cuda import GpuArch
+from abiprobe.cuda_arch import parse_known_arch
 from abiprobe.errors import UsageError
 
 # NVIDIA CUDA Toolkit release notes, table "CUDA Toolkit and Corresponding Driver Versions"
@@ -156,7 +157,7 @@ class Target:
         if cuda is not None:
             t = replace(t, cuda=parse_cuda_version(cuda))
         if arch is not None:
-            t = replace(t, arch=parse_arch(arch))
+            t = replace(t, arch=parse_known_arch(arch))
         if python is not None:
             impl, version = parse_python_version(python)
             t = replace(t, implementation=impl, python=version)

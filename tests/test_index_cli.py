@@ -43,7 +43,7 @@ def test_index_ls_offline_from_empty_cache_exits_3(
 ) -> None:
     args = ["index", "ls", "demo", "--index", server.index_url, "--cache-dir", str(tmp_path / "c")]
     assert main([*args, "--offline"]) == 3
-    assert "not in the cache (offline)" in capsys.readouterr().out
+    assert "not in the cache (offline)" in capsys.readouterr().err
 
 
 def test_index_ls_human_table_names_the_version(
@@ -64,3 +64,20 @@ def test_index_ls_human_text_keeps_the_used_marker(
 def test_bad_pin_is_a_usage_error(server: IndexServer, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["index", "ls", "demo", "--index", server.index_url, "--pin", "demo"]) == 2
     assert "--pin takes PROJECT=INDEX" in capsys.readouterr().err
+
+
+def test_unknown_project_exits_1_with_the_reason_on_stderr(
+    server: IndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # WHEN listing a project no index has
+    code = main(["index", "ls", "nosuchpkg", "--index", server.index_url, "--no-cache"])
+    captured = capsys.readouterr()
+    # THEN the exit status says so and so does one line on stderr
+    assert code == 1
+    assert "no index has a project named 'nosuchpkg' (asked: 127.0.0.1:" in captured.err
+
+
+def test_piped_table_is_never_cut(server: IndexServer, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["index", "ls", "demo", "--index", server.index_url, "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "cp312-cp312-manylinux_2_28_x86_64" in out and "…" not in out

@@ -88,3 +88,21 @@ def test_from_host_reads_this_interpreter() -> None:
     t = Target.from_host()
     assert t.python == sys.version_info[:2]
     assert t.arch is None and t.driver is None
+
+
+def test_an_unknown_compute_capability_is_refused_with_the_known_ones() -> None:
+    with pytest.raises(
+        UsageError, match=r"unknown GPU architecture 'sm_999': abiprobe knows sm_35, .*sm_120, sm_121$"
+    ):
+        Target.parse(cuda="13.0", arch="sm_999")
+    with pytest.raises(UsageError, match=r"no 'a' variant of 8\.9: there are sm_90a, "):
+        Target.parse(cuda="13.0", arch="sm_89a")
+    assert Target.parse(cuda="13.0", arch="sm_120f").arch is not None
+
+
+def test_solve_with_an_unknown_arch_exits_2_naming_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    from abiprobe.cli import main
+
+    assert main(["solve", "--arch", "sm_999", "--no-write"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("abiprobe: error: unknown GPU architecture 'sm_999'") and "sm_90, sm_100" in err

@@ -64,7 +64,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ".whl, a directory, a wheel URL or PROJECT==VERSION (looked up with the target's tags).",
         epilog=_EPILOG,
     )
-    p.add_argument("items", nargs="*", metavar="WHEEL_OR_REQ")
+    p.add_argument(
+        "items", nargs="*", metavar="WHEEL_OR_REQ", help="wheel files, URLs or PROJECT==VERSION requirements"
+    )
     p.add_argument("--installed", action="store_true", help="check the environment of --python instead")
     p.add_argument("--cuda", help="target CUDA version (13.0, cu130); default 13.0")
     p.add_argument("--arch", help="target GPU architecture (sm120, sm_90a, 12.0); default: none known")

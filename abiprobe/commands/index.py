@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from abiprobe import log
 from abiprobe.cache import Cache
 from abiprobe.console import make_console
 from abiprobe.errors import UsageError
@@ -32,14 +33,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "abiprobe.toml or [tool.abiprobe] in pyproject.toml, then the installer's configuration (pip's, "
         "else uv's; `abiprobe config` shows what is read and from where).",
     )
-    ls.add_argument("project")
+    ls.add_argument("project", help="project name (any spelling: it is normalized)")
     ls.add_argument("--index", action="append", default=[], metavar="URL", help="index URL (repeatable)")
     ls.add_argument("--extra-index", action="append", default=[], metavar="URL", help="extra index URL")
     ls.add_argument("--find-links", action="append", default=[], metavar="URL", help="flat page of links")
     ls.add_argument("--strategy", choices=STRATEGIES, help="first-index (default) or best-match")
     ls.add_argument("--pin", action="append", default=[], metavar="PROJECT=INDEX", help="pin a project")
     ls.add_argument("--offline", action="store_true", help="answer from the cache only")
-    ls.add_argument("--stale-after", type=float, default=DEFAULT_STALE_AFTER / 3600, metavar="HOURS")
+    ls.add_argument(
+        "--stale-after",
+        type=float,
+        default=DEFAULT_STALE_AFTER / 3600,
+        metavar="HOURS",
+        help="a cached page older than this is marked stale when it has to be used",
+    )
     ls.add_argument("--cache-dir", type=Path, help="cache directory")
     ls.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     ls.add_argument("--json", action="store_true", help="print JSON")
@@ -82,10 +89,17 @@ def run_ls(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         render_listing(listing, make_console())
-    return 0 if listing.candidates or not listing.failed else 3
+    if listing.candidates:
+        return 0
+    if listing.failed:
+        return 3
+    asked = ", ".join(o.index for o in listing.outcomes) or "no index configured"
+    print(f"abiprobe: error: no index has a project named {args.project!r} (asked: {asked})", file=sys.stderr)
+    return 1
 
 
-def render_listing(listing: ProjectListing, console: Console) -> None:
+def render_listing(listing: ProjectListing, console: Console, separate_failures: bool = True) -> None:
+    """The table and each index's outcome on ``console``; indexes that failed as warnings on stderr."""
     table = Table(title=f"{listing.project} ({listing.strategy})")
     for column in ("version", "local", "tags", "yanked", "metadata", "sha256", "uploaded", "index"):
         table.add_column(column)
@@ -108,6 +122,9 @@ def render_listing(listing: ProjectListing, console: Console) -> None:
         state = o.status if not o.error else f"{o.status}: {o.error}"
         extra = (" (cache" + (", stale" if o.stale else "") + ")") if o.from_cache else ""
         line = f"  {o.index}: {state}{extra}, {o.candidates} wheels{' [used]' if o.used else ''}"
+        if o.status == "failed" and separate_failures:
+            log.warn(f"index {line.strip()}")
+            continue
         console.print(escape(line))  # "[used]" would otherwise be read as a rich style tag and dropped
     for note in listing.notes:
         console.print(escape(f"  note: {note}"))

@@ -13,7 +13,8 @@ from typing import Any
 
 from abiprobe.analyze.torch_abi import TorchRelease, wheel_torch_range
 from abiprobe.analyze.variants import variant_document, variant_member
-from abiprobe.cuda import GpuArch, arch_verdict, parse_arch
+from abiprobe.cuda import GpuArch, arch_verdict
+from abiprobe.cuda_arch import parse_known_arch
 from abiprobe.errors import UsageError
 from abiprobe.facts import ElfFacts, WheelFacts
 from abiprobe.known_wheels import CACHED, add_torch_option
@@ -28,7 +29,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="TARGET is a .so/.cubin file, a .whl file, a directory, an installed distribution name, "
         "a wheel URL, or PROJECT==VERSION from the configured indexes.",
     )
-    p.add_argument("target", metavar="TARGET")
+    p.add_argument(
+        "target",
+        metavar="TARGET",
+        help="a .so, .cubin, .whl, directory, installed distribution, URL or PROJECT==VERSION",
+    )
     p.add_argument("--arch", help="GPU architecture to judge the GPU code against (sm120, sm_90a, 12.0 ...)")
     p.add_argument("--python", help="interpreter whose environment holds the installed distribution")
     p.add_argument("--json", action="store_true", help="print all facts as JSON")
@@ -41,7 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    arch = parse_arch(args.arch) if args.arch else None
+    arch = parse_known_arch(args.arch) if args.arch else None
     sources = resolve_target(args)
     releases: tuple[TorchRelease, ...] = ()
     if any(isinstance(f, WheelFacts) and f.metadata.name.lower() != "torch" for _, f in sources):

@@ -17,8 +17,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("matrix", help="show saved solve matrices")
     msub = p.add_subparsers(dest="matrix_command", metavar="ACTION")
     show = msub.add_parser("show", help="render a matrices/<key>.json file")
-    show.add_argument("file", type=Path)
-    show.add_argument("--format", choices=("table", "md", "html", "json"), default="table")
+    show.add_argument("file", type=Path, help="a matrices/<key>.json file")
+    show.add_argument(
+        "--format", choices=("table", "md", "html", "json"), default="table", help="output format"
+    )
     show.add_argument("--json", action="store_true", help="same as --format json")
     show.set_defaults(func=run_show)
     from abiprobe.commands.matrix_diff import register_actions

@@ -21,9 +21,9 @@ from abiprobe.report.matrix_json import dumps, load_document
 
 def register_actions(msub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diff = msub.add_parser("diff", help="new and removed wheels, flipped verdicts between two matrices")
-    diff.add_argument("old", type=Path, metavar="OLD")
-    diff.add_argument("new", type=Path, metavar="NEW")
-    diff.add_argument("--format", choices=("text", "md", "json"), default="text")
+    diff.add_argument("old", type=Path, metavar="OLD", help="the earlier matrix JSON")
+    diff.add_argument("new", type=Path, metavar="NEW", help="the later matrix JSON")
+    diff.add_argument("--format", choices=("text", "md", "json"), default="text", help="output format")
     diff.add_argument("--json", action="store_true", help="same as --format json")
     diff.set_defaults(func=run_diff)
     merge = msub.add_parser("merge", help="fold probe job results into matrices")

@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "packages in order, in a clean subprocess. On hosts without a CUDA driver a stub libcuda.so.1 "
         "stands in for it; with a GPU a smoke test runs one kernel.",
     )
-    p.add_argument("items", nargs="*", metavar="WHEEL_OR_REQ")
+    p.add_argument(
+        "items", nargs="*", metavar="WHEEL_OR_REQ", help="wheel files, URLs or PROJECT==VERSION requirements"
+    )
     p.add_argument(
         "--no-deps", action="store_true", help="install the named items alone, not what they require"
     )
@@ -52,7 +54,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds allowed per set (default 120)")
     p.add_argument("--jobs", type=int, help="probes run at once (default: from CPUs and free disk)")
     p.add_argument("--keep", action="store_true", help="keep the venvs and logs; print where they are")
-    p.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto")
+    p.add_argument(
+        "--installer",
+        choices=("auto", "uv", "pip"),
+        default="auto",
+        help="what installs the set (auto: uv if found)",
+    )
     p.add_argument(
         "--no-bytecode-cache",
         action="store_true",
@@ -69,7 +76,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="SIZE",
         help="bound of the kept layers, least recently used removed first (default 20G)",
     )
-    p.add_argument("--stub-driver", choices=("auto", "always", "never"), default="auto")
+    p.add_argument(
+        "--stub-driver",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="a stub libcuda.so.1 for the import (auto: only where no driver is installed)",
+    )
     p.add_argument("--driver-version", default="13.0", help="CUDA version the stub driver reports (13.0)")
     p.add_argument("--expect", choices=("ok", "fail"), help="the static verdict, to flag a disagreement")
     p.add_argument("--no-smoke", action="store_true", help="skip the GPU smoke test even with a GPU")

@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="probe job result files (repeatable)",
     )
     p.add_argument("--installer", choices=("pip", "uv"), default="pip", help="installer of the restore plan")
-    p.add_argument("--format", choices=("md", "html", "json"), default="md")
+    p.add_argument("--format", choices=("md", "html", "json"), default="md", help="output format")
     p.add_argument("--json", action="store_true", help="same as --format json")
     p.add_argument("-o", "--output", type=Path, help="write the report here (default: stdout)")
     p.add_argument(

@@ -16,7 +16,7 @@ from abiprobe.snapshot import load_snapshot, take_snapshot
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("restore-plan", help="print the commands that restore a snapshotted environment")
-    p.add_argument("snapshot", type=Path, metavar="SNAPSHOT")
+    p.add_argument("snapshot", type=Path, metavar="SNAPSHOT", help="an `abiprobe snapshot` file")
     p.add_argument(
         "--installer",
         choices=("pip", "uv"),

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from abiprobe import log
 from abiprobe.cache import Cache, default_cache_root
 from abiprobe.console import make_console
 from abiprobe.errors import UsageError
@@ -359,11 +360,15 @@ def print_summary(args: argparse.Namespace, result: SolveResult, doc: dict[str, 
     where = str(args.out_dir / f"{matrix_name(result.matrix.target)}.json") if not args.no_write else "--json"
     shown = [f"[yellow]near miss[/] {m.id}: {m.reason}" for m in result.near_misses]
     print_some(console, shown, "near misses", where)
+    errors = make_console(stderr=True)
     for idx in result.indexes:
         state = index_state(idx.to_json())
-        colour = "green" if idx.whole else ("yellow" if idx.answered else "red")
-        console.print(f"  index {idx.url}: [{colour}]{escape(state)}[/]", highlight=False)
-    print_some(console, [f"[red]problem[/] {p}" for p in result.problems], "problems", where)
+        if idx.answered:
+            colour = "green" if idx.whole else "yellow"
+            console.print(f"  index {idx.url}: [{colour}]{escape(state)}[/]", highlight=False)
+        else:
+            log.warn(f"index {idx.url}: {state}")
+    print_some(errors, [f"[red]problem[/] {escape(p)}" for p in result.problems], "problems", where)
     s = result.matrix.stats
     console.print(
         f"  matrix: {len(result.matrix.cells)} cells from {s.analyses} analyses "

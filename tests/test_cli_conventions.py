@@ -1,0 +1,77 @@
+"""CLI conventions every command keeps: help with defaults, an example and exit codes; -q / -v; results on
+stdout, warnings and errors on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.indexserver import IndexServer
+from support.wheelbuild import build_wheel
+
+from abiprobe.cli import build_parser, main
+from abiprobe.cli_help import subparsers
+from abiprobe.target import Target
+
+
+def leaf_commands(
+    parser: argparse.ArgumentParser, path: str = ""
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    children = subparsers(parser)
+    if path and not children:
+        yield path, parser
+    for name, child in children.items():
+        yield from leaf_commands(child, f"{path} {name}".strip())
+
+
+LEAVES = dict(leaf_commands(build_parser()))
+
+
+@pytest.mark.parametrize("command", sorted(LEAVES))
+def test_every_command_has_help_for_each_option_an_example_and_its_exit_codes(command: str) -> None:
+    parser = LEAVES[command]
+    text = parser.format_help()
+    assert "example:\n  abiprobe " in text
+    assert re.search(r"exit (codes|status)", text)
+    for action in parser._actions:
+        assert action.help, f"{command}: {action.option_strings or action.dest} has no help"
+
+
+def test_an_option_default_is_shown() -> None:
+    text = " ".join(LEAVES["solve"].format_help().split())
+    assert "--cuda CUDA target CUDA version (13.0, cu130) (default: 13.0)" in text
+    assert f"(default: this host's, {Target.from_host().platform})" in text
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[IndexServer]:
+    wheel = build_wheel(tmp_path / "w", "demo", "1.0", {"demo/__init__.py": b""})
+    with IndexServer() as srv:
+        srv.add_wheel(wheel)
+        yield srv
+
+
+def test_verbose_logs_each_request_with_status_and_bytes(
+    server: IndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["index", "ls", "demo", "--index", server.index_url, "--no-cache", "-v"]) == 0
+    err = capsys.readouterr().err
+    served = server.bytes_served["/simple/demo/"]
+    assert f"abiprobe: GET {server.index_url}demo/ -> 200, {served} B in " in err
+
+
+def test_warnings_go_to_stderr_and_qq_silences_them(
+    server: IndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a second index that does not answer
+    argv = ["index", "ls", "demo", "--index", server.index_url, "--index", "http://127.0.0.1:9/simple/"]
+    assert main([*argv, "--no-cache", "--strategy", "best-match"]) == 0
+    out, err = capsys.readouterr()
+    # THEN the result is on stdout and the dead index is a warning on stderr
+    assert "1.0" in out and "127.0.0.1:9" not in out
+    assert "abiprobe: warning: index 127.0.0.1:9/simple: failed" in err
+    assert main([*argv, "--no-cache", "--strategy", "best-match", "-qq"]) == 0
+    assert "warning" not in capsys.readouterr().err
