@@ -129,6 +129,11 @@ def temp_file_is_abandoned(path: Path, now: float, max_age_s: float = 3600.0) ->
     return False
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """``atomic_write`` of UTF-8 text: every file abiprobe writes for a user goes through here."""
+    atomic_write(path, text.encode("utf-8"))
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from abiprobe import __version__
+from abiprobe.cache_io import write_text_atomic
 from abiprobe.cuda_arch import parse_known_arch
 from abiprobe.errors import UsageError
 from abiprobe.jsondoc import load_versioned
@@ -138,8 +139,7 @@ def write_probe_jobs(
 ) -> int:
     """Write the job file; returns how many jobs it holds."""
     jobs = probe_jobs(doc, groups, runtime, archs=archs, cells=cells, complete=complete)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(jobs, indent=1) + "\n", encoding="utf-8")
+    write_text_atomic(path, json.dumps(jobs, indent=1) + "\n")
     return len(jobs["include"])
 
 

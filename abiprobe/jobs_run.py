@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from abiprobe.cache_io import write_text_atomic
 from abiprobe.errors import HashMismatchError, UsageError
 from abiprobe.http import Http
 from abiprobe.jobs import load_jobs, result_document, select_job
@@ -88,8 +89,7 @@ def run_job_command(args: argparse.Namespace) -> int:
     doc = run_job(job, wheels_dir, opts, download=not args.no_download)
     text = json.dumps(doc, indent=1) + "\n"
     if args.result is not None:
-        args.result.parent.mkdir(parents=True, exist_ok=True)
-        args.result.write_text(text, encoding="utf-8")
+        write_text_atomic(args.result, text)
     if args.json or args.result is None:
         sys.stdout.write(text)
     else:

@@ -75,3 +75,34 @@ def test_warnings_go_to_stderr_and_qq_silences_them(
     assert "abiprobe: warning: index 127.0.0.1:9/simple: failed" in err
     assert main([*argv, "--no-cache", "--strategy", "best-match", "-qq"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+# files of a throwaway venv, never a user's output; runner.py runs inside that venv without abiprobe and
+# writes its result through a .part file and os.replace itself
+SCRATCH = {"probe/stub.py", "probe/execute.py", "probe/runner.py"}
+
+
+def test_no_output_file_is_written_in_place() -> None:
+    # every file a command writes for a user goes through cache_io.write_text_atomic / atomic_write
+    root = Path(__file__).parents[1] / "abiprobe"
+    offenders = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if str(path.relative_to(root)) not in SCRATCH
+        and re.search(r"\.write_text\(|\.write_bytes\(|open\([^)]*[\"']w[\"']", path.read_text())
+    ]
+    assert offenders == []
+
+
+def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
+    from abiprobe.cache_io import write_text_atomic
+
+    target = tmp_path / "m.json"
+    write_text_atomic(target, "old\n")
+    with pytest.raises(UnicodeEncodeError):
+        write_text_atomic(target, "new \udc80\n")
+    (tmp_path / "d.json").mkdir()
+    with pytest.raises(OSError):
+        write_text_atomic(tmp_path / "d.json", "x")
+    assert target.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json", "m.json"]

@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from abiprobe.cache_io import write_text_atomic
 from abiprobe.known_wheels import cached_kernels, torch_facts_of
 from abiprobe.torch_diff import TorchDiff, diff_torch
 
@@ -74,14 +75,16 @@ def run(args: argparse.Namespace) -> int:
         if args.output is None:
             render_text(doc, limit=args.limit)
             return exit_code(diff)
+        import io
+
         from rich.console import Console
 
-        with args.output.open("w", encoding="utf-8") as stream:
-            render_text(doc, limit=args.limit, console=Console(file=stream, width=160))
+        stream = io.StringIO()
+        render_text(doc, limit=args.limit, console=Console(file=stream, width=160))
+        write_text_atomic(args.output, stream.getvalue())
         return exit_code(diff)
     if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text, encoding="utf-8")
+        write_text_atomic(args.output, text)
     else:
         sys.stdout.write(text)
     return exit_code(diff)

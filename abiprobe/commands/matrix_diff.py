@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from abiprobe.cache_io import write_text_atomic
 from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.hosts import neutral
@@ -92,8 +93,7 @@ def run_merge(args: argparse.Namespace) -> int:
         placed.update(rep.merged)
         report[str(path)] = list(rep.merged)
         out = (args.out_dir / path.name) if args.out_dir else path
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(neutral(dumps(merged)), encoding="utf-8")
+        write_text_atomic(out, neutral(dumps(merged)))
     unmatched = [r["job"]["id"] for r in results if r["job"]["id"] not in placed]
     if args.json:
         sys.stdout.write(json.dumps({"merged": report, "unmatched": unmatched}, indent=1) + "\n")

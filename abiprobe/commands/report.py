@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from abiprobe.cache_io import write_text_atomic
 from abiprobe.errors import UsageError
 from abiprobe.jobs import load_result
 from abiprobe.report.matrix_json import load_document
@@ -59,8 +60,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = render_markdown(ticket)
     if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text, encoding="utf-8")
+        write_text_atomic(args.output, text)
     else:
         sys.stdout.write(text)
     return 0

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from abiprobe.cache_io import write_text_atomic
 from abiprobe.snapshot import take_snapshot
 
 
@@ -31,8 +32,7 @@ def run(args: argparse.Namespace) -> int:
     snap = take_snapshot(args.python, args.wheels_dir)
     text = json.dumps(snap.to_json(), indent=1) + "\n"
     if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text, encoding="utf-8")
+        write_text_atomic(args.output, text)
     if args.output is None or args.json:
         sys.stdout.write(text)
     else:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from abiprobe.cache_io import atomic_write
+from abiprobe.cache_io import write_text_atomic
 from abiprobe.hosts import concrete, neutral
 from abiprobe.report.matrix_html import render_html
 from abiprobe.report.matrix_json import dumps
@@ -23,10 +23,6 @@ from abiprobe.solve.lock import locked_wheels, render_lock
 from abiprobe.solve.pipeline import RuntimeProviders
 from abiprobe.solve.pylock import pylock_document, pylock_name, render_pylock
 from abiprobe.solve.result import SolveResult
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    atomic_write(path, text.encode("utf-8"))
 
 
 @dataclass(frozen=True)
