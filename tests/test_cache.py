@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.schemas import assert_valid
 
 from abiprobe.cache import Cache, CachedPage, default_cache_root, is_stale, strip_credentials
 from abiprobe.cache_io import canonical_json, pretty_json, sha256_hex
@@ -443,7 +444,7 @@ def test_cli_info_counts_entries_per_kind(tmp_path: Path, capsys: pytest.Capture
     cache.store_facts(make_facts())
     cache.store_facts(make_facts(sha256="0c" * 32))
     assert cli("info", "--json", "--cache-dir", str(tmp_path)) == 0
-    doc = json.loads(capsys.readouterr().out)
+    doc = assert_valid(json.loads(capsys.readouterr().out), "cache")
     counts = {kind: stats["count"] for kind, stats in doc["kinds"].items()}
     assert counts == {
         "pages": 1, "bodies": 1, "facts": 2, "summaries": 2, "analyses": 0, "metadata": 0, "hosts": 0
@@ -468,7 +469,7 @@ def test_cli_verify_fails_on_damage_and_keeps_it(tmp_path: Path, capsys: pytest.
     # WHEN verified without repair
     code = cli("verify", "--json", "--cache-dir", str(tmp_path))
     # THEN it exits 1, names the entry, and leaves it in place
-    doc = json.loads(capsys.readouterr().out)
+    doc = assert_valid(json.loads(capsys.readouterr().out), "cache")
     assert code == 1
     assert [(p["kind"], p["path"], p["removed"]) for p in doc["problems"]] == [
         ("corrupt", str(facts_file.relative_to(tmp_path)), False)
@@ -538,7 +539,7 @@ def test_cli_prune_older_than_keeps_recent_pages(tmp_path: Path, capsys: pytest.
     # WHEN pages older than a week are pruned
     assert cli("prune", "--older-than", "7", "--json", "--cache-dir", str(tmp_path)) == 0
     # THEN only the old page and its body went; facts stay without --facts
-    assert json.loads(capsys.readouterr().out)["removed"] == {"pages": 1, "bodies": 1}
+    assert assert_valid(json.loads(capsys.readouterr().out), "cache")["removed"] == {"pages": 1, "bodies": 1}
     assert cache.load_page(PAGE_URL) is None
     assert cache.load_page(fresh_url) is not None
     assert cache.load_facts(WHEEL_SHA) == make_facts()

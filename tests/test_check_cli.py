@@ -6,6 +6,7 @@ import json
 import sys
 
 import pytest
+from support.schemas import assert_valid
 from support.stacks import FixtureStacks, fixture_stacks
 
 from abiprobe.cli import main
@@ -49,7 +50,7 @@ def test_several_failures_or_their_bits(stacks: FixtureStacks) -> None:
 
 def test_json_output_is_the_set_analysis(stacks: FixtureStacks, capsys: pytest.CaptureFixture[str]) -> None:
     code = _check(stacks, "torch_v1", "cuda13_runtime", "cu12_kernel", extra=("--json",))
-    doc = json.loads(capsys.readouterr().out)
+    doc = assert_valid(json.loads(capsys.readouterr().out), "check")
     assert (code, doc["ok"], doc["checks"]["sonames"]) == (4 | 8, False, "fail")
     assert doc["target"] == f"cu13.0-sm_120-{PY}-manylinux_2_28_x86_64"
     assert doc["profile"] == "manylinux_2_28_x86_64"

@@ -106,3 +106,19 @@ def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temp(tmp_path: Pa
         write_text_atomic(tmp_path / "d.json", "x")
     assert target.read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json", "m.json"]
+
+
+# the schema of each command's --json output (abiprobe/schemas/<name>.schema.json)
+JSON_SCHEMAS = {
+    "solve": "matrix", "inspect": "inspect", "check": "check", "diff": "torch-diff", "probe": "probe",
+    "index ls": "index-ls", "config": "config", "cache info": "cache", "cache prune": "cache",
+    "cache verify": "cache", "matrix show": "matrix", "matrix diff": "matrix-diff", "matrix merge": "matrix-merge",
+    "report": "report", "snapshot": "snapshot", "restore-plan": "restore-plan",
+}  # fmt: skip
+
+
+def test_every_json_output_has_a_schema() -> None:
+    with_json = {c for c, p in LEAVES.items() if any("--json" in a.option_strings for a in p._actions)}
+    assert with_json == set(JSON_SCHEMAS)
+    schemas = Path(__file__).parents[1] / "abiprobe" / "schemas"
+    assert all((schemas / f"{name}.schema.json").is_file() for name in JSON_SCHEMAS.values())

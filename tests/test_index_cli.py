@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from support.indexserver import IndexServer
+from support.schemas import assert_valid
 from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
@@ -28,7 +29,7 @@ def test_index_ls_json_lists_candidates_and_index_outcomes(
     code = main(
         ["index", "ls", "demo", "--index", server.index_url, "--cache-dir", str(tmp_path / "c"), "--json"]
     )
-    out = json.loads(capsys.readouterr().out)
+    out = assert_valid(json.loads(capsys.readouterr().out), "index-ls")
     # THEN the one candidate shows its local label, yank reason, metadata and the index that answered
     assert code == 0
     (candidate,) = out["candidates"]

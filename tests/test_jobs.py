@@ -12,6 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 from support.indexserver import IndexServer
+from support.schemas import assert_valid
 from support.solve_stacks import serve, solve_argv, solve_stack
 from support.stacks import PY_TAG
 
@@ -181,6 +182,10 @@ def test_result_for_another_arch_finds_no_matrix(ran: Ran, capsys: pytest.Captur
     rc = main(["matrix", "merge", str(ran.matrix), str(path), "--out-dir", str(ran.root / "m2")])
     assert rc == 1
     assert f"no matrix or cell for sm90-{MEMBERS}" in capsys.readouterr().out
+    # AND as JSON, the unmatched result is named
+    rc = main(["matrix", "merge", str(ran.matrix), str(path), "--out-dir", str(ran.root / "m3"), "--json"])
+    doc = assert_valid(json.loads(capsys.readouterr().out), "matrix-merge")
+    assert rc == 1 and doc["unmatched"] == [f"sm90-{MEMBERS}"]
 
 
 def test_several_jobs_need_a_job_id(ran: Ran) -> None:

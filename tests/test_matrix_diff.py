@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from support.indexserver import IndexServer
+from support.schemas import assert_valid
 from support.solve_stacks import SolveStack, _kernel, solve_argv, solve_stack
 from support.stacks import PY_TAG
 
@@ -111,7 +112,7 @@ def test_diff_reports_the_ok_to_fail_flip_with_its_reason(days: Days) -> None:
 
 def test_diff_exit_code_says_a_regression_happened(days: Days, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["matrix", "diff", str(days.old), str(days.new), "--json"]) == 12
-    out = json.loads(capsys.readouterr().out)
+    out = assert_valid(json.loads(capsys.readouterr().out), "matrix-diff")
     assert (out["exit_code"], out["flips"][0]["regression"]) == (12, True)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.probe_wheels import ProbeWheels, build_probe_wheels
+from support.schemas import assert_valid
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,7 +67,7 @@ def test_json_result_and_failing_exit_code(wheels: ProbeWheels, tmp_path: Path) 
     proc = _cli([str(wheels.base), str(wheels.undefined), "--json", "--expect", "ok"], tmp_path)
     out, _err = proc.communicate(timeout=120)
     # THEN the JSON says so, loudly disagrees with the static verdict, and the exit code is 1
-    doc = json.loads(out)
+    doc = assert_valid(json.loads(out), "probe")
     [result] = doc["results"]
     assert (proc.returncode, result["outcome"], result["disagrees"]) == (1, "undefined_symbol", True)
     assert result["module"] == "undefined"

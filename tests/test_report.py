@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from support.indexserver import IndexServer
+from support.schemas import assert_valid
 from support.solve_stacks import SolveStack, serve, solve_argv, solve_stack
 from support.stacks import PY_TAG
 from support.venvs import make_venv, pip_install
@@ -82,7 +83,7 @@ def inputs(stack: SolveStack, tmp_path_factory: pytest.TempPathFactory) -> Itera
         snapshot,
         matrix,
         probe,
-        json.loads((root / "t.json").read_text()),
+        assert_valid(json.loads((root / "t.json").read_text()), "report"),
         (root / "t.md").read_text(),
         (root / "t.html").read_text(),
     )

@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 from support.indexserver import IndexServer
+from support.schemas import assert_valid
 from support.solve_stacks import solve_stack
 from support.venvs import isolated_env, make_venv, sh
 from support.wheelbuild import build_wheel
@@ -170,6 +171,20 @@ def test_verify_passes_for_the_restored_venv(restored: Restored, capsys: pytest.
     after_python = restored.after.executable
     assert main(["restore-plan", str(restored.snapshot_file), "--verify", after_python]) == 0
     assert capsys.readouterr().out.strip().endswith("matches the snapshot")
+
+
+def test_restore_plan_json_and_its_verification_follow_their_schema(
+    restored: Restored, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["restore-plan", str(restored.snapshot_file), "--json"]) == 0
+    plan = assert_valid(json.loads(capsys.readouterr().out), "restore-plan")
+    assert plan["hashed"] or plan["unhashed"]
+    argv = ["restore-plan", str(restored.snapshot_file), "--verify", restored.after.executable, "--json"]
+    assert main(argv) == 0
+    assert assert_valid(json.loads(capsys.readouterr().out), "restore-plan") == {
+        "matches": True,
+        "problems": [],
+    }
 
 
 def test_compare_names_a_missing_and_a_changed_distribution(restored: Restored) -> None:
