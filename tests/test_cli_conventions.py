@@ -113,7 +113,8 @@ JSON_SCHEMAS = {
     "solve": "matrix", "inspect": "inspect", "check": "check", "diff": "torch-diff", "probe": "probe",
     "index ls": "index-ls", "config": "config", "cache info": "cache", "cache prune": "cache",
     "cache verify": "cache", "matrix show": "matrix", "matrix diff": "matrix-diff",
-    "matrix merge": "matrix-merge", "report": "report", "snapshot": "snapshot", "restore-plan": "restore-plan",
+    "matrix merge": "matrix-merge", "report": "report", "snapshot": "snapshot",
+    "restore-plan": "restore-plan",
 }  # fmt: skip
 
 
