@@ -12,7 +12,6 @@ import base64
 import netrc
 import socket
 import ssl
-import sys
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
@@ -31,6 +30,7 @@ from abiprobe.cache_io import strip_credentials
 from abiprobe.errors import IndexError_
 from abiprobe.filetransport import FileTransport
 from abiprobe.netconfig import Credential, NetworkSettings, network_settings
+from abiprobe.progress import DISPLAY
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -194,40 +194,6 @@ class Fetched:
     url: str
 
 
-class _ByteProgress:
-    """One rich progress bar counting bytes; shared by concurrent downloads."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import DownloadColumn, Progress, TextColumn, TransferSpeedColumn
-
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self._lock = threading.Lock()
-        self._users = 0
-
-    @contextmanager
-    def task(self, description: str, total: int | None) -> Iterator[Callable[[int], None]]:
-        with self._lock:
-            if self._users == 0:
-                self._progress.start()
-            self._users += 1
-        task_id = self._progress.add_task(description, total=total)
-        try:
-            yield lambda n: self._progress.advance(task_id, n)
-        finally:
-            self._progress.remove_task(task_id)
-            with self._lock:
-                self._users -= 1
-                if self._users == 0:
-                    self._progress.stop()
-
-
 class Http:
     """Thread-safe wrapper over one ``httpx.Client``; counts every body byte received."""
 
@@ -252,7 +218,9 @@ class Http:
         self.max_workers = max(1, max_workers)
         self._bytes = 0
         self._lock = threading.Lock()
-        self._progress = _ByteProgress() if progress and not log.quiet() and sys.stderr.isatty() else None
+        self._progress = progress
+        if progress:
+            DISPLAY.want(1)
         self.network = net = network if network is not None else network_settings()
         verify = net.ssl_context()
         limits = httpx.Limits(
@@ -281,12 +249,13 @@ class Http:
     def count(self, n: int) -> None:
         with self._lock:
             self._bytes += n
+        DISPLAY.received(n)
 
     def progress(self, description: str, total: int | None) -> AbstractContextManager[Callable[[int], None]]:
         """A callback to advance a byte progress bar; a no-op when progress is off."""
-        if self._progress is None:
+        if not (self._progress and DISPLAY.enabled()):
             return nullcontext(lambda _n: None)
-        return self._progress.task(description, total)
+        return DISPLAY.file(description, total)
 
     def with_retries(self, what: str, operation: Callable[[], T]) -> T:
         """Run ``operation``; on transport errors or RetryableError retry with exponential backoff (or
@@ -401,6 +370,9 @@ class Http:
             return list(pool.map(fn, items))
 
     def close(self) -> None:
+        if self._progress:
+            self._progress = False
+            DISPLAY.want(-1)
         self.client.close()
 
     def __enter__(self) -> Http:

@@ -22,6 +22,7 @@ from abiprobe.index.client import IndexClient
 from abiprobe.index.models import Candidate, IndexFile
 from abiprobe.index.multi import NOT_CACHED, IndexOutcome
 from abiprobe.profiles import Profile
+from abiprobe.progress import wheel_work
 from abiprobe.requirements import applicable_requirements
 from abiprobe.solve.candidates import (
     Exclusion,
@@ -150,11 +151,16 @@ class Collector:
         todo = list({_file_key(sc): sc for sc in todo}.values())
         if len(todo) < 2:
             return
-        with ThreadPoolExecutor(max_workers=min(PREFETCH_WORKERS, len(todo))) as pool:
-            if read is None:
-                list(pool.map(self.facts, todo))
-            else:
-                list(pool.map(lambda sc: self.runtime_info(sc, read), todo))
+        with wheel_work(len(todo)) as work, ThreadPoolExecutor(min(PREFETCH_WORKERS, len(todo))) as pool:
+
+            def one(sc: StackCandidate) -> None:
+                work.started(sc.filename)
+                try:
+                    self.facts(sc) if read is None else self.runtime_info(sc, read)
+                finally:
+                    work.finished(sc.filename)
+
+            list(pool.map(one, todo))
 
     def _runtime_lacks(self, sc: StackCandidate, read: Callable[[str], bool]) -> bool:
         """Whether ``sc`` was never read as a runtime wheel, or was read without members ``read`` accepts."""
