@@ -88,7 +88,43 @@ def test_failed_cell_explains_itself_in_one_line() -> None:
 def test_markdown_has_a_grid_row_per_torch_and_a_problem_line() -> None:
     md = render_markdown(sample_document())
     assert "| `torch==2.8.0` | ❌ fail +flashinfer-python==0.5.3 |" in md
-    assert "- **torch==2.8.0 × sglang-kernel==0.4.0** (fail): symbols fail:" in md
+    assert (
+        "- **torch==2.8.0 × sglang-kernel==0.4.0** (❌ fail)\n  - fail symbols: undefined symbol: <c10::"
+        in md
+    )
+
+
+def _many_reasons() -> dict[str, Any]:
+    """The sample with a warning cell of five reasons added in front of the failing one."""
+    doc = sample_document()
+    ok, failing = doc["cells"]
+    warned = {**ok, "status": "warn", "explanation": "tags warn: one (+4 more)", "pairs": []}
+    warned["set_verdicts"] = [
+        {"check": "tags", "status": "warn", "explanation": f"reason {i}", "subject": None, "evidence": {}}
+        for i in range(5)
+    ]
+    doc["cells"] = [warned, failing]
+    return doc
+
+
+def test_markdown_lists_failures_first_and_every_reason_collapsed_when_long() -> None:
+    md = render_markdown(_many_reasons())
+    problems = md.split("### Problems", 1)[1]
+    # THEN the failing cell comes before the warning one, although it comes after it in the matrix
+    assert problems.index("(❌ fail)") < problems.index("(⚠️ warn)")
+    # AND all five reasons of the warning cell are there, inside a collapsed block
+    assert "<details><summary>5 reasons</summary>" in problems
+    assert all(f"  - warn tags: reason {i}\n" in problems for i in range(5))
+    assert "+4 more" not in problems
+
+
+def test_html_lists_every_reason_failures_first_long_lists_collapsed() -> None:
+    page = render_html(_many_reasons())
+    problems = page.split("<h2>Problems</h2>", 1)[1]
+    assert problems.index("<span class='fail'>fail</span> torch==2.8.0") < problems.index("reason 0")
+    assert "<details class='problem'><summary><span class='warn'>warn</span>" in problems  # collapsed
+    assert "<details class='problem' open>" in problems  # the failing cell's one reason, shown
+    assert all(f"reason {i}</li>" in problems for i in range(5))
 
 
 def test_html_is_self_contained_and_escapes_cell_text() -> None:
@@ -111,3 +147,22 @@ def test_matrix_show_refuses_a_foreign_json(tmp_path: Path) -> None:
     path = tmp_path / "x.json"
     path.write_text(json.dumps({"kind": "something-else"}))
     assert main(["matrix", "show", str(path)]) == 2
+
+
+def test_renderings_name_the_real_registry_hosts_where_the_json_keeps_tokens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from abiprobe.hosts import REGISTRY, concrete
+
+    # GIVEN a committed matrix whose index line names the default registry by its token
+    doc = sample_document()
+    doc["indexes"][0]["url"] = f"https://{REGISTRY}/simple"
+    path = tmp_path / "m.json"
+    path.write_text(dumps(doc))
+    assert REGISTRY in path.read_text()
+    # WHEN it is rendered for people
+    for fmt in ("md", "html"):
+        assert main(["matrix", "show", str(path), "--format", fmt]) == 0
+        out = capsys.readouterr().out
+        # THEN they read this machine's registry host, not the token
+        assert concrete(f"https://{REGISTRY}/simple") in out and REGISTRY not in out

@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 from abiprobe.report.matrix_json import axis_ids, index_state, title_of
+from abiprobe.report.reasons import COLLAPSE_AFTER, cell_reasons, problem_cells, reason_text
 from abiprobe.verdict import STATUSES
 
 _CSS = """
@@ -131,6 +132,7 @@ def render_html(doc: dict[str, Any]) -> str:
     s = doc["stats"]
     parts += [
         "</tbody></table><div id='details'>Click a cell for its verdicts.</div>",
+        _problems(doc),
         f"<p><small>{s['cells']} cells from {s['analyses']} pair analyses (a naive loop: "
         f"{s['naive_analyses']}); {escape(doc['generated_by'])}</small></p>",
         f"<script type='application/json' id='matrix-data'>{_embed(doc)}</script>",
@@ -152,6 +154,28 @@ def _notes(doc: dict[str, Any]) -> str:
         for p in g.get("providers", ())
     ]
     return f"<ul class='notes'>{''.join(f'<li>{line}</li>' for line in lines)}</ul>" if lines else ""
+
+
+def _problems(doc: dict[str, Any]) -> str:
+    """Each cell that is not ok, failures first, with every reason; long lists start collapsed."""
+    blocks = []
+    for c in problem_cells(doc):
+        where = " × ".join(x for x in (c["row"], c["col"]) if x)
+        reasons = cell_reasons(doc, c) or [
+            {"check": "", "status": c["status"], "explanation": c["explanation"]}
+        ]
+        items = "".join(
+            f"<li><span class='{escape(r['status'])}'>{escape(r['status'])}</span> "
+            f"{escape(reason_text(r).split(' ', 1)[1])}</li>"
+            for r in reasons
+        )
+        opened = "" if len(reasons) > COLLAPSE_AFTER else " open"
+        blocks.append(
+            f"<details class='problem'{opened}><summary><span class='{escape(c['status'])}'>"
+            f"{escape(c['status'])}</span> {escape(where)}: {len(reasons)} reason"
+            f"{'s' if len(reasons) != 1 else ''}</summary><ul>{items}</ul></details>"
+        )
+    return f"<h2>Problems</h2>{''.join(blocks)}" if blocks else ""
 
 
 def _override(override: dict[str, Any] | None) -> str:

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from abiprobe.report.matrix_json import axis_ids, index_state, title_of
+from abiprobe.report.reasons import COLLAPSE_AFTER, cell_reasons, problem_cells
 
 SYMBOL = {
     "ok": "✅ ok",
@@ -44,13 +45,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     out += provider_lines(doc)
     if doc.get("twins"):
         out += ["### Same filename, other sha256", *(f"- {_esc(t['explanation'])}" for t in doc["twins"]), ""]
-    problems = [c for c in doc["cells"] if c["status"] != "ok"]
-    if problems:
-        out.append("### Problems")
-        for c in problems:
-            where = " × ".join(x for x in (c["row"], c["col"]) if x)
-            out.append(f"- **{_esc(where)}** ({c['status']}): {_esc(c['explanation'])}")
-        out.append("")
+    out += problem_lines(doc)
     out += override_lines(doc.get("if_pins_overridden"))
     if doc["near_misses"]:
         out.append("### Near misses")
@@ -63,6 +58,36 @@ def render_markdown(doc: dict[str, Any]) -> str:
         f"(a naive loop: {s['naive_analyses']}); {doc['generated_by']}</sub>"
     )
     return "\n".join(out) + "\n"
+
+
+def problem_lines(doc: dict[str, Any]) -> list[str]:
+    """Each cell that is not ok, failures first, with every reason (collapsed when there are many)."""
+    cells = problem_cells(doc)
+    if not cells:
+        return []
+    out = ["### Problems", ""]
+    for c in cells:
+        where = " × ".join(x for x in (c["row"], c["col"]) if x)
+        reasons = cell_reasons(doc, c) or [
+            {"check": "", "status": c["status"], "explanation": c["explanation"]}
+        ]
+        items = [
+            f"  - {r['status']} {r['check']}: {_esc(r['explanation'])}".replace(" :", ":") for r in reasons
+        ]
+        head = f"- **{_esc(where)}** ({SYMBOL[c['status']]})"
+        if len(items) > COLLAPSE_AFTER:
+            out += [
+                head,
+                f"  <details><summary>{len(items)} reasons</summary>",
+                "",
+                *items,
+                "",
+                "  </details>",
+            ]
+        else:
+            out += [head, *items]
+    out.append("")
+    return out
 
 
 def override_lines(override: dict[str, Any] | None) -> list[str]:
