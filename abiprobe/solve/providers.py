@@ -109,7 +109,11 @@ def choose_provider(
     ``found`` holds each provider tag's candidates. None when the shim is a legacy wheel that names no
     providers and none exist at its version (its own files hold the kernels)."""
     tags = list(dict.fromkeys([*named_tags(shim, providers), *found]))
-    same = {t: [c for c in found.get(t, ()) if c.version == shim.version] for t in tags}
+    # of twin files (one filename, other hashes) the one whose bytes were read first
+    same = {
+        t: sorted((c for c in found.get(t, ()) if c.version == shim.version), key=lambda c: c.info is None)
+        for t in tags
+    }
     if not named_tags(shim, providers) and not any(same.values()):
         return None, None
     if target is None:
