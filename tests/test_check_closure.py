@@ -171,3 +171,19 @@ def test_a_pin_that_forbids_the_named_set_blocks_it_and_the_rest_is_still_resolv
     assert [(v["subject"], v["explanation"]) for v in blocked] == [
         ("sglang-kernel 0.4.0", "requires torch==2.9.0 (set has torch 2.9.1)")
     ]
+
+
+def test_a_named_wheel_that_cannot_be_read_is_unknown_not_an_error(
+    stack: SolveStack, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with IndexServer() as srv:
+        serve(srv, stack)
+        # GIVEN the kernel's wheel host drops every connection (its PEP 658 metadata still answers)
+        srv.fail(match=stack.wheels["k040"].name, unless=".metadata", reset_after=0)
+        rc, doc = check(srv, tmp_path, capsys, "torch==2.9.0", "sglang-kernel==0.4.0")
+    # THEN every check that needs its bytes is unknown, with the reason, and so is the set (exit 3)
+    (kernel,) = [i for i in doc["install"]["items"] if i["item"] == "sglang-kernel==0.4.0"]
+    assert "connection" in kernel["unread"]
+    unknown = {v["check"] for v in doc["set_verdicts"] if v["subject"] == kernel["filename"]}
+    assert {"metadata", "files", "sonames", "symbols", "gpu_arch"} <= unknown
+    assert (rc, doc["status"]) == (3, "unknown")
