@@ -6,7 +6,8 @@ function is called). Libraries are loaded by path through ``torch.ops.load_libra
 ``torch.classes.load_library``, ``ctypes.CDLL`` / ``ctypes.cdll.LoadLibrary`` (and their aliases); the path
 expression is evaluated over ``__file__``, ``os.path`` and ``pathlib`` operations, f-strings, module
 constants and function parameters (``{name}``; a call site's constant arguments fill them in). A path it
-cannot evaluate names what it can: ``**/_C.*so`` for ``_get_extension_path("_C")``.
+cannot evaluate is matched by the last name it spells (``**/_C.*so`` for ``_get_extension_path("_C")``);
+one that spells none is no claim at all.
 
 Full parsing costs seconds on a package of thousands of modules, so only modules whose text names a load
 call, a dynamic import, or a function found to load are parsed; the others are read line by line for their
@@ -228,7 +229,8 @@ class _Scanner:
                 api = api or f"torch.{callee.rsplit('.', 2)[-2]}.load_library"
             if api is not None and node.args:
                 target = self.path_of(node.args[0], params) or self.by_name(node.args[0], params)
-                out.append(PyEvent("load", target, api, line=node.lineno))
+                if target is not None:
+                    out.append(PyEvent("load", target, api, line=node.lineno))
             elif callee in ("importlib.import_module", "__import__") and node.args:
                 target = self.module_of(node.args[0], node.args[1:], params)
                 out.append(PyEvent("import", target, callee, line=node.lineno))
@@ -240,7 +242,7 @@ class _Scanner:
                 out.append(PyEvent("call", callee, args=args, line=node.lineno))
         return out
 
-    def by_name(self, node: ast.expr, params: dict[str, str]) -> str:
+    def by_name(self, node: ast.expr, params: dict[str, str]) -> str | None:
         """A path expression that cannot be evaluated, matched by the last name it spells (a constant or a
         parameter, through the function's assignments): ``_get_extension_path("_C")`` -> ``**/_C.*so*``."""
         names: list[str] = []
@@ -259,7 +261,7 @@ class _Scanner:
             n.split(".so")[0] for n in names if re.fullmatch(r"[\w.{}-]+", n) and n not in ("", ".", "..")
         ]
         top = self.path.split("/", 1)[0]
-        return f"{top}/**/{stems[-1]}.*so*" if stems else f"{top}/**/*.so*"
+        return f"{top}/**/{stems[-1]}.*so*" if stems and not stems[-1].startswith("{") else None
 
     def dotted(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Name):

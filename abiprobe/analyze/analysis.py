@@ -180,7 +180,9 @@ def _timed(
     turns a failure into ``unknown``; so does a pass that rests on an object that a unit of unknown or
     lazy load time brought in (whether it is loaded first cannot be known)."""
     lazy = {k for k, u in sim.loaded_by.items() if sim.timing_of.get(u) not in (None, "import")}
-    leaned = sorted({n.soname for n in result.needed if n.how == "loaded" and n.soname in lazy})
+    leaned = sorted(
+        {n.soname for n in result.needed if n.how == "loaded" and n.soname in lazy and not n.found_otherwise}
+    )
     out: list[Verdict] = []
     for v in verdicts:
         if unit.timing == "unknown" and v.status == "fail":

@@ -56,6 +56,8 @@ class NeededResolution:
     soname: str
     provider: str | None
     how: str
+    # for ``loaded`` by an earlier unit (not globally): whether the search paths would find it anyway
+    found_otherwise: bool = True
 
 
 @dataclass(frozen=True)
@@ -295,11 +297,16 @@ class LoaderSimulation:
                 if prov is None:
                     needed.append(NeededResolution(obj.path, soname, None, "missing"))
                     continue
+                otherwise = True
+                if how == "loaded" and soname in self.loaded_by and soname not in local:
+                    otherwise = self._find(obj, soname, loaders)[0] is not None or (
+                        self.profile.library(soname) is not None
+                    )
                 local[soname] = prov
                 deps[obj.path][soname] = prov
                 if prov not in order:
                     order.append(prov)
-                needed.append(NeededResolution(obj.path, soname, provider_name(prov), how))
+                needed.append(NeededResolution(obj.path, soname, provider_name(prov), how, otherwise))
         scope = [p for p in self.global_scope if p not in order] + order
         relocated = relocation_order(order, deps, new_objects)
         result = self._bind(root, is_global, scope, relocated, deps, needed)

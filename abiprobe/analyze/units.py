@@ -96,6 +96,8 @@ class _Planner:
             self.units[path] = PlannedUnit(path, how, timing, where, api)
 
     def import_module(self, name: str, timing: Timing, where: str) -> None:
+        if not _literal_head(name.split(".")[0]):
+            return  # a module name computed from nothing it spells: no claim about what it imports
         if "*" in name:
             matched = sorted(n for n in self.extensions if fnmatch.fnmatchcase(n, name))
             for n in matched:
@@ -130,8 +132,8 @@ class _Planner:
                 self.call(module, e, timing)
 
     def load(self, pattern: str, api: str, timing: Timing, where: str) -> None:
-        if "/" not in pattern:
-            return  # a bare soname: found by the loader's own search, not a file of the set
+        if "/" not in pattern or not _literal_head(pattern.split("/")[0]):
+            return  # a bare soname (the loader's own search), or a path that names no package of the set
         rx = _glob(pattern)
         matched = sorted(p for p in self.layout.objects if rx.fullmatch(p))
         for path in matched:
@@ -160,6 +162,10 @@ class _Planner:
             self.run(module, module.events, "first_use", {})
         for f in module.functions:
             self.run(module, f.events, "first_use", {})
+
+
+def _literal_head(part: str) -> bool:
+    return bool(part) and "*" not in part and "{" not in part
 
 
 def _bind(text: str, args: dict[str, str]) -> str:
