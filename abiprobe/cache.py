@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -42,6 +43,7 @@ from abiprobe.cache_maint import (
 from abiprobe.errors import CacheError
 from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.hosts import concrete_bytes, neutral, neutral_bytes
+from abiprobe.localstate import local_state_dir
 
 T = TypeVar("T")
 
@@ -130,7 +132,7 @@ class Cache:
                 content_type=record.content_type,
                 etag=record.etag,
                 last_modified=record.last_modified,
-                fetched_at=record.fetched_at,
+                fetched_at=self._fetched_at(key, record),
                 problems=record.problems,
                 missing=record.missing,
             )
@@ -144,7 +146,31 @@ class Cache:
         data = self._read(meta_path)
         if data is None:
             return None
-        return self._decode(meta_path, data, lambda d: entries.decode_page(d, entries.url_hash(key)))
+        record = self._decode(meta_path, data, lambda d: entries.decode_page(d, entries.url_hash(key)))
+        if record is None:
+            return None
+        return dataclasses.replace(record, fetched_at=self._fetched_at(key, record))
+
+    # When a page was last fetched or revalidated changes on every run; what it says rarely does. The
+    # committed entry is rewritten only when what it says changes, and the newer time is kept on this
+    # machine (abiprobe.localstate), so a nightly refresh commits no page whose content did not change.
+
+    def _fetched_file(self, key: str) -> Path:
+        where = hashlib.sha256(f"{self.root.resolve()}\0{key}".encode()).hexdigest()
+        return local_state_dir() / "page-fetched" / where[:2] / where
+
+    def _fetched_at(self, key: str, record: PageRecord) -> float:
+        """When the page was last fetched or revalidated: this machine's note for the very body the
+        entry holds, else the entry's own time."""
+        try:
+            sha, when = self._fetched_file(key).read_text(encoding="ascii").split()
+            return float(when) if sha == record.body_sha256 else record.fetched_at
+        except (OSError, ValueError):
+            return record.fetched_at
+
+    def _note_fetched(self, key: str, body_sha256: str, fetched_at: float) -> None:
+        with contextlib.suppress(OSError):
+            atomic_write(self._fetched_file(key), f"{body_sha256} {float(fetched_at)!r}".encode("ascii"))
 
     def store_page(self, page: CachedPage) -> None:
         """Store ``page`` under its credential-free URL, replacing (and deleting) any older body."""
@@ -167,6 +193,9 @@ class Cache:
         meta_path = entries.page_path(self.root, key)
         with self.lock():
             old = self._current_page_record(meta_path, key)
+            if old is not None and dataclasses.replace(old, fetched_at=record.fetched_at) == record:
+                self._note_fetched(key, body_sha, record.fetched_at)  # the same page: the entry stays
+                return
             self._write(entries.body_path(self.root, key, body_sha), entries.encode_body(stored))
             self._write(meta_path, entries.encode_page(record))
             if old is not None and old.body_sha256 != body_sha:
@@ -181,8 +210,7 @@ class Cache:
         with self.lock():
             old = self._current_page_record(meta_path, key)
             if old is not None:
-                fresh = dataclasses.replace(old, fetched_at=float(fetched_at))
-                self._write(meta_path, entries.encode_page(fresh))
+                self._note_fetched(key, old.body_sha256, fetched_at)
 
     def _current_page_record(self, meta_path: Path, key: str) -> PageRecord | None:
         data = self._read(meta_path)

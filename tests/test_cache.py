@@ -121,6 +121,25 @@ def test_touch_page_moves_fetched_at_and_keeps_body(tmp_path: Path) -> None:
     )
 
 
+def test_a_page_fetched_again_unchanged_leaves_the_committed_files_as_they_were(tmp_path: Path) -> None:
+    # GIVEN a cached page
+    cache = Cache(tmp_path / "c")
+    cache.store_page(make_page())
+    before = {p: p.read_bytes() for p in files_under(tmp_path / "c", "*")}
+    # WHEN the same page is fetched again later, and revalidated later still
+    cache.store_page(dataclasses.replace(make_page(), fetched_at=1_750_000_000.0))
+    cache.touch_page(PAGE_URL, 1_760_000_000.0)
+    # THEN no file of the cache changed, and the page is known to be as fresh as the last answer
+    assert {p: p.read_bytes() for p in files_under(tmp_path / "c", "*")} == before
+    loaded = Cache(tmp_path / "c").load_page(PAGE_URL)
+    assert loaded is not None and loaded.fetched_at == 1_760_000_000.0
+    record = cache.page_record(PAGE_URL)
+    assert record is not None and record.fetched_at == 1_760_000_000.0
+    # AND a page whose content changed is written
+    cache.store_page(dataclasses.replace(make_page(body=b"new"), fetched_at=1_770_000_000.0))
+    assert {p: p.read_bytes() for p in files_under(tmp_path / "c", "*")} != before
+
+
 def test_fresh_cache_is_ready_to_commit(tmp_path: Path) -> None:
     cache = Cache(tmp_path)
     cache.store_page(make_page())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -81,10 +82,46 @@ def test_the_schema_rejects_a_broken_workflow() -> None:
 def test_nightly_runs_on_a_schedule_and_commits_matrices_and_the_cache() -> None:
     wf = workflow("nightly.yml")
     assert wf["on"]["schedule"] == [{"cron": "17 3 * * *"}]
-    assert wf["permissions"] == {"contents": "write"}
-    steps = wf["jobs"]["refresh"]["steps"]
+    steps = wf["jobs"]["commit"]["steps"]
     commit = next(s for s in steps if s.get("name") == "Commit matrices and the wheel cache")
     assert "git add matrices wheel_index_cache" in commit["run"]
+
+
+def _uses(wf: dict[str, Any], job: str) -> list[str]:
+    return [s["uses"] for s in wf["jobs"][job]["steps"] if "uses" in s]
+
+
+@pytest.mark.parametrize("name", ["nightly.yml", "probe-gpu.yml"])
+def test_only_the_commit_job_may_write_and_it_runs_no_third_party_code(name: str) -> None:
+    wf = workflow(name)
+    assert wf["permissions"] == {"contents": "read"}
+    for job, spec in wf["jobs"].items():
+        runs = " ".join(s.get("run", "") for s in spec["steps"])
+        if job == "commit":
+            assert spec["permissions"] == {"contents": "write"}
+            assert "pip install" not in runs and "abiprobe" not in runs
+        else:
+            assert spec.get("permissions", wf["permissions"]) == {"contents": "read"}
+            checkout = next(s for s in spec["steps"] if s.get("uses", "").startswith("actions/checkout@"))
+            assert checkout["with"]["persist-credentials"] is False
+
+
+@pytest.mark.parametrize("name", ["nightly.yml", "probe-gpu.yml"])
+def test_every_action_is_pinned_by_commit_sha(name: str) -> None:
+    text = (WORKFLOWS / name).read_text()
+    uses = re.findall(r"uses: (\S+)", text)
+    assert uses and all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u) for u in uses), uses
+
+
+def test_nightly_uploads_matrices_logs_and_cache_and_keeps_facts_between_nights() -> None:
+    wf = workflow("nightly.yml")
+    refresh = wf["jobs"]["refresh"]["steps"]
+    upload = next(s for s in refresh if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()"
+    assert set(upload["with"]["path"].split()) == {"matrices/", "wheel_index_cache/", ".nightly/"}
+    kept = next(s for s in refresh if s.get("uses", "").startswith("actions/cache@"))
+    assert "wheel_index_cache/facts" in kept["with"]["path"].split()
+    assert kept["with"]["restore-keys"] == "abiprobe-nightly-"
 
 
 def test_probe_workflow_fans_out_over_the_emitted_matrix() -> None:
@@ -99,6 +136,8 @@ class Nights:
     repo: Path
     first: Run
     second: Run
+    third: Run  # the second night's indexes asked again (--refresh): nothing changed
+    rewritten: list[str]  # cache files the third night changed
 
 
 @pytest.fixture(scope="module")
@@ -138,14 +177,20 @@ def nights(stack: SolveStack, tmp_path_factory: pytest.TempPathFactory) -> Itera
             night2.add_wheel(rebuilt if key == "k040" else path, **options)
         args = f"--python {PY_TAG} --platform {PLATFORM} --index {night2.index_url}"
         second = run_step(script, repo, {**env, "SOLVE_ARGS": args})
-    yield Nights(repo, first, second)
+        before = {p: p.read_bytes() for p in (repo / "wheel_index_cache").rglob("*") if p.is_file()}
+        third = run_step(script, repo, {**env, "SOLVE_ARGS": f"{args} --refresh"})
+        after = {p: p.read_bytes() for p in (repo / "wheel_index_cache").rglob("*") if p.is_file()}
+    rewritten = sorted(
+        str(p.relative_to(repo)) for p in set(before) | set(after) if before.get(p) != after.get(p)
+    )
+    yield Nights(repo, first, second, third, rewritten)
 
 
 def test_first_night_writes_a_new_matrix(nights: Nights) -> None:
     assert (nights.first.rc, nights.first.outputs) == (0, {"regressions": "false", "broken": "false"})
     assert f"### New matrix: {NAME}" in nights.first.summary
     names = sorted(p.name for p in (nights.repo / "matrices").iterdir())
-    assert names == [f"{NAME}.html", f"{NAME}.json", f"{NAME}.lock.txt", f"{NAME}.md"]
+    assert names == [f"{NAME}.html", f"{NAME}.json", f"{NAME}.lock.txt", f"{NAME}.md", f"pylock.{NAME}.toml"]
 
 
 def test_the_wheel_cache_is_kept_in_the_checkout(nights: Nights) -> None:
@@ -156,6 +201,12 @@ def test_second_night_publishes_the_diff_and_flags_the_regression(nights: Nights
     assert (nights.second.rc, nights.second.outputs) == (0, {"regressions": "true", "broken": "false"})
     assert "**1 regression(s)** (ok → fail)" in nights.second.summary
     assert "| torch==2.9.0 + sglang-kernel==0.4.0 | ok | fail | gpu_arch ok→fail |" in nights.second.summary
+
+
+def test_a_night_when_nothing_changed_rewrites_no_cache_file(nights: Nights) -> None:
+    # the third night asked every index again (--refresh) and got the same pages: nothing to commit
+    assert nights.third.rc == 0
+    assert nights.rewritten == []
 
 
 def test_second_night_updates_the_committed_matrix(nights: Nights) -> None:
