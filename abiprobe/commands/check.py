@@ -2,7 +2,9 @@
 
 Items are judged as pip would install them on the target: each PROJECT==VERSION looked up with the
 target's tags, and the whole install closure (Requires-Dist with the target's markers, extras, the
-runtime wheels torch pins) added and judged with them; --no-deps judges the named items alone. With
+runtime wheels torch pins) added and judged with them: every added wheel's metadata and file list, and
+those of its libraries the loader reaches (torch's preloads, whatever a read object needs), not its own
+extension modules; --no-deps judges the named items alone. With
 --installed only the stack (torch, sgl-kernel, flashinfer and the distributions they require) is
 judged; --all judges every extension, --package NAME chooses.
 
