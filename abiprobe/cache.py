@@ -240,7 +240,7 @@ class Cache:
         if data is None:
             return None
         facts = self._decode(path, data, lambda d: entries.decode_facts(d, sha))
-        if facts is None or (facts.unread and not allow_partial):
+        if facts is None or (facts.partial and not allow_partial):
             return None
         return facts if facts.verified or allow_unverified else None
 
@@ -254,7 +254,7 @@ class Cache:
         path = entries.facts_path(self.root, sha)
         if not entries.facts_entry_is_current(path, sha):  # missing, foreign, partial or unverified
             self._write(path, entries.encode_facts(facts))
-        elif facts.unread or not facts.verified:  # complete, verified facts are there: kept, with summary
+        elif facts.partial or not facts.verified:  # complete, verified facts are there: kept, with summary
             return
         self.store_summary(facts.summary())
 
@@ -272,7 +272,7 @@ class Cache:
         if data is None:
             return None
         summary = self._decode(path, data, lambda d: entries.decode_summary(d, sha))
-        if summary is None or (summary.unread and not allow_partial):
+        if summary is None or (summary.partial and not allow_partial):
             return None
         return summary if summary.verified or allow_unverified else None
 

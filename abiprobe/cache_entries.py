@@ -226,7 +226,7 @@ def decode_body(data: bytes, expected_sha256: str) -> bytes:
 
 def encode_facts(facts: WheelFacts) -> bytes:
     payload = canonical_json(plain(facts))
-    extra: dict[str, Any] = {"partial": True} if facts.unread else {}
+    extra: dict[str, Any] = {"partial": True} if facts.partial else {}
     if facts.verified:
         extra["verified"] = True
     return gzip_bytes(_frame("facts", facts.sha256, payload, facts_schema=facts.schema_version, **extra))

@@ -8,7 +8,7 @@ file) read the same way, and only the bytes of the tables themselves are read.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from abiprobe.elf_dynsym import (
     MAX_TABLE_BYTES,
@@ -27,6 +27,7 @@ from abiprobe.elf_layout import (
     ByteSource,
     ElfHeader,
     ElfSource,
+    NeedBytes,
     SectionHeader,
     read_header,
     read_sections,
@@ -87,6 +88,22 @@ def read_elf(source: ElfSource, path: str = "") -> ElfFacts:
         raise src.fail(f"bad ELF: inconsistent dynamic tables ({type(exc).__name__})") from None
     finally:
         src.close()
+
+
+def read_elf_prefix(source: ElfSource, size: int, path: str) -> ElfFacts | int:
+    """The loader facts of an ELF object of ``size`` bytes from its first bytes only (``source``), or,
+    when they do not reach every table the facts need, how many bytes from the start would. The facts
+    say ``gpu_unread``: GPU code is never looked for in a prefix."""
+    src = ByteSource(source, path, size=size)
+    try:
+        facts = _read(src, path)
+    except NeedBytes as more:
+        return more.end
+    except (struct.error, ValueError, OverflowError, IndexError) as exc:
+        raise src.fail(f"bad ELF: inconsistent dynamic tables ({type(exc).__name__})") from None
+    finally:
+        src.close()
+    return replace(facts, gpu_unread=True, size=size)
 
 
 def list_sections(source: ElfSource, path: str = "") -> tuple[SectionHeader, ...]:

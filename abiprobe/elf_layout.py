@@ -47,14 +47,26 @@ _TYPES: dict[int, str] = {0: "NONE", 1: "REL", 2: "EXEC", 3: "DYN", 4: "CORE"}
 Searchable: TypeAlias = bytes | bytearray | mmap.mmap
 
 
+class NeedBytes(Exception):  # a request for more input, not an error
+    """A read reached past the bytes available so far (of a file being inflated): ``end`` is how many
+    bytes from the start it needs."""
+
+    def __init__(self, end: int) -> None:
+        super().__init__(end)
+        self.end = end
+
+
 class ByteSource:
     """Bounded random access over bytes, an mmap or a seekable stream; every short read is an error.
 
     A stream backed by a regular file is memory-mapped read-only, so big tables are used in place
     (page-cache pages) instead of being copied; other streams are read with seek + read.
+
+    With ``size`` the source holds only the first bytes of a file of that size (a member still being
+    inflated): a read inside the file but past the bytes held raises :class:`NeedBytes`.
     """
 
-    def __init__(self, source: ElfSource, label: str) -> None:
+    def __init__(self, source: ElfSource, label: str, size: int | None = None) -> None:
         self.label = label
         self._buf: Searchable | memoryview | None = None
         self._stream: BinaryIO | None = None
@@ -62,17 +74,20 @@ class ByteSource:
         if isinstance(source, (bytes, bytearray, memoryview, mmap.mmap)):
             self._buf = source
             self.size = source.nbytes if isinstance(source, memoryview) else len(source)
-            return
-        self._owned_map = _map_file(source)
-        if self._owned_map is not None:
-            self._buf = self._owned_map
-            self.size = len(self._owned_map)
-            return
-        self._stream = source
-        try:
-            self.size = source.seek(0, os.SEEK_END)
-        except (OSError, ValueError) as exc:
-            raise ElfFormatError(f"{label}: cannot seek in ELF stream: {exc}") from None
+        else:
+            self._owned_map = _map_file(source)
+            if self._owned_map is not None:
+                self._buf = self._owned_map
+                self.size = len(self._owned_map)
+            else:
+                self._stream = source
+                try:
+                    self.size = source.seek(0, os.SEEK_END)
+                except (OSError, ValueError) as exc:
+                    raise ElfFormatError(f"{label}: cannot seek in ELF stream: {exc}") from None
+        self.held = self.size
+        if size is not None:
+            self.held, self.size = min(self.size, size), size
 
     def close(self) -> None:
         """Unmap a mapping this source made itself (left to the collector while views still exist)."""
@@ -89,6 +104,8 @@ class ByteSource:
             raise self.fail(f"bad ELF: {what} has a negative offset or size")
         if offset + length > self.size:
             raise self.fail(f"truncated ELF: {what} runs past end of file")
+        if offset + length > self.held:
+            raise NeedBytes(offset + length)
 
     def read(self, offset: int, length: int, what: str) -> bytes:
         self.check(offset, length, what)

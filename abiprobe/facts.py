@@ -96,6 +96,9 @@ class ElfFacts:
     # indexes into ``imports`` in the order ld.so looks them up relocating with RTLD_NOW (DT_REL/DT_RELA,
     # then DT_JMPREL); None where the relocation tables were not read (facts stored before they were)
     binding_order: tuple[int, ...] | None = None
+    # True when the object was read only up to its loader tables (the bytes after them, any fatbin among
+    # them, never inflated): ``gpu_code`` is then empty because it was not read, and ``sha256`` is None
+    gpu_unread: bool = False
 
     def cuda_majors(self) -> tuple[int, ...]:
         """CUDA major versions implied by the CUDA sonames this object needs (libcudart.so.13 -> 13)."""
@@ -174,6 +177,11 @@ class WheelFacts:
     python: tuple[PyModule, ...] | None = None
     schema_version: int = FACTS_SCHEMA_VERSION
 
+    @property
+    def partial(self) -> bool:
+        """Some binary was not read, or read without its GPU code: only a solve's runtime reads use these."""
+        return bool(self.unread) or any(e.gpu_unread for e in self.elf)
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -185,8 +193,13 @@ class WheelFacts:
         """These facts plus the members ``more`` (another partial read of the same wheel) has read."""
         if more.sha256 != self.sha256:
             raise ValueError(f"cannot merge facts of {more.filename} into {self.filename}")
-        have = {e.path for e in self.elf}
-        elf = [*self.elf, *(e for e in more.elf if e.path not in have)]
+        theirs = {e.path: e for e in more.elf}
+        # a member read whole (with its GPU code) replaces one read only up to its loader tables
+        mine = [
+            theirs[e.path] if e.gpu_unread and not theirs.get(e.path, e).gpu_unread else e for e in self.elf
+        ]
+        have = {e.path for e in mine}
+        elf = [*mine, *(e for e in more.elf if e.path not in have)]
         order = {path: i for i, path in enumerate(self.files)}
         elf.sort(key=lambda e: order.get(e.path, len(order)))
         still = set(more.unread)
@@ -220,6 +233,7 @@ class WheelFacts:
             self.unread,
             self.verified,
             self.directory_sha256,
+            gpu_unread=tuple(e.path for e in self.elf if e.gpu_unread),
         )
 
 
@@ -244,6 +258,11 @@ class WheelSummary:
     directory_sha256: str | None = None
     schema_version: int = FACTS_SCHEMA_VERSION
     summary_version: int = SUMMARY_VERSION
+    gpu_unread: tuple[str, ...] = ()  # members read without their GPU code (ElfFacts.gpu_unread)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.unread or self.gpu_unread)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -263,6 +282,7 @@ class WheelSummary:
             directory_sha256=_optional_str(data.get("directory_sha256")),
             schema_version=data.get("schema_version", FACTS_SCHEMA_VERSION),
             summary_version=data.get("summary_version", 0),
+            gpu_unread=tuple(data.get("gpu_unread", ())),
         )
 
 

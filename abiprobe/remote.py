@@ -22,16 +22,17 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
-from abiprobe.errors import HashMismatchError, IndexError_, WheelFormatError
+from abiprobe.errors import ElfFormatError, HashMismatchError, IndexError_, WheelFormatError
 from abiprobe.http import Http, RetryableError, display_url, host_key
 from abiprobe.zipdir import CentralDirectory, ZipMember, locate_central_directory, parse_central_directory
 from abiprobe.zipguard import check_declared, check_produced, copy_member, open_zip
 
 if TYPE_CHECKING:
     from abiprobe.cache import Cache
-    from abiprobe.facts import WheelFacts, WheelSummary
+    from abiprobe.facts import ElfFacts, WheelFacts, WheelSummary
     from abiprobe.index.models import IndexFile
 
 TAIL_SIZE = 64 * 1024
@@ -79,8 +80,15 @@ def _parse_content_range(value: str | None, url: str) -> tuple[int, int, int]:
     return start, end, total
 
 
-def _inflate(member: ZipMember, pieces: Iterable[bytes], out: IO[bytes]) -> None:
-    """Decompress ``pieces`` of ``member`` into ``out`` and check its size and CRC32."""
+class _Stopped(Exception):  # control flow: the member needs no more bytes
+    pass
+
+
+def _inflate(
+    member: ZipMember, pieces: Iterable[bytes], out: IO[bytes], stop: Callable[[int], bool] | None = None
+) -> bool:
+    """Decompress ``pieces`` of ``member`` into ``out`` and check its size and CRC32. ``stop`` (bytes
+    inflated so far -> bool) may end it early: False is returned then, and nothing was checked."""
     crc, produced = 0, 0
     check_declared(member.name, member.file_size, member.compressed_size)
 
@@ -91,6 +99,8 @@ def _inflate(member: ZipMember, pieces: Iterable[bytes], out: IO[bytes]) -> None
             check_produced(member.name, produced, member.file_size)
             out.write(data)
             crc = zlib.crc32(data, crc)
+            if stop is not None and produced < member.file_size and stop(produced):
+                raise _Stopped
 
     try:
         if member.method == zipfile.ZIP_STORED:
@@ -107,8 +117,47 @@ def _inflate(member: ZipMember, pieces: Iterable[bytes], out: IO[bytes]) -> None
             raise WheelFormatError(f"{member.name}: unsupported zip compression method {member.method}")
     except zlib.error as exc:
         raise WheelFormatError(f"{member.name}: broken deflate stream ({exc})") from None
+    except _Stopped:
+        return False
     if produced != member.file_size or crc != member.crc32:
         raise WheelFormatError(f"{member.name}: CRC32 or size does not match the central directory")
+    return True
+
+
+class _TablesReader:
+    """Decides, as a member inflates, whether its loader tables have all been read (``read_elf_prefix``
+    on the bytes so far, retried only once as many bytes as it last asked for are there)."""
+
+    FIRST_TRY = 64 << 10
+
+    def __init__(self, member: ZipMember, out: IO[bytes]) -> None:
+        self.member, self.out = member, out
+        self.next_try = self.FIRST_TRY
+        self.facts: ElfFacts | None = None
+        self.gave_up = False
+
+    def __call__(self, produced: int) -> bool:
+        if self.gave_up or produced < self.next_try:
+            return False
+        from abiprobe.elf import read_elf_prefix
+
+        position = self.out.tell()
+        try:
+            self.out.seek(0)
+            if self.out.read(4) != b"\x7fELF":
+                self.gave_up = True  # not an object (the whole member is read, and judged as usual)
+                return False
+            got = read_elf_prefix(self.out, self.member.file_size, self.member.name)  # type: ignore[arg-type]
+        except (ElfFormatError, OSError):
+            self.gave_up = True  # a reading of the whole member reports it
+            return False
+        finally:
+            self.out.seek(position)
+        if isinstance(got, int):
+            self.next_try = max(got, produced + 1)
+            return False
+        self.facts = got
+        return True
 
 
 @dataclass(frozen=True)
@@ -155,6 +204,7 @@ class RemoteZip:
         self._directory: CentralDirectory | None = None
         self._local: zipfile.ZipFile | None = None
         self._local_file: IO[bytes] | None = None
+        self.early: dict[str, ElfFacts] = {}  # members read only up to their loader tables, by name
 
     @property
     def _label(self) -> str:
@@ -304,10 +354,14 @@ class RemoteZip:
         size = self.size or 0
         return self.expected_sha256 is None or size <= VERIFY_SMALL or share >= VERIFY_SHARE * size
 
-    def read_members(self, names: Iterable[str], *, verify: bool = False) -> dict[str, IO[bytes]]:
+    def read_members(
+        self, names: Iterable[str], *, verify: bool = False, tables_only: Callable[[str], bool] | None = None
+    ) -> dict[str, IO[bytes]]:
         """Fetch, inflate and CRC-check ``names``; each comes back as a seekable file at offset 0.
 
-        ``verify`` streams the whole file in one range instead, hashed (``sha256``) as the members pass."""
+        ``verify`` streams the whole file in one range instead, hashed (``sha256``) as the members pass.
+        ``tables_only`` (installed path -> bool; ignored with ``verify``) stops inflating an accepted ELF
+        member once its loader tables are read: it comes back in ``early`` as facts (``gpu_unread``)."""
         self.open()
         wanted = list(dict.fromkeys(names))
         if self._local is not None:
@@ -324,33 +378,60 @@ class RemoteZip:
             return self.http.with_retries(self.url, lambda: self._read_group(whole, verify=True))
         out: dict[str, IO[bytes]] = {}
         for group in coalesce((by_name[n] for n in wanted), self.coalesce_gap):
-            out.update(self.http.with_retries(self.url, lambda g=group: self._read_group(g)))  # type: ignore[misc]
+            read = partial(self._read_group, group, tables_only=tables_only)
+            out.update(self.http.with_retries(self.url, read))
         return out
 
-    def _read_group(self, group: _Group, *, verify: bool = False) -> dict[str, IO[bytes]]:
+    def _read_group(
+        self, group: _Group, *, verify: bool = False, tables_only: Callable[[str], bool] | None = None
+    ) -> dict[str, IO[bytes]]:
+        """The group's members, in one range request. A member whose installed path ``tables_only``
+        accepts is inflated no further once its loader tables have all been read: its facts go to
+        ``early`` (no file comes back for it), and the members after it are asked for anew."""
+        from abiprobe.wheel import installed_path
+
         results: dict[str, IO[bytes]] = {}
         digest = hashlib.sha256() if verify else None
+        pending = list(group.members)
+        start = group.start  # the first request covers the group (the whole file when verifying)
         try:
-            with self._range(group.start, group.end, digest) as reader:
-                position = group.start
-                for member in group.members:
-                    reader.skip(member.header_offset - position)
-                    skip = member.local_header_skip(reader.read(30))
-                    reader.skip(skip)
-                    data_start = member.header_offset + 30 + skip
-                    if data_start + member.compressed_size > member.span_end:
-                        raise WheelFormatError(f"{member.name}: local header overruns its span")
-                    spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_LIMIT)  # noqa: SIM115
-                    results[member.name] = spool
-                    with self.http.progress(
-                        member.name.rsplit("/", 1)[-1], member.compressed_size
-                    ) as advance:
-                        _inflate(member, _counted(reader.pieces(member.compressed_size), advance), spool)
-                    spool.seek(0)
-                    position = data_start + member.compressed_size
-                if digest is not None:
-                    reader.skip(group.end - position)
-                    self._check_sha256(digest.hexdigest())
+            while pending:
+                with self._range(start, group.end, digest) as reader:
+                    position = start
+                    while pending:
+                        member = pending.pop(0)
+                        reader.skip(member.header_offset - position)
+                        skip = member.local_header_skip(reader.read(30))
+                        reader.skip(skip)
+                        data_start = member.header_offset + 30 + skip
+                        if data_start + member.compressed_size > member.span_end:
+                            raise WheelFormatError(f"{member.name}: local header overruns its span")
+                        spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_LIMIT)  # noqa: SIM115
+                        results[member.name] = spool
+                        early = (
+                            tables_only is not None
+                            and digest is None
+                            and tables_only(installed_path(member.name))
+                        )
+                        tables = _TablesReader(member, spool) if early else None
+                        with self.http.progress(
+                            member.name.rsplit("/", 1)[-1], member.compressed_size
+                        ) as advance:
+                            pieces = _counted(reader.pieces(member.compressed_size), advance)
+                            whole = _inflate(member, pieces, spool, tables)
+                        if not whole:  # the rest of this member (and of this response) is not needed
+                            assert tables is not None and tables.facts is not None
+                            self.early[member.name] = tables.facts
+                            results.pop(member.name).close()
+                            if pending:
+                                start = pending[0].header_offset
+                            break
+                        spool.seek(0)
+                        position = data_start + member.compressed_size
+                    else:
+                        if digest is not None:
+                            reader.skip(group.end - position)
+                            self._check_sha256(digest.hexdigest())
         except BaseException:
             for spool in results.values():
                 spool.close()
@@ -372,16 +453,27 @@ class RemoteZip:
         return spool
 
     def facts(
-        self, filename: str, sha256: str | None = None, read: Callable[[str], bool] | None = None
+        self,
+        filename: str,
+        sha256: str | None = None,
+        read: Callable[[str], bool] | None = None,
+        *,
+        tables_only: Callable[[str], bool] | None = None,
     ) -> WheelFacts:
         """WheelFacts from the members ``abiprobe.wheel.select_members`` picks; nothing else is fetched.
 
-        ``read`` (installed path -> bool) limits the binaries read; the rest are listed as unread."""
+        ``read`` (installed path -> bool) limits the binaries read; the rest are listed as unread.
+        ``tables_only`` (installed path -> bool): where the file is not read whole to be verified anyway,
+        each accepted ELF member is inflated only up to the end of its loader tables and its dynamic
+        section, and its GPU code is left unread (``ElfFacts.gpu_unread``): for libraries no GPU-code
+        verdict looks at."""
         from abiprobe.wheel import facts_from_members, select_members
 
         names = self.names()
         selected = select_members(names, read)
-        fetched = self.read_members(selected, verify=self.should_verify(selected))
+        verify = self.should_verify(selected)
+        self.early.clear()
+        fetched = self.read_members(selected, verify=verify, tables_only=None if verify else tables_only)
         digest = self.sha256 or sha256 or self.expected_sha256 or ""
         try:
             return facts_from_members(
@@ -393,6 +485,7 @@ class RemoteZip:
                 read,
                 verified=self.sha256 is not None,
                 directory_sha256=None if self.sha256 is not None else self.directory_sha256,
+                prepared=self.early,
             )
         finally:
             for fh in fetched.values():

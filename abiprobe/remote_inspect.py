@@ -127,10 +127,13 @@ def facts_of_file(file: IndexFile, http: Http, cache: Cache, *, offline: bool) -
         hit = cache.load_facts(sha, allow_partial=True, allow_unverified=True) if sha else None
         if hit is None:
             raise UsageError(f"{file.filename}: not in the cache, and --offline forbids fetching it")
-        if hit.unread:
+        if hit.partial:
+            gpu = sum(e.gpu_unread for e in hit.elf)
+            tables = f", {gpu} of them only up to their loader tables" if gpu else ""
             raise UsageError(
                 f"{file.filename}: only partly in the cache (a solve read {len(hit.elf)} of its "
-                f"{len(hit.elf) + len(hit.unread)} libraries), and --offline forbids fetching the rest"
+                f"{len(hit.elf) + len(hit.unread)} libraries{tables}), and --offline forbids fetching "
+                "the rest"
             )
         return hit
     return remote_wheel_facts(http, file, cache)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from email.parser import HeaderParser
 from functools import partial
 from pathlib import Path
@@ -122,11 +123,13 @@ def facts_from_members(
     *,
     verified: bool = False,
     directory_sha256: str | None = None,
+    prepared: Mapping[str, ElfFacts] | None = None,
 ) -> WheelFacts:
     """Build WheelFacts from a wheel's member list and a way to open (seekable) members by name.
 
     With ``read``, only binary members whose installed path it accepts are opened; the others are
-    listed in ``unread`` (partial facts). ``verified`` says ``sha256`` was computed over the whole file."""
+    listed in ``unread`` (partial facts). ``verified`` says ``sha256`` was computed over the whole file.
+    ``prepared`` holds facts of members already read (up to their loader tables), by member name."""
     info = dist_info_dir(names)
 
     def read_small(member: str) -> bytes | None:
@@ -159,6 +162,10 @@ def facts_from_members(
         target = installed_path(member)
         if read is not None and not read(target):
             unread.append(target)
+            continue
+        early = (prepared or {}).get(member)
+        if early is not None:
+            objects.elf.append(replace(early, path=target))
             continue
         objects.read(target, partial(open_member, member))
     return WheelFacts(

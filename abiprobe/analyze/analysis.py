@@ -333,7 +333,8 @@ def extension_cache_key(
 
 
 def _facts_key(facts: WheelFacts) -> str:
-    return "\0".join((facts.sha256, *facts.unread))
+    gpu = [f"gpu-unread:{e.path}" for e in facts.elf if e.gpu_unread]
+    return "\0".join((facts.sha256, *facts.unread, *gpu))
 
 
 def analyze_extension(

@@ -194,6 +194,10 @@ def gpu_verdicts(layout: Layout, objects: Sequence[InstalledObject], target: Tar
         return out
     isa = target.driver_ptx_isa
     for obj in objects:
+        if obj.facts.gpu_unread:  # read only up to its loader tables: what it carries is not known
+            text = "its GPU code was not read (only its loader tables were)"
+            out.append(Verdict("gpu_arch", "unknown", text, obj.path, {"gpu_unread": True}))
+            continue
         if not obj.facts.gpu_code:
             continue
         v = arch_verdict(obj.facts.gpu_code, target.arch, isa)

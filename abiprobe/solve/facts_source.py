@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from abiprobe.analyze.loader import PRELOADED
 from abiprobe.cache import Cache
 from abiprobe.errors import IndexError_
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
@@ -24,7 +25,7 @@ def wheel_facts_for(file: IndexFile, http: Http, cache: Cache | None, *, offline
 
 def _facts_like(cache: Cache, sha: str, summary: WheelSummary) -> WheelFacts | None:
     """The full facts a trusted summary was made from (read through the same directory), else None."""
-    facts = cache.load_facts(sha, allow_partial=bool(summary.unread), allow_unverified=True)
+    facts = cache.load_facts(sha, allow_partial=summary.partial, allow_unverified=True)
     same = facts is not None and facts.directory_sha256 == summary.directory_sha256
     return facts if same and facts is not None and facts.verified == summary.verified else None
 
@@ -76,13 +77,19 @@ def runtime_info_for(
     with RemoteZip(http, file.url, sha, file.size, cache) as remote:
         if file.duplicate:
             remote.open_full()
-        facts = remote.facts(file.filename, sha, more)
+        facts = remote.facts(file.filename, sha, more, tables_only=no_gpu_verdict)
     # what was known is kept unless the server changed the file between the two reads
     if known is not None and known.directory_sha256 in (None, facts.directory_sha256):
         facts = known.merged(facts)
     if cache is not None and facts.sha256:
         cache.store_facts(facts)
     return WheelInfo.of(facts)
+
+
+def no_gpu_verdict(path: str) -> bool:
+    """Whether no GPU-code verdict looks at the runtime library installed at ``path``: only the units
+    (libraries torch preloads) are judged for their GPU code, what they need by DT_NEEDED is not."""
+    return not PRELOADED.match(path)
 
 
 def wheel_metadata_for(file: IndexFile, http: Http, cache: Cache | None, *, offline: bool = False) -> bytes:
