@@ -43,6 +43,24 @@ def age_pages(cache: Path, seconds: float) -> int:
     return len(pages)
 
 
+def verification(cache: Path, served: dict[str, int]) -> dict[str, int]:
+    """Of the wheels whose facts a cold solve stored: how many were hashed whole (verified) and how many
+    were range-read (unverified), and the cost of verifying those too: their bytes not fetched."""
+    store = Cache(cache)
+    out = {"verified": 0, "unverified": 0, "bytes_to_verify": 0}
+    for path in sorted((cache / "facts").rglob("*.facts.gz")):
+        facts = store.load_facts(path.name.split(".")[0], allow_partial=True, allow_unverified=True)
+        if facts is None:
+            continue
+        if facts.verified:
+            out["verified"] += 1
+            continue
+        out["unverified"] += 1
+        fetched = sum(n for p, n in served.items() if p.endswith("/" + facts.filename))
+        out["bytes_to_verify"] += max(0, facts.size - fetched)
+    return out
+
+
 def run(server: IndexServer, cache: Path, out: Path, *extra: str) -> dict[str, object]:
     server.reset_counts()
     tracemalloc.start()
@@ -79,6 +97,7 @@ def main_bench() -> int:
         with IndexServer() as server:
             serve(server, stack)
             results = {"cold": run(server, tmp / "cache", tmp / "m1")}
+            verify = verification(tmp / "cache", dict(server.bytes_served))
             results["warm"] = run(server, tmp / "cache", tmp / "m2")
             shutil.copytree(tmp / "cache", tmp / "fresh-cache")
             results["fresh_offline"] = run(server, tmp / "fresh-cache", tmp / "m3", "--offline")
@@ -90,7 +109,8 @@ def main_bench() -> int:
     online, offline = results["warm_online"]["seconds"], results["warm_offline"]["seconds"]
     ratio = float(online) / max(float(offline), 1e-9)  # type: ignore[arg-type]
     summary = {"candidate_wheel_bytes": wheel_bytes, "naive_loop_bytes": wheel_bytes, "scenarios": results,
-               "warm_online_over_offline": round(ratio, 2), "load": os.getloadavg()}  # fmt: skip
+               "warm_online_over_offline": round(ratio, 2), "load": os.getloadavg(),
+               "cold_verification": verify}  # fmt: skip
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
@@ -102,6 +122,10 @@ def main_bench() -> int:
                 f"(naive {r['naive_analyses']})"
                 + (f"; not pages: {r['not_pages']}" if r["not_pages"] else "")
             )
+        print(
+            f"cold: facts of {verify['verified']} wheels verified (hashed whole), {verify['unverified']} "
+            f"range-read; verifying those too would fetch {verify['bytes_to_verify']} more bytes"
+        )
         load = os.getloadavg()
         print(
             f"warm online ({aged} pages past the window, {args.rtt:.2f} s a request) / warm offline: "

@@ -129,8 +129,10 @@ def naive_installs(cache: Path) -> dict[str, int]:
 
 
 def read_floor(cache: Path) -> dict[str, int]:
-    """Compressed bytes of the members the cold solve read (its facts say which), and of every binary
-    member of the same wheels, from their central directories."""
+    """Compressed bytes of the members the cold solve read (its facts say which; one read only up to
+    its loader tables counts whole), and of every binary member of the same wheels, from their central
+    directories; and of the wheels whose facts are unverified (range-read), the bytes verifying them
+    would fetch on top."""
     from abiprobe.cache import Cache
     from abiprobe.cli import build_parser
     from abiprobe.commands.solve import index_config
@@ -146,11 +148,11 @@ def read_floor(cache: Path) -> dict[str, int]:
     )
     config = index_config(args, target)
     store = Cache(cache)
-    read = binaries = 0
+    read = binaries = unverified = to_verify = 0
     with Http(progress=False) as http:
         client = IndexClient(config.sources, store, http, offline=True)
         for entry in sorted((cache / "facts").glob("*/*.facts.gz")):
-            facts = store.load_facts(entry.name.split(".")[0], allow_partial=True)
+            facts = store.load_facts(entry.name.split(".")[0], allow_partial=True, allow_unverified=True)
             if facts is None:
                 continue
             files = {c.file.filename: c.file for c in client.list_project(facts.metadata.name).candidates}
@@ -161,13 +163,19 @@ def read_floor(cache: Path) -> dict[str, int]:
                 members = remote.members()
             info = dist_info_dir([m.name for m in members]) + "/"
             elf = {e.path for e in facts.elf}
+            this = 0
             for m in members:
                 path = installed_path(m.name)
                 if path in elf or m.name.startswith(info):
-                    read += m.compressed_size
+                    this += m.compressed_size
                 if path in elf or path in facts.unread:
                     binaries += m.compressed_size
-    return {"floor_members_read_bytes": read, "all_binary_members_bytes": binaries}
+            read += this
+            if not facts.verified:  # range-read: hashing it whole would fetch the rest too
+                unverified += 1
+                to_verify += max(0, (file.size or facts.size) - this)
+    return {"floor_members_read_bytes": read, "all_binary_members_bytes": binaries,
+            "unverified_wheels": unverified, "verify_cost_bytes": to_verify}  # fmt: skip
 
 
 def targets(results: dict[str, object], candidates: int, full: dict[str, int]) -> dict[str, str]:
