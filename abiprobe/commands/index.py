@@ -89,8 +89,8 @@ def run_ls(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         render_listing(listing, make_console())
-    if listing.candidates:
-        return 0
+    if listing.candidates or any(o.status == "ok" for o in listing.outcomes):
+        return 0  # listed, or an index has the project but no wheel of it is usable
     if listing.failed:
         return 3
     asked = ", ".join(o.index for o in listing.outcomes) or "no index configured"
