@@ -261,7 +261,7 @@ class _Scanner:
             n.split(".so")[0] for n in names if re.fullmatch(r"[\w.{}-]+", n) and n not in ("", ".", "..")
         ]
         top = self.path.split("/", 1)[0]
-        return f"{top}/**/{stems[-1]}.*so*" if stems and not stems[-1].startswith("{") else None
+        return f"{top}/**/{stems[-1]}.*so*" if stems else None
 
     def dotted(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Name):

@@ -132,8 +132,8 @@ class _Planner:
                 self.call(module, e, timing)
 
     def load(self, pattern: str, api: str, timing: Timing, where: str) -> None:
-        if "/" not in pattern or not _literal_head(pattern.split("/")[0]):
-            return  # a bare soname (the loader's own search), or a path that names no package of the set
+        if "/" not in pattern or "{" in pattern or not _literal_head(pattern.split("/")[0]):
+            return  # a bare soname (the loader's own search), a parameter no call filled, or no package
         rx = _glob(pattern)
         matched = sorted(p for p in self.layout.objects if rx.fullmatch(p))
         for path in matched:

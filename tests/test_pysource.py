@@ -1,0 +1,98 @@
+"""Reading what a package's Python code loads, statically (abiprobe.pysource), over real source text."""
+
+from __future__ import annotations
+
+from abiprobe.facts import PyEvent
+from abiprobe.pysource import scan_imports, scan_module, scan_sources
+
+EXTENSION = b"""
+import os
+from pathlib import Path
+import ctypes
+import torch
+
+_LIB_DIR = Path(__file__).parent / "lib"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load_lib(lib):
+    path = _LIB_DIR / f"{lib}.so"
+    torch.ops.load_library(str(path))
+
+
+def _probe(dirs):
+    for candidate in dirs:
+        ctypes.CDLL(candidate)
+
+
+def helper(name):
+    return torch.ops.load_library(_get_extension_path(name))
+
+
+_load_lib("libtorchaudio")
+ctypes.cdll.LoadLibrary(os.path.join(_HERE, "kernels", "libk.so"))
+if False:
+    import lazy_never
+"""
+
+
+def _loads(events: tuple[PyEvent, ...]) -> list[tuple[str, str]]:
+    return [(e.target, e.api) for e in events if e.kind == "load"]
+
+
+def test_module_level_and_function_loads_with_their_path_expressions() -> None:
+    m = scan_module("audiox/_extension/__init__.py", EXTENSION)
+    assert m is not None
+    # THEN the top level loads libk.so by path and calls _load_lib with a constant
+    assert _loads(m.events) == [("audiox/_extension/kernels/libk.so", "ctypes.cdll.LoadLibrary")]
+    assert PyEvent("call", "audiox._extension._load_lib", args=("libtorchaudio",), line=25) in m.events
+    functions = {f.name: f for f in m.functions}
+    # AND the function's path keeps its parameter, filled in at the call site by the planner
+    assert _loads(functions["_load_lib"].events) == [
+        ("audiox/_extension/lib/{lib}.so", "torch.ops.load_library")
+    ]
+    # AND a path that cannot be evaluated is matched by the name it spells; one that spells none is no claim
+    assert _loads(functions["helper"].events) == [("audiox/**/{name}.*so*", "torch.ops.load_library")]
+    assert _loads(functions["_probe"].events) == []
+
+
+def test_line_reader_keeps_top_level_imports_and_leaves_out_those_in_functions() -> None:
+    source = b'''"""Docs.
+
+import not_code
+"""
+import os
+from . import (
+    _C,  # the extension
+    ops,
+)
+try:
+    from .version import __version__
+except ImportError:
+    pass
+
+
+def later():
+    if True:
+        import lazy_module
+
+
+class K:
+    import in_class_body
+'''
+    m = scan_imports("visionx/__init__.py", source)
+    assert m is not None
+    assert [e.target for e in m.events] == [
+        "os", "visionx._C", "visionx.ops", "visionx.version.__version__", "in_class_body",
+    ]  # fmt: skip
+
+
+def test_only_modules_that_may_load_are_parsed() -> None:
+    sources = {
+        "pkg/__init__.py": b"from .ext import setup\nsetup()\n",
+        "pkg/ext.py": b"import ctypes\ndef setup():\n    ctypes.CDLL(__file__ + '.so')\n",
+        "pkg/plain.py": b"import json\n",
+    }
+    scanned = {m.path: m.scanned for m in scan_sources(sources)}
+    # ext.py names a load call; __init__.py calls a function found to load; plain.py is read by lines
+    assert scanned == {"pkg/__init__.py": True, "pkg/ext.py": True, "pkg/plain.py": False}
