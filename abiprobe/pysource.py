@@ -336,7 +336,25 @@ class _Scanner:
                 return self._path(args[0], params)
             if short in ("resolve", "absolute") and isinstance(node.func, ast.Attribute):
                 return self._path(node.func.value, params)
+            if short in ("glob", "rglob") and isinstance(node.func, ast.Attribute) and args:
+                base, pattern = self._path(node.func.value, params), self.text(args[0], params)
+                if base is None or pattern is None:
+                    return None
+                return posixpath.join(base, "**" if short == "rglob" else "", pattern).replace(
+                    "/**//", "/**/"
+                )
+            if callee in ("list", "sorted", "tuple", "iter", "next", "glob.glob") and args:
+                return self._path(args[0], params)  # a glob's matches: any one of them
             return None
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.slice, ast.Constant)
+            and not (isinstance(node.value, ast.Attribute) and node.value.attr == "parents")
+        ):
+            return self._path(node.value, params)  # one of a glob's matches
+        if isinstance(node, ast.IfExp):
+            branch = _posix_branch(node)
+            return None if branch is None else self._path(branch, params)
         if isinstance(node, ast.Attribute) and node.attr == "parent":
             inner = self._path(node.value, params)
             return None if inner is None else posixpath.dirname(inner)
@@ -370,6 +388,17 @@ def _bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
     if isinstance(stmt, (ast.With, ast.AsyncWith, ast.ClassDef)):
         return [stmt.body]
     return []
+
+
+def _posix_branch(node: ast.IfExp) -> ast.expr | None:
+    """The branch a Linux host takes in ``".pyd" if os.name == "nt" else ".so"``; None when the test is
+    about something else."""
+    test = ast.unparse(node.test)
+    m = re.fullmatch(r"(?:os\.name|sys\.platform|platform\.system\(\))\s*(==|!=)\s*['\"](\w+)['\"]", test)
+    if m is None:
+        return None
+    linux = m.group(2) in ("posix", "linux", "Linux")
+    return node.body if (m.group(1) == "==") == linux else node.orelse
 
 
 def _type_checking_or_main(test: ast.expr) -> bool:

@@ -225,6 +225,8 @@ def _unit(sim: LoaderSimulation, unit: PlannedUnit | None, result: LoadResult) -
         "preloaded" if result.is_global else ("library" if unit is not None and unit.by_path else "extension")
     )
     message = first_message(result, sim.layout, by_path=kind != "extension")
+    if message is not None and unit is not None and unit.by_path and unit.where:
+        message = replace(message, via=f"{unit.api} at {unit.where}")
     if message is not None:
         verdicts = _with_message(verdicts, message)
     timing: Timing = "import" if unit is None else unit.timing

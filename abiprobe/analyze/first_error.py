@@ -37,13 +37,20 @@ class LoaderMessage:
     kind: str  # "needed", "version" or "symbol"
     unit: str
     exact: bool = True  # False: relocation tables were not read, the symbol is one of those named
+    # the call that loads the unit by path and where (``torch.ops.load_library at pkg/ext.py line 8``):
+    # a caller may wrap the loader's line (torch re-raises it as "Could not load this library: <path>")
+    via: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "kind": self.kind, "unit": self.unit, "exact": self.exact}
+        out: dict[str, Any] = {"text": self.text, "kind": self.kind, "unit": self.unit, "exact": self.exact}
+        if self.via:
+            out["via"] = self.via
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LoaderMessage:
-        return cls(str(data["text"]), str(data["kind"]), str(data["unit"]), bool(data.get("exact", True)))
+        return cls(str(data["text"]), str(data["kind"]), str(data["unit"]), bool(data.get("exact", True)),
+                   str(data.get("via", "")))  # fmt: skip
 
 
 def _path(provider: str) -> str:

@@ -143,10 +143,26 @@ class _Planner:
         target = e.target if "." in e.target else f"{module.name}.{e.target}"
         owner, _, fname = target.rpartition(".")
         callee_module = self.modules.get(owner)
-        if callee_module is None:
-            return
-        function = next((f for f in callee_module.functions if f.name == fname), None)
-        if function is None or (owner, fname) in self.ran:
+        function = None
+        for _ in range(4):  # follow re-exports: ``from .utils import _load_lib`` in the package
+            if callee_module is None:
+                return
+            function = next((f for f in callee_module.functions if f.name == fname), None)
+            if function is not None:
+                break
+            alias = next(
+                (
+                    i.target
+                    for i in callee_module.events
+                    if i.kind == "import" and i.target.endswith(f".{fname}")
+                ),
+                None,
+            )
+            if alias is None:
+                return
+            owner = alias.rpartition(".")[0]
+            callee_module = self.modules.get(owner)
+        if function is None or callee_module is None or (owner, fname) in self.ran:
             return
         self.ran.add((owner, fname))
         bound = {p: a for p, a in zip(function.params, e.args, strict=False) if a}

@@ -279,6 +279,10 @@ def render(analysis: SetAnalysis, stream: object = None, added: Sequence[AddedWh
         unsure = "" if first.exact else " (relocation order not read: one of the undefined symbols below)"
         console.print(f"first error, as the loader prints it{unsure}:", highlight=False)
         console.print(f"  {first.text}", highlight=False, markup=False, soft_wrap=True)
+        if first.via:
+            console.print(
+                f"  (loaded by {first.via}, which may re-raise it in its own words)", highlight=False
+            )
     problems = analysis.failures()
     if problems:
         table = Table(show_lines=False)
