@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from support.indexserver import IndexServer
 from support.solve_stacks import SolveStack, serve, solve_stack
@@ -17,6 +18,7 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
 
+CHECK_SCHEMA = json.loads((Path(__file__).parents[1] / "abiprobe/schemas/check.schema.json").read_text())
 OTHER_PY = "cp312" if PY_TAG != "cp312" else "cp311"
 TARGET = ["--cuda", "13.0", "--arch", "sm120", "--platform", PLATFORM]
 
@@ -68,6 +70,7 @@ def check(
     argv = ["check", *items, *TARGET, "--python", python, "--index-url", server.index_url]
     rc = main([*argv, "--cache-dir", str(tmp / "cache"), "--json"])
     doc: dict[str, Any] = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, CHECK_SCHEMA)
     return rc, doc
 
 

@@ -11,12 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from support.cbuild import build_shared
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.scope import OPTIONAL_NOTE
 from abiprobe.cli import main
+
+CHECK_SCHEMA = json.loads((Path(__file__).parents[1] / "abiprobe/schemas/check.schema.json").read_text())
 
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 TAG = f"cp{sys.version_info[0]}{sys.version_info[1]}"
@@ -94,7 +97,10 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Env:
 def _check(env: Env, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict[str, Any]]:
     capsys.readouterr()
     code = main(["check", "--installed", "--python", str(env.python), "--profile", P228, "--json", *extra])
-    return code, json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)
+    jsonschema.validate(data, CHECK_SCHEMA)  # an environment read: no install closure
+    assert data["install"] is None
+    return code, data
 
 
 def _failing(data: dict[str, Any]) -> dict[str, list[str]]:

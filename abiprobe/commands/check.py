@@ -233,8 +233,8 @@ def run(args: argparse.Namespace) -> int:
             analysis = with_closure_error(analysis, items.closure_error, bool(items.index_trouble))
     if args.json:
         doc = analysis.to_json()
-        if items is not None:
-            doc["install"] = {**items.to_json(), "closure": not args.no_deps}
+        # what was installed to judge (None: an existing environment was read)
+        doc["install"] = {**items.to_json(), "closure": not args.no_deps} if items is not None else None
         json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
