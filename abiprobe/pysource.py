@@ -165,6 +165,7 @@ class _Scanner:
         self.constants: dict[str, str] = {"__file__": path}
         self.functions: list[PyFunction] = []
         self.local_nodes: dict[str, ast.expr] = {}  # a function's simple assignments, by name
+        self.in_function = False
 
     def block(self, body: list[ast.stmt], params: dict[str, str]) -> list[PyEvent]:
         events: list[PyEvent] = []
@@ -179,10 +180,12 @@ class _Scanner:
                 for a in (*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs)
             }
             self.aliases[stmt.name] = f"{self.module}.{stmt.name}"
-            if not params:  # only module-level functions are recorded (nested ones run with their parent)
-                self.local_nodes = {}
+            if (
+                not self.in_function
+            ):  # module-level functions are recorded (nested ones run with their parent)
+                self.local_nodes, self.in_function = {}, True
                 body = self.block(stmt.body, inner)
-                self.local_nodes = {}
+                self.local_nodes, self.in_function = {}, False
                 self.functions.append(PyFunction(stmt.name, tuple(inner), tuple(body)))
             return []
         if isinstance(stmt, ast.If) and _type_checking_or_main(stmt.test):
@@ -205,7 +208,7 @@ class _Scanner:
             return out
         events = self.calls(stmt, params)
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            if params:
+            if self.in_function:
                 self.local_nodes[stmt.targets[0].id] = stmt.value
             elif (value := self.path_of(stmt.value, params)) is not None:
                 self.constants[stmt.targets[0].id] = value

@@ -96,3 +96,29 @@ def test_only_modules_that_may_load_are_parsed() -> None:
     scanned = {m.path: m.scanned for m in scan_sources(sources)}
     # ext.py names a load call; __init__.py calls a function found to load; plain.py is read by lines
     assert scanned == {"pkg/__init__.py": True, "pkg/ext.py": True, "pkg/plain.py": False}
+
+
+def test_a_function_without_parameters_keeps_its_own_assignments() -> None:
+    # GIVEN xformers' way: a spec found by FileFinder in a function that takes no arguments
+    source = b"""
+import importlib.machinery, os, torch
+
+
+def _register_extensions():
+    lib_dir = os.path.dirname(__file__)
+    finder = importlib.machinery.FileFinder(lib_dir)
+    if torch.version.hip:
+        ext_specs = finder.find_spec("_C_hip")
+    else:
+        ext_specs = finder.find_spec("_C")
+    torch.ops.load_library(ext_specs.origin)
+
+
+_register_extensions()
+"""
+    m = scan_module("xformers/_cpp_lib.py", source)
+    assert m is not None
+    (f,) = m.functions
+    # THEN the load is matched by the name its spec spells, and the module-level call is recorded
+    assert _loads(f.events) == [("xformers/**/_C.*so*", "torch.ops.load_library")]
+    assert any(e.kind == "call" and e.target == "xformers._cpp_lib._register_extensions" for e in m.events)
