@@ -219,8 +219,16 @@ class Cache:
         return self._decode(meta_path, data, lambda d: entries.decode_page(d, entries.url_hash(key)))
 
     def stale_pages(self, max_age_s: float, *, now: float | None = None) -> tuple[StalePage, ...]:
-        """Every cached page older than ``max_age_s`` seconds, oldest first (for ``--offline`` notes)."""
-        return find_stale_pages(self.root, max_age_s, time.time() if now is None else now)
+        """Every cached page older than ``max_age_s`` seconds, oldest first (for ``--offline`` notes); a
+        page this machine confirmed since its entry was written counts from that confirmation."""
+        when = time.time() if now is None else now
+        out = []
+        for page in find_stale_pages(self.root, max_age_s, when):
+            record = self.page_record(page.url)
+            fetched = record.fetched_at if record is not None else page.fetched_at
+            if when - fetched > max_age_s:
+                out.append(dataclasses.replace(page, fetched_at=fetched, age_s=when - fetched))
+        return tuple(sorted(out, key=lambda p: (p.fetched_at, p.url)))
 
     # wheel facts
 

@@ -140,6 +140,14 @@ def test_a_page_fetched_again_unchanged_leaves_the_committed_files_as_they_were(
     assert {p: p.read_bytes() for p in files_under(tmp_path / "c", "*")} != before
 
 
+def test_a_page_confirmed_on_this_machine_is_not_stale(tmp_path: Path) -> None:
+    cache = Cache(tmp_path / "c")
+    cache.store_page(make_page())  # fetched at 1_700_000_000
+    assert [p.url for p in cache.stale_pages(3600, now=1_700_100_000.0)] == [PAGE_URL]
+    cache.touch_page(PAGE_URL, 1_700_099_000.0)  # a 304 an hour before "now": its entry is not rewritten
+    assert cache.stale_pages(3600, now=1_700_100_000.0) == ()
+
+
 def test_fresh_cache_is_ready_to_commit(tmp_path: Path) -> None:
     cache = Cache(tmp_path)
     cache.store_page(make_page())
