@@ -78,6 +78,14 @@ def test_unknown_project_exits_1_with_the_reason_on_stderr(
     assert "no index has a project named 'nosuchpkg' (asked: 127.0.0.1:" in captured.err
 
 
+def test_a_find_links_page_does_not_make_an_unknown_project_known(
+    server: IndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a find-links page answers for every project: it lists no nosuchpkg, so the project is still unknown
+    argv = ["index", "ls", "nosuchpkg", "--index", server.index_url, "--find-links", server.find_links_url]
+    assert main([*argv, "--no-cache", "--strategy", "best-match"]) == 1
+
+
 def test_piped_table_is_never_cut(server: IndexServer, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["index", "ls", "demo", "--index", server.index_url, "--no-cache"]) == 0
     out = capsys.readouterr().out

@@ -15,7 +15,7 @@ from abiprobe import log
 from abiprobe.cache import Cache
 from abiprobe.console import make_console
 from abiprobe.errors import UsageError
-from abiprobe.http import Http
+from abiprobe.http import Http, display_url
 from abiprobe.index.client import DEFAULT_STALE_AFTER, IndexClient
 from abiprobe.index.config import STRATEGIES, load_index_config
 from abiprobe.index.multi import ProjectListing
@@ -89,8 +89,10 @@ def run_ls(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         render_listing(listing, make_console())
-    if listing.candidates or any(o.status == "ok" for o in listing.outcomes):
-        return 0  # listed, or an index has the project but no wheel of it is usable
+    links = {display_url(s.url) for s in config.sources if s.kind == "find-links"}
+    if listing.candidates or any(o.status == "ok" and o.url not in links for o in listing.outcomes):
+        return 0  # listed, or an index has the project but no wheel of it is usable (a find-links page
+        # answers for every project, so it says nothing about this one)
     if listing.failed:
         return 3
     asked = ", ".join(o.index for o in listing.outcomes) or "no index configured"
