@@ -132,12 +132,16 @@ def test_pip_no_index_does_not_ask_the_index(
     assert server.requests["/simple/demo/"] == 0
 
 
-def test_uv_index_variable_with_its_credentials_variables(
+def test_uv_index_credentials_variables_for_a_named_index(
     user: ConfigUser, wheel: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with IndexServer(auth=("team", "s3cret")) as srv:
         srv.add_wheel(wheel)
-        monkeypatch.setenv("UV_INDEX", f"private-mirror={srv.index_url}")
+        # (the default index: with UV_INDEX alone, uv's built-in default would be asked after it)
+        user.write(
+            user.user_uv_toml,
+            f'[[index]]\nname = "private-mirror"\nurl = "{srv.index_url}"\ndefault = true\n',
+        )
         # WHEN the index wants credentials and none are configured THEN it answers 401 and that is said
         code, doc = ls(capsys)
         assert code == 3 and "HTTP 401" in reasons(doc)
