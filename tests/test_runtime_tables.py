@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import subprocess
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,7 @@ from abiprobe.http import Http
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 CORE = "nvidia/cu13/lib/libcudart_core.so.13"
 BLOB = 512 * 1024
+DELAY = 1.0  # seconds the slow index waits before answering each request
 STACK_TOML = """
 [stack]
 members = [
@@ -191,3 +193,36 @@ def test_a_runtime_library_whose_dynamic_section_comes_last_is_read_whole(
         assert stored is not None
         (lib,) = [e for e in stored.elf if e.path == CORE]
         assert not lib.gpu_unread
+
+
+def test_a_warm_solve_asks_about_a_range_read_wheel_with_its_pages_at_once(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    with IndexServer() as server:
+        served = _solve_with(server, built, "front", tmp_path)
+        argv = solve_argv(
+            server.index_url, tmp_path / "cache", tmp_path / "m2", "--stack", str(built["stack"])
+        )
+        started = time.monotonic()
+        assert main(argv) == 0  # within the window: what a warm solve costs here without the network
+        local = time.monotonic() - started
+        # GIVEN every stored page past the freshness window, and an index slow to answer anything
+        store = Cache(tmp_path / "cache")
+        for page in store.stale_pages(-1.0):
+            store.touch_page(page.url, time.time() - 3600)
+        server.reset_counts()
+        server.fail(match="/", delay=DELAY)
+        # WHEN the stack is solved again
+        started = time.monotonic()
+        assert main(argv) == 0
+        seconds = time.monotonic() - started
+        log = list(server.log)
+    # THEN besides the pages (all not modified) only the range-read wheel's tail was asked for: does the
+    # server still serve the zip directory its facts were read through
+    assert [(p, h.get("range")) for p, h, _s in log if not p.startswith("/simple/")] == [
+        (served.path, "bytes=-65536")
+    ]
+    assert {s for p, _h, s in log if p.startswith("/simple/")} == {304}
+    # AND all of it at once, not one request after another: the tail went out with the pages, not after
+    assert seconds < local + 1.5 * DELAY, (seconds, local)
+    assert [p for p, _h, _s in log].index(served.path) < len(log) - 1

@@ -6,10 +6,12 @@ Exit codes: 0 a set was found, 1 none, 2 usage, 3 index trouble made the answer 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import sys
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,13 +19,14 @@ from typing import Any
 from abiprobe import log
 from abiprobe.cache import Cache, default_cache_root
 from abiprobe.console import make_console
-from abiprobe.errors import UsageError
-from abiprobe.hosts import neutral
+from abiprobe.errors import AbiprobeError, UsageError
+from abiprobe.hosts import concrete, neutral
 from abiprobe.http import Http, display_url
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, IndexSource, load_index_config
-from abiprobe.index.models import parse_upload_time
+from abiprobe.index.models import IndexFile, parse_upload_time
 from abiprobe.profiles import load_profile, profile_for
+from abiprobe.remote import served_directory
 from abiprobe.report.matrix_json import index_state, matrix_document
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.closure import Completion
@@ -218,9 +221,12 @@ def run(args: argparse.Namespace) -> int:
             fresh_for=0.0 if args.refresh else PAGE_FRESH_FOR,
             refresh=args.refresh,
         )
-        # the pages the last solve of this stack on these indexes listed, asked about all at once
+        # the pages the last solve of this stack on these indexes listed, asked about all at once, and
+        # at the same time the zip directories of the wheels it had range-read facts of
         listed_key = listed_projects_key(config.sources, stack)
-        client.revalidate([*stack.project_names(), *listed_before(cache, listed_key)])
+        if not args.offline:
+            revalidate_all(client, http, cache, [*stack.project_names(), *listed_before(cache, listed_key)],
+                           range_read_before(cache, listed_key))  # fmt: skip
         result, providers = solve(
             stack,
             target,
@@ -257,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if not args.offline:
             remember_listed(cache, listed_key, providers.collector.client.listed)
+            remember_range_read(cache, listed_key, providers.collector.unverified_files())
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:
@@ -270,6 +277,49 @@ def listed_projects_key(sources: Sequence[IndexSource], stack: Stack) -> str:
         ["listed-projects", *(neutral(display_url(s.url)) for s in sources), *stack.project_names()]
     )
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def revalidate_all(
+    client: IndexClient, http: Http, cache: Cache, projects: Sequence[str], files: Sequence[IndexFile]
+) -> None:
+    """Stale pages (conditionally) and range-read wheels' directories (one tail each), all at once; the
+    directories' answers are remembered by ``http`` for the rest of the run."""
+    with ThreadPoolExecutor(max(1, min(len(files), http.max_workers))) as pool:
+        tails = [pool.submit(served_directory, http, f, cache) for f in files]
+        client.revalidate(projects)
+        for tail in tails:
+            with contextlib.suppress(AbiprobeError):  # a failure is met again, and said, where it counts
+                tail.result()
+
+
+def _range_key(key: str) -> str:
+    return hashlib.sha256(f"range-read\n{key}".encode()).hexdigest()
+
+
+def range_read_before(cache: Cache, key: str) -> list[IndexFile]:
+    out = []
+    for e in cache.load_analysis(_range_key(key)) or []:
+        if isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("filename", "url", "sha256")):
+            size = e.get("size") if isinstance(e.get("size"), int) else None
+            out.append(IndexFile(e["filename"], concrete(e["url"]), {"sha256": e["sha256"]}, size=size))
+    return out
+
+
+def remember_range_read(cache: Cache, key: str, files: Sequence[IndexFile]) -> None:
+    """The wheels whose facts this solve had from range reads (URLs with the registry's host as a token),
+    added to those remembered before (a solve answered from stored results reads no facts), less those
+    whose stored facts are no longer range-read ones."""
+    before = cache.load_analysis(_range_key(key)) or []
+    known: dict[str, dict[str, object]] = {}
+    for f in [*range_read_before(cache, key), *files]:
+        summary = (
+            cache.load_summary(f.sha256, allow_partial=True, allow_unverified=True) if f.sha256 else None
+        )
+        if summary is not None and not summary.verified:
+            known[f.url] = {"filename": f.filename, "url": neutral(f.url), "sha256": f.sha256, "size": f.size}
+    doc = [known[u] for u in sorted(known)]
+    if doc != before:
+        cache.store_analysis(_range_key(key), doc)
 
 
 def listed_before(cache: Cache, key: str) -> list[str]:

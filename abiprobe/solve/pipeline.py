@@ -95,6 +95,18 @@ class Collector:
             return
         self.client = c.without(dead)
 
+    def unverified_files(self) -> list[IndexFile]:
+        """The listed files whose facts came from range reads: each solve asks the server whether it still
+        serves the zip directory they were read through (``abiprobe.remote.trusted``)."""
+        keys = {
+            key
+            for known in (self._facts, self._runtime)
+            for key, info in known.items()
+            if info is not None and not info.summary.verified
+        }
+        files = {(c.file.url, c.file.sha256 or ""): c.file for cs in self._listings.values() for c in cs}
+        return [files[k] for k in sorted(keys) if k in files]
+
     def identity(self, project: str) -> tuple[str, ...] | None:
         """The identity of the pages a listing of ``project`` would be read from (see IndexClient)."""
         return self.client.page_identity(project)
