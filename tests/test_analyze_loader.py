@@ -164,6 +164,17 @@ def test_driver_api_symbol_passes_with_a_new_enough_driver(stacks: FixtureStacks
     assert _verdict(a, "driver", "driver_user/_ext.abi3.so").status == "ok"
 
 
+def test_libcuda_loaded_by_an_earlier_unit_is_still_the_drivers(stacks: FixtureStacks) -> None:
+    # GIVEN an extension that needs libcuda.so.1, loaded once (the driver's library stays in the process)
+    sim = LoaderSimulation(stacks.facts("driver_user"), T, P228)
+    sim.load_extension("driver_user/_ext.abi3.so")
+    # WHEN a later unit needs libcuda.so.1 again
+    again = sim.load_extension("driver_user/_ext.abi3.so")
+    # THEN it is met by the loaded copy, and the driver would have provided it anyway (whatever loads first)
+    cuda = next(n for n in again.needed if n.soname == "libcuda.so.1")
+    assert (cuda.how, cuda.found_otherwise) == ("loaded", True)
+
+
 def test_gpu_less_profile_has_no_libcuda(stacks: FixtureStacks) -> None:
     from dataclasses import replace
 

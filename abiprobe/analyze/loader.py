@@ -299,8 +299,10 @@ class LoaderSimulation:
                     continue
                 otherwise = True
                 if how == "loaded" and soname in self.loaded_by and soname not in local:
-                    otherwise = self._find(obj, soname, loaders)[0] is not None or (
-                        self.profile.library(soname) is not None
+                    otherwise = (
+                        self._find(obj, soname, loaders)[0] is not None
+                        or self.profile.library(soname) is not None
+                        or (soname == DRIVER_SONAME and self.driver is not None)
                     )
                 local[soname] = prov
                 deps[obj.path][soname] = prov
