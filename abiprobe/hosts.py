@@ -41,6 +41,17 @@ def concrete(text: str) -> str:
     return text
 
 
+READABLE = {REGISTRY_FILES: "(default registry files)", REGISTRY: "(default registry)"}
+
+
+def readable(text: str) -> str:
+    """Tokens in words, for files people read that may be committed (matrices/*.md, *.html): no literal
+    ``{registry}`` and no registry host name; terminal output uses :func:`concrete` instead."""
+    for token, words in READABLE.items():
+        text = text.replace(token, words)
+    return text
+
+
 def neutral_bytes(data: bytes) -> bytes:
     for host, token in _pairs():
         data = data.replace(host.encode(), token.encode())

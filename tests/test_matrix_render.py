@@ -149,6 +149,22 @@ def test_matrix_show_refuses_a_foreign_json(tmp_path: Path) -> None:
     assert main(["matrix", "show", str(path)]) == 2
 
 
+def test_written_renderings_say_the_registry_in_words_never_its_host() -> None:
+    from abiprobe.hosts import REGISTRY, REGISTRY_FILES, concrete
+    from abiprobe.solve.outputs import readable_renderings
+
+    # GIVEN a matrix whose index line and a wheel URL name the default registry (by host, as read)
+    doc = sample_document()
+    doc["indexes"][0]["url"] = concrete(f"https://{REGISTRY}/simple")
+    doc["indexes"][0]["error"] = concrete(f"see https://{REGISTRY_FILES}/packages/x.whl")
+    # WHEN solve renders the files it writes under matrices/ (committed by the nightly)
+    for text in readable_renderings(doc):
+        # THEN they say "(default registry)", never the token and never a host name
+        assert "https://(default registry)/simple" in text
+        assert REGISTRY not in text and REGISTRY_FILES not in text
+        assert concrete(REGISTRY) not in text and concrete(REGISTRY_FILES) not in text
+
+
 def test_renderings_name_the_real_registry_hosts_where_the_json_keeps_tokens(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,8 +1,10 @@
 """The files a solve writes: the matrix (JSON for committing, Markdown and HTML for reading), the
 requirements lock and the PEP 751 pylock, each written atomically (a reader never sees half a file).
 
-Committed JSON keeps the registry host tokens (abiprobe.hosts); files people read and the pylock an
-installer reads carry the real hosts of this machine's configuration.
+Committed JSON keeps the registry host tokens (abiprobe.hosts); Markdown and HTML say them in words
+(they are committed too, and name no registry host); the pylock an installer reads carries the real
+hosts of this machine's configuration, so it is kept out of version control (.gitignore) and the nightly
+publishes it as an artifact.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe.cache_io import write_text_atomic
-from abiprobe.hosts import concrete, neutral
+from abiprobe.hosts import concrete, neutral, readable
 from abiprobe.report.matrix_html import render_html
 from abiprobe.report.matrix_json import dumps
 from abiprobe.report.matrix_md import render_markdown
@@ -81,6 +83,11 @@ def chosen_table(doc: Mapping[str, Any], note: str = "") -> dict[str, Any]:
     return table
 
 
+def readable_renderings(doc: dict[str, Any]) -> tuple[str, str]:
+    """The Markdown and HTML files of a matrix, registry hosts in words (:func:`abiprobe.hosts.readable`)."""
+    return readable(neutral(render_markdown(doc))), readable(neutral(render_html(doc)))
+
+
 def write_outputs(
     out: Path,
     name: str,
@@ -94,8 +101,9 @@ def write_outputs(
 ) -> None:
     """``<name>.json`` / ``.md`` / ``.html``, ``<name>.lock.txt`` and ``pylock.<name>.toml`` under ``out``."""
     write_text_atomic(out / f"{name}.json", neutral(dumps(doc)))
-    write_text_atomic(out / f"{name}.md", concrete(render_markdown(doc)))
-    write_text_atomic(out / f"{name}.html", concrete(render_html(doc)))
+    markdown, html = readable_renderings(doc)
+    write_text_atomic(out / f"{name}.md", markdown)
+    write_text_atomic(out / f"{name}.html", html)
     locked = lock_set(result, providers, complete)
     if locked is None:
         return
