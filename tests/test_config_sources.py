@@ -99,6 +99,44 @@ def test_pip_conf_extra_index_url(
     assert origin == f"{user.pip_conf} [global] extra-index-url"
 
 
+@pytest.fixture
+def newer_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IndexServer]:
+    with IndexServer() as srv:
+        srv.add_wheel(build_wheel(tmp_path_factory.mktemp("w2"), "demo", "2.0", {"demo/__init__.py": b""}))
+        yield srv
+
+
+def test_pip_index_and_extra_index_are_one_pool_as_pip_sees_them(
+    user: ConfigUser,
+    server: IndexServer,
+    newer_server: IndexServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN pip configured with an extra index holding demo 1.0 and a primary index holding demo 2.0
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", server.index_url)
+    monkeypatch.setenv("PIP_INDEX_URL", newer_server.index_url)
+    # WHEN abiprobe lists demo under its default first-index strategy
+    code, doc = ls(capsys)
+    # THEN both versions are candidates, as pip itself would choose among all of its indexes
+    assert (code, sorted(files(doc))) == (0, [WHEEL, WHEEL.replace("1.0", "2.0")])
+
+
+def test_uv_indexes_keep_uvs_first_index(
+    user: ConfigUser,
+    server: IndexServer,
+    newer_server: IndexServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN uv configured with a first index holding demo 1.0, then a default index holding demo 2.0
+    monkeypatch.setenv("UV_INDEX", server.index_url)
+    monkeypatch.setenv("UV_DEFAULT_INDEX", newer_server.index_url)
+    # WHEN abiprobe lists demo; THEN only the first index that has demo is used, as uv does
+    code, doc = ls(capsys)
+    assert (code, files(doc)) == (0, [WHEEL])
+
+
 def test_pip_find_links_variable_with_a_page(
     user: ConfigUser, server: IndexServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -213,10 +213,13 @@ class IndexClient:
             fetches = self.http.map(lambda s: self.fetch_page(s, project), sources)
         else:
             fetches = []
+            found_in: str | None = None  # the pool of the first index that has the project
             for source in sources:
+                if found_in is not None and not (found_in and source.pool == found_in):
+                    continue  # first-index: later indexes are asked only within that index's pool
                 fetches.append(self.fetch_page(source, project))
-                if has_project(fetches[-1], project):
-                    break
+                if found_in is None and has_project(fetches[-1], project):
+                    found_in = source.pool
         return combine(project, chosen, fetches)
 
     def page_identity(self, project: str) -> tuple[str, ...] | None:

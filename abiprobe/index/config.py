@@ -34,6 +34,9 @@ class IndexSource:
     name: str = ""
     kind: SourceKind = "simple"
     origin: str = field(default="", compare=False)  # where the setting that names it came from
+    # sources of one pool are merged even under first-index: pip treats its index-url, extra-index-urls
+    # and find-links as one set of places and takes the best candidate among all of them
+    pool: str = field(default="", compare=False)
 
     @property
     def label(self) -> str:
@@ -90,8 +93,13 @@ def _source_name(url: str) -> str:
     return f"{parts.netloc}{parts.path}".rstrip("/")
 
 
-def _source(url: str, origin: str, kind: SourceKind = "simple") -> IndexSource:
-    return IndexSource(url=url, name=_source_name(url), kind=kind, origin=origin)
+def _source(url: str, origin: str, kind: SourceKind = "simple", pool: str = "") -> IndexSource:
+    return IndexSource(url=url, name=_source_name(url), kind=kind, origin=origin, pool=pool)
+
+
+def _installer_pool(installer: str) -> str:
+    """pip merges all its indexes and find-links (no index order); uv's indexes keep uv's own first-index."""
+    return "pip" if installer == "pip" else ""
 
 
 def load_index_config(
@@ -128,7 +136,8 @@ def load_index_config(
     else:
         prefer = env.get("ABIPROBE_INSTALLER") or settings.get("installer")
         installer = installer_indexes(env, here, str(prefer) if prefer else None)
-        primary = [_source(s.value, s.origin) for s in installer.indexes]
+        pool = _installer_pool(installer.installer)
+        primary = [_source(s.value, s.origin, pool=pool) for s in installer.indexes]
     origins = [f"primary index {s.url} from {s.origin}" for s in primary[-1:]]
     if installer is not None:
         origins = [f"indexes from {installer.installer}'s configuration", *installer.notes]
@@ -154,7 +163,8 @@ def load_index_config(
         for u in _as_list(settings.get("find-links"), "find-links", origin)
     ]
     if installer is not None:
-        sources += [_source(s.value, s.origin, "find-links") for s in installer.find_links]
+        pool = _installer_pool(installer.installer)
+        sources += [_source(s.value, s.origin, "find-links", pool) for s in installer.find_links]
     unique = tuple(dict.fromkeys(sources))
     strategy = cli_strategy or env.get("ABIPROBE_INDEX_STRATEGY") or settings.get("index-strategy")
     strategy = strategy or "first-index"

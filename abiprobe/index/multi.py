@@ -125,13 +125,14 @@ def combine(project: str, strategy: Strategy, fetches: Sequence[PageFetch]) -> P
     candidates: list[Candidate] = []
     outcomes: list[IndexOutcome] = []
     notes: list[str] = []
-    taken = False
+    taken: str | None = None  # under first-index: the pool of the first index that listed the project
     for fetch in fetches:
         found, skipped = fetch_candidates(fetch, project)
-        use = bool(found) and (strategy == "best-match" or not taken)
+        pool = fetch.source.pool
+        use = bool(found) and (strategy == "best-match" or taken is None or (bool(pool) and pool == taken))
         if use:
             candidates.extend(found)
-            taken = True
+            taken = pool if taken is None else taken
             notes.extend(skipped)
             if fetch.page is not None:
                 notes.extend(fetch.page.notes)
