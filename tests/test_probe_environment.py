@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.probe_wheels import ProbeWheels, build_probe_wheels
+from support.probe_wheels import TAG, ProbeWheels, build_probe_wheels
+from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
 
@@ -58,3 +59,33 @@ def test_wheel_on_top_of_installed_stack_shadows_it(
     assert (code, result["outcome"]) == (1, "undefined_symbol"), result
     assert "base_v1" in str(result["message"])
     assert dict(result["versions"])["base"] == "2.0"  # type: ignore[arg-type]
+
+
+def test_installed_stack_is_imported_without_an_import_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a venv holding a (fixture) torch distribution and an unrelated package
+    torch = build_wheel(tmp_path / "w", "torch", "2.99.0", {"torch/__init__.py": b"VALUE = 1\n"}, tag=TAG)
+    other = build_wheel(
+        tmp_path / "w", "unrelated", "1.0", {"unrelated/__init__.py": b"raise ImportError\n"}, tag=TAG
+    )
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin/python"), "install", "-q", "--no-index",
+         "--no-deps", str(torch), str(other)],
+        check=True,
+    )  # fmt: skip
+    # WHEN the environment is probed with no --import-order
+    code, result = _probe(capsys, "--python", str(venv / "bin/python"))
+    # THEN the stack's installed packages are what is imported (not the unrelated one)
+    assert (code, result["outcome"]) == (0, "ok"), result
+    assert dict(result["versions"]) == {"torch": "2.99.0"}  # type: ignore[arg-type]
+
+
+def test_an_environment_without_the_stack_asks_for_an_import_order(
+    env: tuple[Path, ProbeWheels], capsys: pytest.CaptureFixture[str]
+) -> None:
+    python, _ = env
+    assert main(["probe", "--installed", "--python", str(python)]) == 2
+    assert "pass --import-order" in capsys.readouterr().err

@@ -132,6 +132,14 @@ def run(args: argparse.Namespace) -> int:
     named, wheels, added = wheel_files(args)
     if args.import_order:
         order = tuple(m.strip() for m in args.import_order.split(",") if m.strip())
+    elif args.installed and not named:
+        from abiprobe.probe.environment import installed_stack_order
+
+        order = installed_stack_order(args.python or sys.executable)
+        if not order:
+            raise UsageError(
+                "no stack package (torch, a kernel, flashinfer) is installed there: pass --import-order"
+            )
     else:
         order = default_import_order(named)
     if not order:

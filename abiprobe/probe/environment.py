@@ -24,6 +24,7 @@ from abiprobe.probe.parallel import dist_name
 from abiprobe.probe.procs import ProcessRegistry
 from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver, needs_driver
 from abiprobe.probe.venv import unpack_wheel
+from abiprobe.solve.stack import default_stack
 from abiprobe.wheel import cached_wheel_facts
 
 _RUNNER = Path(__file__).with_name("runner.py")
@@ -42,6 +43,17 @@ def _site_of(python: str) -> tuple[Path, str]:
         raise UsageError(f"cannot run the interpreter {python}: {exc}") from None
     site, version = json.loads(out.stdout)
     return Path(site), str(version)
+
+
+def installed_stack_order(python: str) -> tuple[str, ...]:
+    """What importing the stack means in an environment: the top-level packages of its installed stack
+    distributions, in stack member order (torch first), as probe jobs import a solved set."""
+    stack = default_stack()
+    installed = installed_distributions(python, binaries=False)
+    members = [d.facts.metadata for d in installed if stack.role_of(d.facts.metadata.name) is not None]
+    rank = {name: i for i, name in enumerate(stack.project_names())}
+    members.sort(key=lambda m: rank.get(canonicalize_name(m.name), len(rank)))
+    return tuple(dict.fromkeys(top for m in members for top in sorted(m.top_level)))
 
 
 def probe_environment(
