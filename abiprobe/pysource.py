@@ -31,7 +31,8 @@ LOAD_APIS = {
     "ctypes.PyDLL": "ctypes.CDLL",
     "ctypes.cdll": "ctypes.CDLL",
 }
-_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"import_module", b"__import__")
+_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"import_module", b"__import__",
+            b"spec_from_file_location")  # fmt: skip
 _IMPORT = re.compile(r"^([ \t]*)(from|import)[ \t]+(.*)$", re.M)
 _UNKNOWN = "*"
 
@@ -230,7 +231,18 @@ class _Scanner:
             api = LOAD_APIS.get(callee) or LOAD_APIS.get(callee.replace("cdll.LoadLibrary", "cdll"))
             if callee.endswith(("ops.load_library", "classes.load_library")):
                 api = api or f"torch.{callee.rsplit('.', 2)[-2]}.load_library"
-            if api is not None and node.args:
+            if (
+                callee in ("importlib.util.spec_from_file_location", "spec_from_file_location")
+                and len(node.args) > 1
+            ):
+                # an extension module imported from a path: the path, else the module name it is given
+                target = self.path_of(node.args[1], params) or self.by_name(node.args[1], params)
+                target = target or self.by_name(node.args[0], params)
+                if target is not None:
+                    out.append(
+                        PyEvent("load", target, "importlib.util.spec_from_file_location", line=node.lineno)
+                    )
+            elif api is not None and node.args:
                 target = self.path_of(node.args[0], params) or self.by_name(node.args[0], params)
                 if target is not None:
                     out.append(PyEvent("load", target, api, line=node.lineno))

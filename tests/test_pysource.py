@@ -122,3 +122,21 @@ _register_extensions()
     # THEN the load is matched by the name its spec spells, and the module-level call is recorded
     assert _loads(f.events) == [("xformers/**/_C.*so*", "torch.ops.load_library")]
     assert any(e.kind == "call" and e.target == "xformers._cpp_lib._register_extensions" for e in m.events)
+
+
+def test_an_extension_imported_from_a_path_is_a_load_named_by_its_module() -> None:
+    # GIVEN sgl_kernel's way: glob a per-architecture directory, import the match by its file location
+    source = b"""
+import glob, importlib.util
+from pathlib import Path
+
+
+def _load_architecture_specific_ops():
+    for ops_path in glob.glob(str(Path(__file__).parent / "sm90" / "common_ops.*")):
+        spec = importlib.util.spec_from_file_location("common_ops", str(ops_path))
+"""
+    m = scan_module("sgl_kernel/load_utils.py", source)
+    assert m is not None
+    assert _loads(m.functions[0].events) == [
+        ("sgl_kernel/**/common_ops.*so*", "importlib.util.spec_from_file_location")
+    ]

@@ -78,8 +78,9 @@ def _glob(pattern: str) -> re.Pattern[str]:
 
 
 class _Planner:
-    def __init__(self, layout: Layout, wheels: Sequence[WheelFacts]) -> None:
+    def __init__(self, layout: Layout, wheels: Sequence[WheelFacts], rules: Sequence[PackageLoading]) -> None:
         self.layout = layout
+        self.rules = tuple(rules)
         self.modules: dict[str, PyModule] = {}
         for w in wheels:
             for m in w.python or ():
@@ -136,8 +137,13 @@ class _Planner:
             return  # a bare soname (the loader's own search), a parameter no call filled, or no package
         rx = _glob(pattern)
         matched = sorted(p for p in self.layout.objects if rx.fullmatch(p))
+        # several matches load one of them, unknown which, unless the stack data picks by GPU among them
+        picked = len(matched) == 1 or all(
+            any(r.selects(p, None) is not None for r in self.rules) for p in matched
+        )
+        how = "import" if api == "importlib.util.spec_from_file_location" else "path"
         for path in matched:
-            self.add(path, "path", timing if len(matched) == 1 else "unknown", where, api)
+            self.add(path, how, timing if picked else "unknown", where, api)
 
     def call(self, module: PyModule, e: PyEvent, timing: Timing) -> None:
         target = e.target if "." in e.target else f"{module.name}.{e.target}"
@@ -195,10 +201,10 @@ def plan_units(
 ) -> list[PlannedUnit]:
     """The units of ``wheels`` (part of ``layout``) in the order importing their packages loads them."""
     by_package = {r.package: r for r in rules}
-    planner = _Planner(layout, wheels)
+    planner = _Planner(layout, wheels, rules)
     tops: list[str] = []
     for w in sorted(wheels, key=lambda w: _rank(w, rules)):
-        tops += [t for t in _tops(w) if t not in tops]
+        tops += [t for t in _imported_tops(w, by_package) if t not in tops]
     sourced = {t for w in wheels if w.python is not None for t in _tops(w)}
     for top in tops:
         rule = by_package.get(top)
@@ -215,6 +221,17 @@ def plan_units(
         if o.wheel in wheels:  # nothing in the package imports it: the program's own import loads it
             planner.add(o.path, "import", "first_use", "")
     return list(planner.units.values())
+
+
+def _imported_tops(wheel: WheelFacts, rules: dict[str, PackageLoading]) -> list[str]:
+    """The packages of a wheel a program imports when it uses the distribution: those the stack data
+    names, else the one named like the distribution, else all of them (the others load when imported)."""
+    tops = _tops(wheel)
+    named = [t for t in tops if t in rules]
+    if named:
+        return named
+    same = [t for t in tops if canonicalize_name(t) == canonicalize_name(wheel.metadata.name)]
+    return same or tops
 
 
 def _rank(wheel: WheelFacts, rules: Sequence[PackageLoading]) -> int:
