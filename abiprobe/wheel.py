@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -57,8 +58,18 @@ def select_members(names: Sequence[str], read: Callable[[str], bool] | None = No
 
 
 def is_package_source(member: str, info: str) -> bool:
-    """A .py member of the wheel's own code (read for what it loads, :mod:`abiprobe.pysource`)."""
-    return member.endswith(".py") and not member.startswith(f"{info}/")
+    """A .py member of the wheel's own code (read for what it loads, :mod:`abiprobe.pysource`), unless
+    the stack data says its package's loading is known without it (torch: thousands of modules)."""
+    if not member.endswith(".py") or member.startswith(f"{info}/"):
+        return False
+    return installed_path(member).split("/", 1)[0] not in _unread_source_packages()
+
+
+@functools.cache
+def _unread_source_packages() -> frozenset[str]:
+    from abiprobe.solve.stack import default_stack
+
+    return frozenset(r.package for r in default_stack().loading() if not r.read_source)
 
 
 def installed_path(member: str) -> str:
@@ -274,8 +285,8 @@ def facts_from_tree(root: Path, files: Sequence[str], filename: str, metadata: D
         if looks_like_binary_member(rel) and p.exists():
             objects.read(rel, partial(_open_binary, p))
         elif (
-            rel.endswith(".py")
-            and ".dist-info/" not in rel
+            ".dist-info/" not in rel
+            and is_package_source(rel, "")
             and p.is_file()
             and p.stat().st_size <= MAX_SOURCE_BYTES
         ):
