@@ -96,6 +96,12 @@ def test_kernel_built_against_the_other_torch_fails_symbols(solved: tuple[int, P
     # its pin on the other torch blocks it too, but the undefined symbol is what makes it fail
     c = cell(document(solved[1]), "torch==2.9.0", "sgl-kernel==0.3.0")
     assert (c["status"], c["checks"]["symbols"], c["checks"]["requires"]) == ("fail", "fail", "blocked")
+    # the cell names the loader's first error as Python prints it; a GPU-code failure is no load error
+    assert c["first_error"] == (
+        "ImportError: <site-packages>/sgl_kernel/common_ops.abi3.so: undefined symbol: "
+        "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"
+    )
+    assert cell(document(solved[1]), "torch==2.9.0", "sglang-kernel==0.4.2")["first_error"] is None
 
 
 def test_older_torch_row_picks_the_flashinfer_its_requires_allow(solved: tuple[int, Path]) -> None:
