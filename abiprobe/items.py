@@ -21,7 +21,7 @@ from abiprobe.facts import WheelFacts
 from abiprobe.http import Http
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import load_index_config
-from abiprobe.index.models import IndexFile
+from abiprobe.model.candidate import IndexFile
 from abiprobe.remote_inspect import facts_of_file, index_file_from_url, pick_candidate
 from abiprobe.target import Target
 

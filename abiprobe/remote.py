@@ -33,7 +33,7 @@ from abiprobe.zipguard import check_declared, check_produced, copy_member, open_
 if TYPE_CHECKING:
     from abiprobe.cache import Cache
     from abiprobe.facts import ElfFacts, WheelFacts, WheelSummary
-    from abiprobe.index.models import IndexFile
+    from abiprobe.model.candidate import IndexFile
 
 TAIL_SIZE = 64 * 1024
 COALESCE_GAP = 64 * 1024
@@ -388,7 +388,7 @@ class RemoteZip:
         """The group's members, in one range request. A member whose installed path ``tables_only``
         accepts is inflated no further once its loader tables have all been read: its facts go to
         ``early`` (no file comes back for it), and the members after it are asked for anew."""
-        from abiprobe.wheel import installed_path
+        from abiprobe.binary.wheel_members import installed_path
 
         results: dict[str, IO[bytes]] = {}
         digest = hashlib.sha256() if verify else None

@@ -17,8 +17,8 @@ from abiprobe.facts import WheelFacts
 from abiprobe.http import Http
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import load_index_config
-from abiprobe.index.models import Candidate, IndexFile
 from abiprobe.index.multi import IndexOutcome
+from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.remote import remote_wheel_facts
 from abiprobe.target import Target
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from abiprobe.binary.wheel_members import dist_info_dir, installed_path
 from abiprobe.errors import BinaryFormatError, HashMismatchError, WheelFormatError
 
 if TYPE_CHECKING:
@@ -31,15 +32,6 @@ MAX_SOURCE_BYTES = 1 << 20  # a larger .py file is generated data, not code that
 _DIST_INFO_FILES = ("METADATA", "WHEEL", "RECORD", "top_level.txt")
 
 MemberOpener = Callable[[str], AbstractContextManager[BinaryIO]]
-
-
-def dist_info_dir(names: Iterable[str]) -> str:
-    """The single top-level ``*.dist-info`` directory of a wheel's member list."""
-    dirs = {n.split("/", 1)[0] for n in names if n.split("/", 1)[0].endswith(".dist-info") and "/" in n}
-    if len(dirs) != 1:
-        found = ", ".join(sorted(dirs)) or "none"
-        raise WheelFormatError(f"expected exactly one .dist-info directory, found {found}")
-    return dirs.pop()
 
 
 def select_members(names: Sequence[str], read: Callable[[str], bool] | None = None) -> list[str]:
@@ -70,16 +62,6 @@ def _unread_source_packages() -> frozenset[str]:
     from abiprobe.solve.stack import default_stack
 
     return frozenset(r.package for r in default_stack().loading() if not r.read_source)
-
-
-def installed_path(member: str) -> str:
-    """Where a wheel member lands relative to site-packages (``*.data/purelib|platlib/`` unwrapped)."""
-    head, _, rest = member.partition("/")
-    if head.endswith(".data") and rest:
-        scheme, _, inner = rest.partition("/")
-        if scheme in ("purelib", "platlib"):
-            return inner
-    return member
 
 
 def parse_metadata(metadata: bytes, wheel_file: bytes | None, top_level: Iterable[str]) -> DistMetadata:

@@ -133,6 +133,7 @@ def read_floor(cache: Path) -> dict[str, int]:
     its loader tables counts whole), and of every binary member of the same wheels, from their central
     directories; and of the wheels whose facts are unverified (range-read), the bytes verifying them
     would fetch on top."""
+    from abiprobe.binary.wheel_members import dist_info_dir, installed_path
     from abiprobe.cache import Cache
     from abiprobe.cli import build_parser
     from abiprobe.commands.solve import index_config
@@ -140,7 +141,6 @@ def read_floor(cache: Path) -> dict[str, int]:
     from abiprobe.index.client import IndexClient
     from abiprobe.remote import RemoteZip
     from abiprobe.target import Target
-    from abiprobe.wheel import dist_info_dir, installed_path
 
     args = build_parser("solve").parse_args(["solve", *ARGS])
     target = Target.parse(

@@ -199,7 +199,8 @@ def host_profile(sonames: list[str], path: Path) -> list[str]:
 
     The probe runs on this host, so its loader finds them; the static check against this profile is
     what the probe can confirm or refute. Returns the sonames added."""
-    from abiprobe.profiles import ldconfig_paths, library_from_elf_bytes
+    from abiprobe.host.ldconfig import ldconfig_paths
+    from abiprobe.profiles import library_from_elf_bytes
 
     add: dict[str, Any] = {}
     for soname, lib_path in ldconfig_paths(sonames).items():

@@ -12,13 +12,13 @@ from support.nvbuild import need_nvcc
 
 from abiprobe.analyze.driver_api import DRIVER_SYMBOLS, driver_symbol_introduced, is_driver_api_name
 from abiprobe.errors import UsageError
+from abiprobe.host.ldconfig import profile_from_host
 from abiprobe.profiles import (
     BUILTIN_PROFILES,
     ProfileError,
     builtin_profile,
     load_profile,
     profile_for,
-    profile_from_host,
     stable_abi_names,
 )
 

@@ -10,7 +10,7 @@ import pytest
 from support.wheelbuild import build_wheel
 
 from abiprobe.facts import WheelInfo
-from abiprobe.index.models import Candidate, IndexFile, candidates_from_files
+from abiprobe.model.candidate import Candidate, IndexFile, candidates_from_files
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.closure import ClosureError, Completion, resolve_closure
 from abiprobe.target import Target

@@ -11,9 +11,9 @@ from packaging.tags import Tag
 from packaging.version import Version
 
 from abiprobe.errors import IndexError_
-from abiprobe.index.models import candidates_from_files
 from abiprobe.index.pep503 import parse_html_page
 from abiprobe.index.pep691 import parse_json_page
+from abiprobe.model.candidate import candidates_from_files
 
 H1, H2, M1 = "a" * 64, "b" * 64, "c" * 64
 

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from abiprobe.cli import main
-from abiprobe.index.models import IndexFile, candidates_from_files
+from abiprobe.model.candidate import IndexFile, candidates_from_files
 from abiprobe.report.matrix_html import render_html
 from abiprobe.report.matrix_json import dumps, matrix_document, matrix_schema
 from abiprobe.report.matrix_md import render_markdown

@@ -209,8 +209,8 @@ def test_every_saved_wheel_page_parses_and_its_twins_are_flagged() -> None:
     # GIVEN each saved project page; WHEN parsed as the client parses it
     from support.saved_pages import PAGES
 
-    from abiprobe.index.models import candidates_from_files
     from abiprobe.index.pep503 import parse_html_page
+    from abiprobe.model.candidate import candidates_from_files
 
     twins = {}
     for page in sorted(PAGES.glob("*/**/index.html")):

@@ -20,8 +20,9 @@ from support.venvs import isolated_env, make_venv, sh
 from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
+from abiprobe.host.snapshot import load_snapshot, take_snapshot
 from abiprobe.restore import compare, render_script, restore_plan
-from abiprobe.snapshot import Snapshot, content_fingerprint, load_snapshot, parse_direct_url, take_snapshot
+from abiprobe.snapshot import Snapshot, content_fingerprint, parse_direct_url
 
 SCHEMA = Path(__file__).parent.parent / "abiprobe" / "schemas" / "snapshot.schema.json"
 

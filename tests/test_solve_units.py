@@ -11,7 +11,7 @@ from packaging.version import Version
 
 from abiprobe.errors import UsageError
 from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts
-from abiprobe.index.models import IndexFile, candidates_from_files
+from abiprobe.model.candidate import IndexFile, candidates_from_files
 from abiprobe.solve.candidates import (
     FilterOptions,
     StackCandidate,

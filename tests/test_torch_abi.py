@@ -28,7 +28,7 @@ from abiprobe.analyze.torch_abi import (
 from abiprobe.cache import Cache
 from abiprobe.cli import main
 from abiprobe.facts import WheelInfo
-from abiprobe.index.models import Candidate, IndexFile
+from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.profiles import builtin_profile
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.evaluate import StaticEvaluator

@@ -18,9 +18,9 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
 from abiprobe.errors import AbiprobeError, BinaryFormatError, WheelFormatError
+from abiprobe.host.snapshot import wheel_fingerprint
 from abiprobe.probe.parallel import wheel_tops
 from abiprobe.probe.venv import unpack_wheel
-from abiprobe.snapshot import wheel_fingerprint
 from abiprobe.wheel import wheel_facts_from_path
 
 LIB = "oddzip/libodd.so"

@@ -70,17 +70,18 @@ def run(args: argparse.Namespace) -> int:
 
         text = render_markdown(doc, limit=args.limit)
     else:
+        from abiprobe.console import make_console
         from abiprobe.render.torch_diff import render_text
 
         if args.output is None:
-            render_text(doc, limit=args.limit)
+            render_text(doc, make_console(), limit=args.limit)
             return exit_code(diff)
         import io
 
         from rich.console import Console
 
         stream = io.StringIO()
-        render_text(doc, limit=args.limit, console=Console(file=stream, width=160))
+        render_text(doc, Console(file=stream, width=160), limit=args.limit)
         write_text_atomic(args.output, stream.getvalue())
         return exit_code(diff)
     if args.output is not None:

@@ -59,9 +59,10 @@ def run(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
+        from abiprobe.console import make_console
         from abiprobe.render.inspect import render_inspect
 
-        render_inspect(doc, show_symbols=args.symbols)
+        render_inspect(doc, make_console(), show_symbols=args.symbols)
     errors = sum(len(s["errors"]) for s in doc["sources"])
     return 1 if errors else 0
 

@@ -7,8 +7,8 @@ import argparse
 from dataclasses import dataclass, field
 
 from abiprobe.facts import WheelFacts
-from abiprobe.index.models import IndexFile
 from abiprobe.items import Item, ItemSource, resolve_item
+from abiprobe.model.candidate import IndexFile
 from abiprobe.solve.install import AddedWheel, install_closure, root_of
 from abiprobe.target import Target
 

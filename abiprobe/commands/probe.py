@@ -15,7 +15,7 @@ from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts
 from abiprobe.http import Http
-from abiprobe.index.models import IndexFile
+from abiprobe.model.candidate import IndexFile
 from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeResult, ProbeSet, probe_sets
 from abiprobe.probe.layers import parse_size
 from abiprobe.probe.parallel import wheel_tops

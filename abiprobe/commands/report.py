@@ -9,12 +9,12 @@ from pathlib import Path
 
 from abiprobe.cache_io import write_text_atomic
 from abiprobe.errors import UsageError
+from abiprobe.host.snapshot import load_snapshot
 from abiprobe.jobs import load_result
 from abiprobe.report.matrix_json import load_document
 from abiprobe.report.ticket import render_markdown, ticket_document
 from abiprobe.report.ticket_html import render_html
 from abiprobe.report.torch_upgrade import torch_upgrade
-from abiprobe.snapshot import load_snapshot
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -10,8 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from abiprobe.host.snapshot import load_snapshot, take_snapshot
 from abiprobe.restore import compare, render_script, restore_plan
-from abiprobe.snapshot import load_snapshot, take_snapshot
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from abiprobe.cache_io import write_text_atomic
-from abiprobe.snapshot import take_snapshot
+from abiprobe.host.snapshot import take_snapshot
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -24,7 +24,7 @@ from abiprobe.hosts import concrete, neutral
 from abiprobe.http import Http, display_url
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, IndexSource, load_index_config
-from abiprobe.index.models import IndexFile, parse_upload_time
+from abiprobe.model.candidate import IndexFile, parse_upload_time
 from abiprobe.profiles import load_profile, profile_for
 from abiprobe.remote import served_directory
 from abiprobe.report.matrix_json import index_state, matrix_document

@@ -1,22 +1,5 @@
-"""Package indexes: simple-API pages (PEP 503 HTML, PEP 691 JSON), find-links pages, several indexes."""
+"""Edge: package indexes (PEP 503 HTML, PEP 691 JSON, find-links pages, several indexes) over HTTP.
 
-from abiprobe.index.client import IndexClient, parse_page, project_url
-from abiprobe.index.config import IndexConfig, IndexSource, load_index_config
-from abiprobe.index.models import Candidate, IndexFile, ProjectPage, candidates_from_files
-from abiprobe.index.multi import IndexOutcome, PageFetch, ProjectListing
-
-__all__ = [
-    "Candidate",
-    "IndexClient",
-    "IndexConfig",
-    "IndexFile",
-    "IndexOutcome",
-    "IndexSource",
-    "PageFetch",
-    "ProjectListing",
-    "ProjectPage",
-    "candidates_from_files",
-    "load_index_config",
-    "parse_page",
-    "project_url",
-]
+What the pages say, as values, lives in the core (``abiprobe.model.candidate``); this package fetches.
+Nothing is imported here, so importing one module of it does not load the client.
+"""

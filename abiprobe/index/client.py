@@ -13,9 +13,7 @@ from abiprobe.cache import Cache, CachedPage, is_stale
 from abiprobe.errors import HashMismatchError, IndexError_
 from abiprobe.http import Http, display_url
 from abiprobe.index.config import IndexSource, Strategy
-from abiprobe.index.models import IndexFile, ProjectPage
 from abiprobe.index.multi import (
-    NOT_CACHED,
     FetchStatus,
     PageFetch,
     ProjectListing,
@@ -25,6 +23,7 @@ from abiprobe.index.multi import (
 )
 from abiprobe.index.pep503 import parse_html_page
 from abiprobe.index.pep691 import ACCEPT, is_json_content_type, parse_json_page
+from abiprobe.model.candidate import NOT_CACHED, IndexFile, ProjectPage
 from abiprobe.zipguard import SMALL_MEMBER_LIMIT
 
 DEFAULT_STALE_AFTER = 24 * 3600.0

@@ -9,10 +9,14 @@ from typing import Any, Literal
 from packaging.utils import canonicalize_name
 
 from abiprobe.index.config import IndexSource, Strategy
-from abiprobe.index.models import Candidate, ProjectPage, candidates_from_files, mark_duplicates
+from abiprobe.model.candidate import (
+    Candidate,
+    ProjectPage,
+    candidates_from_files,
+    mark_duplicates,
+)
 
 FetchStatus = Literal["ok", "not-found", "failed"]
-NOT_CACHED = "not in the cache (offline)"  # the error of a page an offline run could not answer
 
 
 @dataclass(frozen=True)

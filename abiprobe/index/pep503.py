@@ -6,7 +6,7 @@ import posixpath
 from html.parser import HTMLParser
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
-from abiprobe.index.models import IndexFile, ProjectPage, mark_duplicates, parse_hash_fragment
+from abiprobe.model.candidate import IndexFile, ProjectPage, mark_duplicates, parse_hash_fragment
 
 _DIST_SUFFIXES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz", ".egg")
 

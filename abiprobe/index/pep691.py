@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from abiprobe.errors import IndexError_
-from abiprobe.index.models import IndexFile, ProjectPage, mark_duplicates, parse_hash_fragment
+from abiprobe.model.candidate import IndexFile, ProjectPage, mark_duplicates, parse_hash_fragment
 
 JSON_CONTENT_TYPE = "application/vnd.pypi.simple.v1+json"
 HTML_CONTENT_TYPE = "application/vnd.pypi.simple.v1+html"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from abiprobe.binary.wheel_members import installed_path
 from abiprobe.cache import Cache
 from abiprobe.errors import AbiprobeError, UsageError, WheelFormatError
 from abiprobe.facts import WheelInfo
@@ -37,7 +38,7 @@ from abiprobe.probe.venv import (
     site_packages,
     venv_python,
 )
-from abiprobe.wheel import installed_path, local_wheel_info, top_level_of
+from abiprobe.wheel import local_wheel_info, top_level_of
 from abiprobe.zipguard import open_zip
 
 FactsLoader = Callable[[Path], WheelInfo]

@@ -7,7 +7,6 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from abiprobe.console import make_console
 from abiprobe.demangle import demangle_many
 
 _STATUS_STYLE = {"native": "green", "jit": "yellow", "none": "red"}
@@ -36,55 +35,52 @@ def _newest_per_family(versions: list[str]) -> list[str]:
     return sorted(v for _, v in best.values())
 
 
-def render_inspect(
-    doc: dict[str, Any], *, show_symbols: bool = False, console: Console | None = None
-) -> None:
-    con = console or make_console()
+def render_inspect(doc: dict[str, Any], console: Console, *, show_symbols: bool = False) -> None:
     for source in doc["sources"]:
         meta = source["metadata"]
         title = f"{meta['name']} {meta['version']}" if meta else source["filename"]
-        con.print(f"[bold]{title}[/bold]  ({source['kind']}: {source['filename']})")
+        console.print(f"[bold]{title}[/bold]  ({source['kind']}: {source['filename']})")
         if meta and meta["requires_dist"]:
-            con.print("  requires: " + "; ".join(meta["requires_dist"]))
+            console.print("  requires: " + "; ".join(meta["requires_dist"]))
         if source.get("torch_range"):
-            _print_torch_range(con, source["torch_range"])
+            _print_torch_range(console, source["torch_range"])
         if source.get("variants"):
-            _print_variants(con, source["variants"])
+            _print_variants(console, source["variants"])
         if not source["objects"]:
-            con.print("  no ELF objects")
+            console.print("  no ELF objects")
         for obj in source["objects"]:
-            con.print(_object_table(obj))
+            console.print(_object_table(obj))
             if show_symbols:
-                _print_symbols(con, obj)
+                _print_symbols(console, obj)
         for err in source["errors"]:
-            con.print(f"[red]error:[/red] {err}")
+            console.print(f"[red]error:[/red] {err}")
 
 
 _RANGE_STYLE = {"agrees": "green", "too loose": "red", "too tight": "yellow", "unknown": "white"}
 
 
-def _print_torch_range(con: Console, r: dict[str, Any]) -> None:
+def _print_torch_range(console: Console, r: dict[str, Any]) -> None:
     """ABI kind, the range the bytes allow, the declared constraint and the verdict."""
     declared = "none" if r["declared"] is None else (f"torch{r['declared']}" if r["declared"] else "torch")
     style = _RANGE_STYLE.get(r["verdict"], "white")
-    con.print(f"  torch ABI: {r['kind']}; range from its bytes: {r['range']}", highlight=False)
-    con.print(
+    console.print(f"  torch ABI: {r['kind']}; range from its bytes: {r['range']}", highlight=False)
+    console.print(
         f"  declared: {declared}; verdict [{style}]{r['verdict']}[/{style}]: {r['reason']}", highlight=False
     )
 
 
-def _print_variants(con: Console, v: dict[str, Any]) -> None:
+def _print_variants(console: Console, v: dict[str, Any]) -> None:
     """The variant properties the bytes support (plugin vocabulary), and claims they contradict."""
     supported = "; ".join(f"{k}: {', '.join(vals)}" for k, vals in v["supported"].items())
     if supported:
-        con.print(f"  variant properties its bytes support (nvidia): {supported}", highlight=False)
+        console.print(f"  variant properties its bytes support (nvidia): {supported}", highlight=False)
     if v["claimed"] is not None:
         claimed = (
             "; ".join(f"{k}: {', '.join(vals)}" for k, vals in v["claimed"].items()) or "none for this label"
         )
-        con.print(f"  variant.json claims: {claimed}", highlight=False)
+        console.print(f"  variant.json claims: {claimed}", highlight=False)
     for c in v["contradicted"]:
-        con.print(f"  [red]contradicted[/red] {c['feature']} {c['value']}: {c['why']}", highlight=False)
+        console.print(f"  [red]contradicted[/red] {c['feature']} {c['value']}: {c['why']}", highlight=False)
 
 
 def _object_table(obj: dict[str, Any]) -> Table:
@@ -116,12 +112,14 @@ def _object_table(obj: dict[str, Any]) -> Table:
     return t
 
 
-def _print_symbols(con: Console, obj: dict[str, Any]) -> None:
+def _print_symbols(console: Console, obj: dict[str, Any]) -> None:
     names = [i["name"] for i in obj["imports"]] + [e["name"] for e in obj["exports"]]
     readable = demangle_many(names)
     for i in obj["imports"]:
         ver = f"@{i['version']}" if i["version"] else ""
-        con.print(f"  U {'w ' if i['weak'] else ''}{readable.get(i['name'], i['name'])}{ver}", markup=False)
+        console.print(
+            f"  U {'w ' if i['weak'] else ''}{readable.get(i['name'], i['name'])}{ver}", markup=False
+        )
     for e in obj["exports"]:
         ver = (("@@" if e["default"] else "@") + e["version"]) if e["version"] else ""
-        con.print(f"  D {readable.get(e['name'], e['name'])}{ver}", markup=False)
+        console.print(f"  D {readable.get(e['name'], e['name'])}{ver}", markup=False)

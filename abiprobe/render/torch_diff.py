@@ -7,8 +7,6 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from abiprobe.console import make_console
-
 
 def _side_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     old, new = doc["old"], doc["new"]
@@ -25,41 +23,42 @@ def _join(items: list[Any]) -> str:
     return ", ".join(str(i) for i in items) or "-"
 
 
-def render_text(doc: dict[str, Any], *, limit: int = 20, console: Console | None = None) -> None:
-    con = console or make_console()
-    con.print(f"[bold]{doc['headline']}[/bold]", highlight=False)
+def render_text(doc: dict[str, Any], console: Console, *, limit: int = 20) -> None:
+    console.print(f"[bold]{doc['headline']}[/bold]", highlight=False)
     sides = Table(show_header=True, box=None, padding=(0, 1))
     for col in ("", doc["old"]["version"], doc["new"]["version"]):
         sides.add_column(col, overflow="fold")
     for row in _side_rows(doc):
         sides.add_row(*row)
-    con.print(sides)
+    console.print(sides)
     if doc["namespaces"]:
         ns = Table(title="by namespace", title_justify="left", box=None, padding=(0, 1))
         for col in ("namespace", "removed", "changed", "added"):
             ns.add_column(col, overflow="fold")
         for row in doc["namespaces"][:limit]:
             ns.add_row(row["namespace"], str(row["removed"]), str(row["changed"]), str(row["added"]))
-        con.print(ns)
+        console.print(ns)
     for title, key in (("signature changed", "changed"), ("removed", "removed"), ("added", "added")):
         entries = doc[key]
         if not entries:
             continue
-        con.print(f"[bold]{title}[/bold] ({len(entries)})")
+        console.print(f"[bold]{title}[/bold] ({len(entries)})")
         for c in entries[:limit]:
             line = f"  {c['demangled']}  [{c['library']}]"
             if key == "changed":
                 line += f"\n    now {c['replacement_demangled']}"
-            con.print(line, markup=False, highlight=False)
+            console.print(line, markup=False, highlight=False)
         if len(entries) > limit:
-            con.print(f"  ... {len(entries) - limit} more (--limit N, or --json for all)", highlight=False)
+            console.print(
+                f"  ... {len(entries) - limit} more (--limit N, or --json for all)", highlight=False
+            )
     kernels = doc["kernels"]
     if kernels["checked"]:
-        con.print(f"[bold]known kernel wheels[/bold]: {kernels['checked']} checked", highlight=False)
+        console.print(f"[bold]known kernel wheels[/bold]: {kernels['checked']} checked", highlight=False)
         for k in kernels["broken"]:
             first = k["demangled"][0]
             more = f" (and {len(k['symbols']) - 1} more)" if len(k["symbols"]) > 1 else ""
-            con.print(f"  [red]breaks[/red] {k['wheel']}: imports {first}{more}", highlight=False)
+            console.print(f"  [red]breaks[/red] {k['wheel']}: imports {first}{more}", highlight=False)
 
 
 def _esc(text: str) -> str:

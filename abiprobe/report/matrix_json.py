@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe import __version__
-from abiprobe.index.multi import NOT_CACHED
 from abiprobe.jsondoc import load_versioned
+from abiprobe.model.candidate import NOT_CACHED
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group, Matrix
 from abiprobe.solve.override import blocking

@@ -19,7 +19,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
-from abiprobe.index.models import Candidate, parse_upload_time
+from abiprobe.model.candidate import Candidate, parse_upload_time
 from abiprobe.requirements import applicable_requirements
 from abiprobe.sonames import cuda_major_of_soname
 from abiprobe.target import Target

@@ -24,7 +24,7 @@ from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Res
 from abiprobe.codedigest import code_digest
 from abiprobe.errors import AbiprobeError
 from abiprobe.hosts import concrete, neutral
-from abiprobe.index.models import Candidate, IndexFile, candidates_from_files
+from abiprobe.model.candidate import Candidate, IndexFile, candidates_from_files
 from abiprobe.requirements import applicable_requirements
 from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter
 from abiprobe.target import Target

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from abiprobe.errors import AbiprobeError
 from abiprobe.facts import WheelFacts, WheelInfo
-from abiprobe.index.models import IndexFile, candidates_from_files
+from abiprobe.model.candidate import IndexFile, candidates_from_files
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.closure import ClosureError, Listing, MemoStore, resolve_closure
 from abiprobe.solve.reach import PartialReader, Reach

@@ -19,8 +19,8 @@ from abiprobe.errors import AbiprobeError
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.http import display_url
 from abiprobe.index.client import IndexClient
-from abiprobe.index.models import Candidate, IndexFile
-from abiprobe.index.multi import NOT_CACHED, IndexOutcome
+from abiprobe.index.multi import IndexOutcome
+from abiprobe.model.candidate import NOT_CACHED, Candidate, IndexFile
 from abiprobe.profiles import Profile
 from abiprobe.progress import wheel_work
 from abiprobe.requirements import applicable_requirements

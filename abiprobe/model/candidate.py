@@ -18,6 +18,8 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+NOT_CACHED = "not in the cache (offline)"  # the error of a page an offline run could not answer
+
 
 @dataclass(frozen=True)
 class IndexFile:

@@ -1,0 +1,231 @@
+"""The import contract: the pure core never imports an edge (network, cache, host, probe, CLI).
+
+The layers are data (``CORE`` and ``EDGE`` below); every abiprobe module is in exactly one of them or in
+``SHARED`` (leaf helpers both sides use). Imports are read with ``ast`` from the source, function-level
+and ``TYPE_CHECKING`` imports included, so a lazy import cannot hide an edge. ``ALLOWED`` names each
+violation still standing, with why; it may only shrink: an entry that no longer occurs fails the test.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "abiprobe"
+
+# Module prefixes: "abiprobe.analyze" covers the package and every module under it.
+CORE: tuple[str, ...] = (
+    # model: frozen values
+    "abiprobe.model",
+    "abiprobe.facts",
+    "abiprobe.snapshot",
+    "abiprobe.verdict",
+    "abiprobe.target",
+    "abiprobe.requirements",
+    "abiprobe.sonames",
+    "abiprobe.profiles",
+    # binary: pure readers over bytes or a bounded stream
+    "abiprobe.binary",
+    "abiprobe.elf",
+    "abiprobe.elf_layout",
+    "abiprobe.elf_dynsym",
+    "abiprobe.cuda",
+    "abiprobe.cuda_arch",
+    "abiprobe.cuda_fatbin",
+    "abiprobe.objects",
+    "abiprobe.zipdir",
+    "abiprobe.zipguard",
+    "abiprobe.pysource",
+    # analyze, solve, report
+    "abiprobe.analyze",
+    "abiprobe.torch_diff",
+    "abiprobe.restore",
+    "abiprobe.solve",
+    "abiprobe.report",
+    "abiprobe.render",
+)
+
+EDGE: tuple[str, ...] = (
+    # net: HTTP, range reads, file:// transport, TLS/proxy configuration
+    "abiprobe.http",
+    "abiprobe.filetransport",
+    "abiprobe.netconfig",
+    "abiprobe.remote",
+    "abiprobe.remote_inspect",
+    # store: wheel_index_cache/ and this machine's own state
+    "abiprobe.cache",
+    "abiprobe.cache_entries",
+    "abiprobe.cache_io",
+    "abiprobe.cache_maint",
+    "abiprobe.localstate",
+    "abiprobe.known_wheels",
+    # index client and installer configuration
+    "abiprobe.index",
+    "abiprobe.installers",
+    # host: installed environments, local wheels and trees, ldconfig, the C++ runtime, snapshots
+    "abiprobe.host",
+    "abiprobe.installed",
+    "abiprobe.wheel",
+    "abiprobe.items",
+    "abiprobe.demangle",
+    # probe: venvs, subprocesses, jobs
+    "abiprobe.probe",
+    "abiprobe.jobs",
+    "abiprobe.jobs_run",
+    # cli: argv, printing, progress
+    "abiprobe.cli",
+    "abiprobe.cli_help",
+    "abiprobe.commands",
+    "abiprobe.console",
+    "abiprobe.progress",
+    "abiprobe.__main__",
+)
+
+# Leaf helpers with no I/O of their own that both sides use.
+SHARED: tuple[str, ...] = (
+    "abiprobe",
+    "abiprobe.errors",
+    "abiprobe.log",
+    "abiprobe.hosts",
+    "abiprobe.jsondoc",
+    "abiprobe.tomlwrite",
+    "abiprobe.codedigest",
+)
+
+# (core module, edge module it imports): each a violation still standing. May only shrink.
+ALLOWED: frozenset[tuple[str, str]] = frozenset(
+    {
+        # Demangling calls the host's libstdc++ (ctypes) when a verdict's text is shown: a pure
+        # demangler, or rendering moved to the CLI, removes these.
+        ("abiprobe.verdict", "abiprobe.demangle"),
+        ("abiprobe.analyze.explain", "abiprobe.demangle"),
+        ("abiprobe.solve.evaluate", "abiprobe.demangle"),
+        ("abiprobe.torch_diff", "abiprobe.demangle"),
+        ("abiprobe.render.inspect", "abiprobe.demangle"),
+        # The torch-upgrade report reads cached kernels and local wheels itself instead of being given
+        # their facts.
+        ("abiprobe.report.torch_upgrade", "abiprobe.cache"),
+        ("abiprobe.report.torch_upgrade", "abiprobe.known_wheels"),
+        ("abiprobe.report.torch_upgrade", "abiprobe.wheel"),
+        # The solve reads facts and pages through the live cache, HTTP client and index client instead of
+        # ports it declares; the cache-first read policy is to become one port in the store edge.
+        ("abiprobe.solve.facts_source", "abiprobe.cache"),
+        ("abiprobe.solve.facts_source", "abiprobe.http"),
+        ("abiprobe.solve.facts_source", "abiprobe.remote"),
+        ("abiprobe.solve.pipeline", "abiprobe.http"),
+        ("abiprobe.solve.pipeline", "abiprobe.index.client"),
+        ("abiprobe.solve.pipeline", "abiprobe.index.multi"),
+        ("abiprobe.solve.pipeline", "abiprobe.progress"),
+        # The matrix, lock and pylock files are written from inside solve/ (atomic writes of the store).
+        ("abiprobe.solve.outputs", "abiprobe.cache_io"),
+    }
+)
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def layer_of(module: str, core: tuple[str, ...] = CORE, edge: tuple[str, ...] = EDGE) -> str | None:
+    """The layer a module belongs to: the longest declared prefix that covers it wins."""
+    if module == "abiprobe":
+        return "shared"
+    covering = [
+        (len(prefix), layer)
+        for layer, prefixes in (("core", core), ("edge", edge), ("shared", SHARED))
+        for prefix in prefixes
+        if prefix != "abiprobe" and _within(module, prefix)
+    ]
+    return max(covering)[1] if covering else None
+
+
+def module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve_relative(module: str, is_package: bool, level: int, target: str | None) -> str:
+    base = module.split(".")
+    if not is_package:
+        base.pop()
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([target] if target else []))
+
+
+def imported_modules(root: Path, path: Path) -> Iterator[tuple[str, int]]:
+    """Every abiprobe module ``path`` imports, anywhere in its body, with the line."""
+    module = module_name(root, path)
+    is_package = path.name == "__init__.py"
+    known = {module_name(root, p) for p in root.rglob("*.py")}
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == root.name:
+                    yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = _resolve_relative(module, is_package, node.level, node.module)
+            else:
+                base = node.module or ""
+            if base.split(".")[0] != root.name:
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                yield (sub if sub in known else base), node.lineno
+
+
+def violations(
+    root: Path = PACKAGE_ROOT, core: tuple[str, ...] = CORE, edge: tuple[str, ...] = EDGE
+) -> set[tuple[str, str]]:
+    """(core module, edge module) for each import of an edge from the core."""
+    found: set[tuple[str, str]] = set()
+    for path in sorted(root.rglob("*.py")):
+        importer = module_name(root, path)
+        if layer_of(importer, core, edge) != "core":
+            continue
+        for imported, _line in imported_modules(root, path):
+            if layer_of(imported, core, edge) == "edge":
+                found.add((importer, imported))
+    return found
+
+
+def test_every_module_has_a_layer() -> None:
+    # GIVEN every module of the package
+    modules = {module_name(PACKAGE_ROOT, p) for p in PACKAGE_ROOT.rglob("*.py")}
+    # THEN each is declared core, edge or shared, so a new module cannot slip past the contract
+    assert sorted(m for m in modules if layer_of(m) is None) == []
+
+
+def test_the_core_imports_no_edge_beyond_the_allow_list() -> None:
+    # GIVEN the package as it is WHEN every import of every core module is read
+    found = violations()
+    # THEN nothing outside the allow-list imports an edge, and every allow-list entry still occurs
+    assert sorted(found - ALLOWED) == []
+    assert sorted(ALLOWED - found) == [], "fixed violations must leave the allow-list"
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "from abiprobe.http import Http\n",
+        "import abiprobe.cache\n",
+        "def later() -> None:\n    from abiprobe.probe import runner\n",
+        "from ..commands import solve\n",
+    ],
+)
+def test_a_deliberate_violation_is_caught(tmp_path: Path, statement: str) -> None:
+    # GIVEN a copy of the package in which a core module imports an edge (top-level, lazy or relative)
+    copy = tmp_path / "abiprobe"
+    shutil.copytree(PACKAGE_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data", "schemas"))
+    victim = copy / "analyze" / "checks.py"
+    victim.write_text(victim.read_text(encoding="utf-8") + "\n" + statement, encoding="utf-8")
+    # WHEN the contract is checked on the copy THEN the new import is reported
+    assert violations(copy) - violations(PACKAGE_ROOT)
