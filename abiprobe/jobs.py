@@ -116,6 +116,7 @@ def probe_jobs(
                     "import_order": order,
                     "expected": cell["status"],
                     "expected_gpu": cell["checks"].get("gpu_arch", "ok") if job_target == target else None,
+                    "expected_message": cell.get("first_error") if job_target == target else None,
                 }
             )
     return {

@@ -65,6 +65,9 @@ def run_job(
         job["id"],
         expected=_status(job["expected"]),
         expected_gpu=_status(job.get("expected_gpu")),
+        expected_message=job.get("expected_message")
+        if isinstance(job.get("expected_message"), str)
+        else None,
     )
     (result,) = probe_sets([probe], options)
     return result_document(job, result.to_json(), result.to_verdicts(), {**host_facts(), **_gpu(result)})

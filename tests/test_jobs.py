@@ -130,6 +130,7 @@ def test_job_carries_the_set_the_runtime_wheels_and_the_import_order(ran: Ran) -
         "flashinfer_jit_cache",
     ]
     assert (job["expected"], job["expected_gpu"], job["python"]) == ("ok", "ok", f"{PY_TAG[2]}.{PY_TAG[3:]}")
+    assert job["expected_message"] is None  # a set that loads predicts no loader error
 
 
 def test_a_job_for_another_arch_has_no_static_gpu_verdict(ran: Ran) -> None:
