@@ -59,6 +59,15 @@ def parse_driver_version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.strip().split("."))
 
 
+def driver_api_version(text: str) -> int:
+    """A CUDA version as ``cuDriverGetVersion`` reports it: ``"13.0"`` -> 13000, ``"12.8"`` -> 12080; an
+    already encoded value (``"12080"``) passes through."""
+    if text.strip().isdigit() and int(text) >= 1000:
+        return int(text)
+    major, minor = parse_cuda_version(text)
+    return major * 1000 + minor * 10
+
+
 def driver_cuda(driver: tuple[int, ...]) -> tuple[int, int] | None:
     """The newest CUDA version whose driver API a driver implements; None when older than CUDA 11.0."""
     best: tuple[int, int] | None = None

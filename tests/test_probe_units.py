@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from abiprobe.commands.probe import parse_driver_version
 from abiprobe.errors import UsageError
 from abiprobe.facts import DistMetadata, ElfFacts, SymbolImport, WheelFacts
 from abiprobe.probe.classify import classify_exit, classify_message, classify_report
@@ -14,6 +13,7 @@ from abiprobe.probe.interpreters import parse_version_spec, wanted_versions
 from abiprobe.probe.model import ProbeResult, ProbeSet
 from abiprobe.probe.plan import plan_layers
 from abiprobe.probe.stub import driver_symbols, stub_source, version_script
+from abiprobe.target import driver_api_version
 
 
 def test_missing_soname_message_names_the_soname() -> None:
@@ -163,9 +163,9 @@ def test_wheel_tags_give_exact_versions_and_abi3_floor() -> None:
 
 
 def test_driver_version_text() -> None:
-    assert [parse_driver_version(s) for s in ("13.0", "12.8", "12080")] == [13000, 12080, 12080]
+    assert [driver_api_version(s) for s in ("13.0", "12.8", "12080", "cu129")] == [13000, 12080, 12080, 12090]
     with pytest.raises(UsageError):
-        parse_driver_version("thirteen")
+        driver_api_version("thirteen")
 
 
 def test_disagreement_is_loud_in_explanation_and_json() -> None:

@@ -20,6 +20,7 @@ from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeResult, Prob
 from abiprobe.probe.layers import parse_size
 from abiprobe.probe.parallel import wheel_tops
 from abiprobe.solve.install import AddedWheel
+from abiprobe.target import driver_api_version
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -93,17 +94,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     job.add_argument("--wheels-dir", type=Path, metavar="DIR", help="where job wheels are kept / fetched")
     job.add_argument("--no-download", action="store_true", help="use only wheels already in --wheels-dir")
     p.set_defaults(func=run)
-
-
-def parse_driver_version(text: str) -> int:
-    """``13.0`` -> 13000, ``12.8`` -> 12080 (the encoding cuDriverGetVersion uses); an int passes through."""
-    head, _, tail = text.strip().partition(".")
-    try:
-        if not tail and int(head) >= 1000:
-            return int(head)
-        return int(head) * 1000 + int(tail or 0) * 10
-    except ValueError:
-        raise UsageError(f"--driver-version {text!r}: expected MAJOR.MINOR such as 13.0") from None
 
 
 def default_import_order(wheels: list[Path]) -> tuple[str, ...]:
@@ -273,7 +263,7 @@ def probe_options(args: argparse.Namespace, python: str | None) -> ProbeOptions:
         keep=args.keep,
         installer=args.installer,
         stub_driver=args.stub_driver,
-        driver_version=parse_driver_version(args.driver_version),
+        driver_version=driver_api_version(args.driver_version),
         smoke=not args.no_smoke,
         bytecode=not args.no_bytecode_cache,
         keep_layers=getattr(args, "keep_layers", False),
