@@ -93,6 +93,7 @@ SHARED: tuple[str, ...] = (
     "abiprobe.hosts",
     "abiprobe.jsondoc",
     "abiprobe.tomlwrite",
+    "abiprobe.installers.toml",  # TOML text -> dict, the one TOML reader (config files and stack files)
     "abiprobe.codedigest",
 )
 

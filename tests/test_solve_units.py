@@ -271,6 +271,16 @@ def test_a_stack_file_with_a_bad_provider_tag_is_a_usage_error(tmp_path: Path) -
         load_stack_file(path)
 
 
+def test_a_stack_file_that_is_not_toml_is_one_line_naming_it(tmp_path: Path) -> None:
+    # GIVEN a stack file with a TOML syntax error WHEN it is loaded (through the one TOML reader)
+    path = tmp_path / "stack.toml"
+    path.write_text("[stack\nmembers = 1\n")
+    # THEN the error is one usage line naming the file
+    with pytest.raises(UsageError, match=r"stack file .*stack\.toml: invalid TOML") as caught:
+        load_stack_file(path)
+    assert "\n" not in str(caught.value)
+
+
 def test_an_installed_environment_scope_roots_at_the_stack_and_its_installed_providers() -> None:
     from abiprobe.analyze.scope import requirement_closure, stack_roots
 

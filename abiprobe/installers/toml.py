@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-import importlib
+import sys
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from abiprobe.errors import UsageError
 
-
-def _toml_module() -> Any:
-    """tomllib (3.11+), else tomli, else the copy of tomli that pip vendors (Python 3.10)."""
-    for name in ("tomllib", "tomli", "pip._vendor.tomli"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    raise UsageError("reading TOML on this Python needs the tomli package")
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the declared dependency on older Pythons
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 
 def toml_loads(text: str) -> dict[str, Any]:
-    module = _toml_module()
+    """Parsed TOML text; invalid TOML is a usage error of one line."""
     try:
-        return cast(dict[str, Any], module.loads(text))
-    except ValueError as exc:
+        data: dict[str, Any] = tomllib.loads(text)
+        return data
+    except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"invalid TOML: {exc}") from None
 
 

@@ -9,9 +9,7 @@ Per-package facts are fields of :class:`StackMember` / :class:`Companion`, so a 
 
 from __future__ import annotations
 
-import importlib
 import re
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +20,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 
 from abiprobe.errors import UsageError
+from abiprobe.installers.toml import toml_loads
 
 _PROVIDER_TAG = re.compile(r"sm\d{2,3}[af]?")
 
@@ -382,14 +381,15 @@ def _companion_from(c: Any, role: str) -> Companion:
 
 
 def load_stack_file(path: Path, base: Stack | None = None) -> Stack:
-    """Read a TOML stack file (Python 3.11+ reads TOML natively)."""
-    if sys.version_info < (3, 11):
-        raise UsageError("--stack needs Python 3.11 or newer (tomllib)")
-    tomllib = importlib.import_module("tomllib")
+    """Read a TOML stack file."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read stack file {path}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise UsageError(f"stack file {path} is not valid TOML: {exc}") from None
+    try:
+        data = toml_loads(text)
+    except UsageError as exc:
+        raise UsageError(f"stack file {path}: {exc}") from None
     return stack_from_mapping(data, base)
