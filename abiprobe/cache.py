@@ -22,6 +22,7 @@ from abiprobe.cache_entries import CorruptEntryError, ForeignSchemaError, PageRe
 from abiprobe.cache_io import (
     atomic_write,
     exclusive_lock,
+    host_key,
     is_sha256_hex,
     pretty_json,
     remove_quietly,
@@ -342,29 +343,30 @@ class Cache:
 
     # per-host notes
 
-    def host_note(self, host: str, key: str) -> object | None:
-        """A note the network layer left about ``host`` (e.g. that it ignores range requests)."""
-        return self._host_notes().get(neutral(_host_key(host)), {}).get(key)
+    def host_note(self, where: str, key: str) -> object | None:
+        """A note the network layer left about the host of ``where`` (a URL or a host name), e.g. that
+        it ignores range requests."""
+        return self._host_notes().get(neutral(host_key(where)), {}).get(key)
 
-    def set_host_note(self, host: str, key: str, value: object) -> None:
-        """Remember a JSON-serialisable ``value`` about ``host``; None forgets the note."""
+    def set_host_note(self, where: str, key: str, value: object) -> None:
+        """Remember a JSON-serialisable ``value`` about the host of ``where``; None forgets the note."""
         if self.readonly:
             return
         try:
             pretty_json(value)
         except (TypeError, ValueError) as exc:
-            raise CacheError(f"host note {key!r} for {host} is not JSON-serialisable") from exc
+            raise CacheError(f"host note {key!r} for {host_key(where)} is not JSON-serialisable") from exc
         with self.lock():
             notes = self._host_notes()
-            host_notes = dict(notes.get(neutral(_host_key(host)), {}))
+            host_notes = dict(notes.get(neutral(host_key(where)), {}))
             if value is None:
                 host_notes.pop(key, None)
             else:
                 host_notes[key] = value
             if host_notes:
-                notes[neutral(_host_key(host))] = host_notes
+                notes[neutral(host_key(where))] = host_notes
             else:
-                notes.pop(neutral(_host_key(host)), None)
+                notes.pop(neutral(host_key(where)), None)
             self._write(self.root / entries.HOSTS_FILE, entries.encode_hosts(notes))
 
     def _host_notes(self) -> dict[str, dict[str, Any]]:
@@ -448,10 +450,6 @@ class Cache:
         except OSError as exc:
             raise CacheError(f"cannot create the cache at {self.root}: {exc.strerror or exc}") from exc
         self._prepared = True
-
-
-def _host_key(host: str) -> str:
-    return host.rpartition("@")[2].strip().lower()
 
 
 __all__ = [

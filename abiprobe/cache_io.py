@@ -33,6 +33,13 @@ _SECRET_QUERY_NAME = re.compile(
 )
 
 
+def host_key(where: str) -> str:
+    """``host[:port]`` of a URL or a bare host name, credentials removed, lower-cased: the key of the
+    per-host notes (the one normaliser of hosts)."""
+    netloc = urlsplit(strip_credentials(where)).netloc if "://" in where else where.rpartition("@")[2]
+    return netloc.strip().lower()
+
+
 def strip_credentials(url: str) -> str:
     """``url`` without userinfo and without query parameters that look like secrets (token=, sig=, ...).
 

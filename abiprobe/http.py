@@ -81,11 +81,6 @@ def display_url(url: str) -> str:
     return strip_credentials(url)
 
 
-def host_key(url: str) -> str:
-    """``host[:port]`` of a URL, credentials removed: the key of per-host notes."""
-    return urlsplit(display_url(url)).netloc.lower()
-
-
 class _CredentialsAuth(httpx.Auth):
     """Basic auth: the URL's userinfo (remembered for later URLs of that host), a configured credential
     for the URL's index, netrc; after a 401 with none of them, keyring (when enabled)."""

@@ -26,7 +26,7 @@ from functools import partial
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from abiprobe.errors import ElfFormatError, HashMismatchError, IndexError_, WheelFormatError
-from abiprobe.http import Http, RetryableError, display_url, host_key
+from abiprobe.http import Http, RetryableError, display_url
 from abiprobe.zipdir import CentralDirectory, ZipMember, locate_central_directory, parse_central_directory
 from abiprobe.zipguard import check_declared, check_produced, copy_member, open_zip
 
@@ -216,7 +216,7 @@ class RemoteZip:
         return "full" if self._local is not None else "range"
 
     def _host_ignores_ranges(self) -> bool:
-        return self.cache is not None and bool(self.cache.host_note(host_key(self.url), NOTE_IGNORES_RANGES))
+        return self.cache is not None and bool(self.cache.host_note(self.url, NOTE_IGNORES_RANGES))
 
     def open(self) -> None:
         """Fetch the central directory (or the whole file where ranges are known not to work)."""
@@ -228,7 +228,7 @@ class RemoteZip:
         tail = self.http.with_retries(self.url, self._fetch_tail)
         if tail is None:
             if self.cache is not None:
-                self.cache.set_host_note(host_key(self.url), NOTE_IGNORES_RANGES, True)
+                self.cache.set_host_note(self.url, NOTE_IGNORES_RANGES, True)
             return
         body, start = tail
         assert self.size is not None

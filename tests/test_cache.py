@@ -248,6 +248,14 @@ def test_host_notes_round_trip_and_forget(tmp_path: Path) -> None:
     assert Cache(tmp_path).host_note("flashinfer.ai", "max_connections") is None
 
 
+def test_a_host_note_left_for_a_url_is_found_by_its_host(tmp_path: Path) -> None:
+    # GIVEN a note the range reader left for a wheel URL with credentials in it
+    Cache(tmp_path).set_host_note("https://user:pw@Download.PyTorch.org/whl/x.whl", "ignores_ranges", True)
+    # THEN the one host normaliser keys it by host: a bare host name finds it, no credential is stored
+    assert Cache(tmp_path).host_note("download.pytorch.org", "ignores_ranges") is True
+    assert "pw" not in "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
+
+
 def test_host_note_that_is_not_json_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CacheError, match="not JSON-serialisable"):
         Cache(tmp_path).set_host_note("flashinfer.ai", "when", object())

@@ -17,7 +17,7 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.cache import Cache
 from abiprobe.errors import HashMismatchError, IndexError_, WheelFormatError
-from abiprobe.http import Http, host_key
+from abiprobe.http import Http
 from abiprobe.index.client import IndexClient
 from abiprobe.remote import NOTE_IGNORES_RANGES, RemoteZip, remote_wheel_facts
 from abiprobe.wheel import wheel_facts_from_path
@@ -164,14 +164,14 @@ def test_no_range_server_gets_one_full_download_and_a_host_note(
         assert (remote.mode, remote.sha256) == ("full", served.sha256)
     # THEN one request fetched it all and the host is remembered
     assert server.requests[served.path] == 1
-    assert cache.host_note(host_key(server.url), NOTE_IGNORES_RANGES) is True
+    assert cache.host_note(server.url, NOTE_IGNORES_RANGES) is True
 
 
 def test_remembered_host_goes_straight_to_full_download(
     server: IndexServer, http: Http, cache: Cache, small_wheel: Path
 ) -> None:
     served = server.add_wheel(small_wheel)
-    cache.set_host_note(host_key(server.url), NOTE_IGNORES_RANGES, True)
+    cache.set_host_note(server.url, NOTE_IGNORES_RANGES, True)
     with RemoteZip(http, server.file_url(served.filename), served.sha256, cache=cache) as remote:
         remote.names()
     assert [h.get("range") for _, h, _ in server.log] == [None]
