@@ -121,7 +121,7 @@ def profile_from_json(data: Mapping[str, Any], origin: str = "profile") -> Profi
         raise ProfileError(f"{origin}: not an {PROFILE_FORMAT} document")
     try:
         if "base" in data:
-            return _derived(data, origin)
+            return _derived(data)
         glibc_text = data.get("glibc")
         glibc = None
         if glibc_text:
@@ -185,7 +185,7 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split("_", 1)[1].split(".") if x.isdigit())
 
 
-def _derived(data: Mapping[str, Any], origin: str) -> Profile:
+def _derived(data: Mapping[str, Any]) -> Profile:
     base = builtin_profile(str(data["base"]))
     removed = set(data.get("remove", ()))
     added = {s: _library(s, e) for s, e in dict(data.get("add", {})).items()}

@@ -70,7 +70,7 @@ class _ChunkReader:
             pass
 
 
-def _parse_content_range(value: str | None, url: str) -> tuple[int, int, int]:
+def _parse_content_range(value: str | None) -> tuple[int, int, int]:
     match = _CONTENT_RANGE.fullmatch((value or "").strip())
     if match is None:
         raise RetryableError(f"unusable Content-Range {value!r}")
@@ -254,7 +254,7 @@ class RemoteZip:
                 return None
             if response.status_code != 206:
                 raise IndexError_(f"{display_url(self.url)}: HTTP {response.status_code}")
-            start, end, total = _parse_content_range(response.headers.get("content-range"), self.url)
+            start, end, total = _parse_content_range(response.headers.get("content-range"))
             self._check_total(total)
             if end != total - 1 or start != max(0, total - self.tail_size):
                 raise RetryableError(f"Content-Range {start}-{end}/{total} is not the requested tail")
@@ -284,7 +284,7 @@ class RemoteZip:
         with self.http.stream(self.url, headers) as response:
             if response.status_code != 206:
                 raise IndexError_(f"{display_url(self.url)}: HTTP {response.status_code} to a range request")
-            got = _parse_content_range(response.headers.get("content-range"), self.url)
+            got = _parse_content_range(response.headers.get("content-range"))
             self._check_total(got[2])
             if got[:2] != (start, end - 1):
                 raise RetryableError(f"asked for bytes {start}-{end - 1}, got {got[0]}-{got[1]}")

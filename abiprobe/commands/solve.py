@@ -267,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:
-        print_summary(args, result, doc)
+        print_summary(args, result)
     return result.exit_code
 
 
@@ -374,7 +374,7 @@ def print_some(console: Any, lines: list[str], what: str, where: str) -> None:
         console.print(f"  +{len(lines) - SHOWN_LINES} more {what}: all of them in {where}")
 
 
-def print_summary(args: argparse.Namespace, result: SolveResult, doc: dict[str, object]) -> None:
+def print_summary(args: argparse.Namespace, result: SolveResult) -> None:
     from rich.markup import escape
     from rich.table import Table
 
