@@ -1,20 +1,16 @@
-"""Run one probe job on this host: fetch its wheels (sha256-checked), probe them, write the result file."""
+"""Run one probe job on this host: fetch its wheels (sha256-checked), probe them, give the result document."""
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import platform
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from abiprobe.cache_io import write_text_atomic
 from abiprobe.errors import HashMismatchError, UsageError
 from abiprobe.http import Http
-from abiprobe.jobs import load_jobs, result_document, select_job
+from abiprobe.jobs import result_document
 from abiprobe.localstate import hash_file as sha256_of_file
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
 from abiprobe.verdict import STATUSES
@@ -80,22 +76,3 @@ def _status(value: Any) -> Any:
 def _gpu(result: ProbeResult) -> dict[str, Any]:
     cap = result.smoke.get("capability")
     return {"gpu_capability": cap, "driver_stubbed": result.stubbed}
-
-
-def run_job_command(args: argparse.Namespace) -> int:
-    """``abiprobe probe --job FILE [--job-id ID]``: exit 0 when the set imports and agrees with the matrix."""
-    from abiprobe.commands.probe import probe_options
-
-    job = select_job(load_jobs(args.job), args.job_id)
-    wheels_dir = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
-    opts = probe_options(args, args.python or job["python"])
-    doc = run_job(job, wheels_dir, opts, download=not args.no_download)
-    text = json.dumps(doc, indent=1) + "\n"
-    if args.result is not None:
-        write_text_atomic(args.result, text)
-    if args.json or args.result is None:
-        sys.stdout.write(text)
-    else:
-        print(f"{job['id']}: {doc['result']['explanation']} -> {args.result}")
-    res = doc["result"]
-    return 0 if res["outcome"] == "ok" and not res["disagrees"] else 1

@@ -7,10 +7,12 @@ import json
 import re
 import signal
 import sys
+import tempfile
 import types
 from pathlib import Path
 from typing import Any
 
+from abiprobe.cache_io import write_text_atomic
 from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts
@@ -109,11 +111,29 @@ def _on_sigterm(signum: int, frame: types.FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def _run_job_command(args: argparse.Namespace) -> int:
+    """``abiprobe probe --job FILE [--job-id ID]``: exit 0 when the set imports and agrees with the matrix."""
+    from abiprobe.jobs import load_jobs, select_job
+    from abiprobe.jobs_run import run_job
+
+    job = select_job(load_jobs(args.job), args.job_id)
+    wheels_dir = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
+    opts = probe_options(args, args.python or job["python"])
+    doc = run_job(job, wheels_dir, opts, download=not args.no_download)
+    text = json.dumps(doc, indent=1) + "\n"
+    if args.result is not None:
+        write_text_atomic(args.result, text)
+    if args.json or args.result is None:
+        sys.stdout.write(text)
+    else:
+        print(f"{job['id']}: {doc['result']['explanation']} -> {args.result}")
+    res = doc["result"]
+    return 0 if res["outcome"] == "ok" and not res["disagrees"] else 1
+
+
 def run(args: argparse.Namespace) -> int:
     if args.job is not None:
-        from abiprobe.jobs_run import run_job_command
-
-        return run_job_command(args)
+        return _run_job_command(args)
     if not args.items and not args.installed:
         raise UsageError(
             "give wheel files, URLs or PROJECT==VERSION, --installed to probe an existing environment, "
