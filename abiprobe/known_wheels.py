@@ -79,10 +79,16 @@ def torch_facts_of(item: str, args: argparse.Namespace) -> WheelFacts:
             cache_dir=args.cache_dir, index_url=args.index_url, offline=args.offline, json=True
         )
         facts = inspect_remote(item, remote, prefer_cached=True)
-    else:
-        from abiprobe.commands.check import _facts_of
+    elif path.is_file() and path.suffix == ".whl":
+        from abiprobe.wheel import wheel_facts_from_path
 
-        facts = _facts_of(item, args)
+        facts = wheel_facts_from_path(path)
+    elif path.is_dir():
+        from abiprobe.installed import facts_from_directory
+
+        facts = facts_from_directory(path)
+    else:
+        raise UsageError(f"{item}: not a .whl file, a directory, a wheel URL or PROJECT==VERSION")
     if not torch_libraries(facts):
         raise UsageError(f"{item}: no torch libraries in it (torch/lib/*.so, torch/_C)")
     return facts

@@ -198,6 +198,38 @@ def violations(
     return found
 
 
+def import_cycles(root: Path = PACKAGE_ROOT) -> list[list[str]]:
+    """The strongly connected groups of two or more modules in the import graph (lazy imports too)."""
+    graph = {
+        module_name(root, p): {m for m, _ in imported_modules(root, p)} - {module_name(root, p)}
+        for p in root.rglob("*.py")
+    }
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for nxt in sorted(graph[node] & graph.keys()):
+            if nxt not in order:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], order[nxt])
+        if low[node] == order[node]:
+            group = stack[stack.index(node) :]
+            del stack[stack.index(node) :]
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return cycles
+
+
 def test_every_module_has_a_layer() -> None:
     # GIVEN every module of the package
     modules = {module_name(PACKAGE_ROOT, p) for p in PACKAGE_ROOT.rglob("*.py")}
@@ -230,3 +262,18 @@ def test_a_deliberate_violation_is_caught(tmp_path: Path, statement: str) -> Non
     victim.write_text(victim.read_text(encoding="utf-8") + "\n" + statement, encoding="utf-8")
     # WHEN the contract is checked on the copy THEN the new import is reported
     assert violations(copy) - violations(PACKAGE_ROOT)
+
+
+def test_no_module_imports_itself_back() -> None:
+    # GIVEN the import graph of the package, function-level imports included THEN it has no cycle
+    assert import_cycles() == []
+
+
+def test_a_deliberate_cycle_is_caught(tmp_path: Path) -> None:
+    # GIVEN a copy in which the job runner imports the probe command that imports it
+    copy = tmp_path / "abiprobe"
+    shutil.copytree(PACKAGE_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data", "schemas"))
+    victim = copy / "jobs_run.py"
+    victim.write_text(victim.read_text(encoding="utf-8") + "\nfrom abiprobe.commands import probe\n")
+    # THEN the cycle is reported
+    assert ["abiprobe.commands.probe", "abiprobe.jobs_run"] in import_cycles(copy)
