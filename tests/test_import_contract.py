@@ -121,8 +121,6 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("abiprobe.solve.pipeline", "abiprobe.index.client"),
         ("abiprobe.solve.pipeline", "abiprobe.index.multi"),
         ("abiprobe.solve.pipeline", "abiprobe.progress"),
-        # The matrix, lock and pylock files are written from inside solve/ (atomic writes of the store).
-        ("abiprobe.solve.outputs", "abiprobe.cache_io"),
     }
 )
 

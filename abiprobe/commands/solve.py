@@ -18,6 +18,7 @@ from typing import Any
 
 from abiprobe import log
 from abiprobe.cache import Cache, default_cache_root
+from abiprobe.cache_io import write_text_atomic
 from abiprobe.console import make_console
 from abiprobe.errors import AbiprobeError, UsageError
 from abiprobe.hosts import concrete, neutral
@@ -31,7 +32,7 @@ from abiprobe.report.matrix_json import index_state, matrix_document
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.closure import Completion
 from abiprobe.solve.facts_source import runtime_info_for, wheel_info_for, wheel_metadata_for
-from abiprobe.solve.outputs import write_outputs
+from abiprobe.solve.outputs import output_files
 from abiprobe.solve.pipeline import RuntimeProviders, solve
 from abiprobe.solve.result import SolveResult
 from abiprobe.solve.stack import Stack, default_stack, load_stack_file
@@ -251,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
             runtime = None if args.no_runtime else providers.wheels
             emit_from_solve(args, doc, result.matrix.groups, runtime, complete)
         if not args.no_write:
-            write_outputs(
+            files = output_files(
                 args.out_dir,
                 matrix_name(result.matrix.target),
                 result,
@@ -261,6 +262,8 @@ def run(args: argparse.Namespace) -> int:
                 lock_path=args.lock,
                 find_links={display_url(s.url) for s in config.sources if s.kind == "find-links"},
             )
+            for path, text in files.items():
+                write_text_atomic(path, text)
         if not args.offline:
             remember_listed(cache, listed_key, providers.collector.client.listed)
             remember_range_read(cache, listed_key, providers.collector.unverified_files())

@@ -1,5 +1,6 @@
 """The files a solve writes: the matrix (JSON for committing, Markdown and HTML for reading), the
-requirements lock and the PEP 751 pylock, each written atomically (a reader never sees half a file).
+requirements lock and the PEP 751 pylock, as texts the CLI writes atomically (a reader never sees half a
+file).
 
 Committed JSON keeps the registry host tokens (abiprobe.hosts); Markdown and HTML say them in words
 (they are committed too, and name no registry host); the pylock an installer reads carries the real
@@ -14,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from abiprobe.cache_io import write_text_atomic
 from abiprobe.hosts import concrete, neutral, readable
 from abiprobe.report.matrix_html import render_html
 from abiprobe.report.matrix_json import dumps
@@ -88,7 +88,7 @@ def readable_renderings(doc: dict[str, Any]) -> tuple[str, str]:
     return readable(neutral(render_markdown(doc))), readable(neutral(render_html(doc)))
 
 
-def write_outputs(
+def output_files(
     out: Path,
     name: str,
     result: SolveResult,
@@ -98,19 +98,22 @@ def write_outputs(
     *,
     lock_path: Path | None = None,
     find_links: Collection[str] = (),
-) -> None:
-    """``<name>.json`` / ``.md`` / ``.html``, ``<name>.lock.txt`` and ``pylock.<name>.toml`` under ``out``."""
-    write_text_atomic(out / f"{name}.json", neutral(dumps(doc)))
+) -> dict[Path, str]:
+    """The text of ``<name>.json`` / ``.md`` / ``.html``, ``<name>.lock.txt`` and ``pylock.<name>.toml``
+    under ``out``, in the order they are to be written (the CLI writes each atomically)."""
     markdown, html = readable_renderings(doc)
-    write_text_atomic(out / f"{name}.md", markdown)
-    write_text_atomic(out / f"{name}.html", html)
+    files = {
+        out / f"{name}.json": neutral(dumps(doc)),
+        out / f"{name}.md": markdown,
+        out / f"{name}.html": html,
+    }
     locked = lock_set(result, providers, complete)
     if locked is None:
-        return
+        return files
     target = result.matrix.target
-    write_text_atomic(
-        lock_path or out / f"{name}.lock.txt",
-        render_lock(locked_wheels(locked.wheels), target, note=locked.note),
+    files[lock_path or out / f"{name}.lock.txt"] = render_lock(
+        locked_wheels(locked.wheels), target, note=locked.note
     )
     pylock = pylock_document(locked.wheels, target, chosen_table(doc, locked.note), find_links=find_links)
-    write_text_atomic(out / pylock_name(name), concrete(render_pylock(pylock)))
+    files[out / pylock_name(name)] = concrete(render_pylock(pylock))
+    return files
