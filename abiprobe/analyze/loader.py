@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from abiprobe.analyze.driver_api import driver_symbol_introduced, is_driver_api_name
 from abiprobe.analyze.layout import InstalledObject, Layout
@@ -98,7 +98,6 @@ class LoadResult:
     missing_versions: tuple[MissingVersion, ...] = ()
     driver_symbols: tuple[DriverSymbol, ...] = ()
     non_stable: tuple[MissingSymbol, ...] = ()
-    bound: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     # the objects this load adds, in the order ld.so relocates them (dependencies first)
     relocation_order: tuple[str, ...] = ()
 
