@@ -26,11 +26,11 @@ from urllib.parse import urlsplit
 import httpx
 
 from abiprobe import __version__, log
-from abiprobe.cache_io import strip_credentials
 from abiprobe.errors import IndexError_
 from abiprobe.filetransport import FileTransport
 from abiprobe.netconfig import Credential, NetworkSettings, network_settings
 from abiprobe.progress import DISPLAY
+from abiprobe.store.primitives import strip_credentials
 
 T = TypeVar("T")
 U = TypeVar("U")

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from abiprobe import __version__
-from abiprobe.cache_io import write_text_atomic
 from abiprobe.cuda_arch import parse_known_arch
 from abiprobe.errors import UsageError
 from abiprobe.jsondoc import load_versioned
 from abiprobe.report.matrix_json import wheel_entry
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group, explain
+from abiprobe.store.primitives import write_text_atomic
 from abiprobe.verdict import Verdict, worst
 
 JOBS_KIND = "abiprobe-probe-jobs"

@@ -11,11 +11,11 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from abiprobe import cache_entries
 from abiprobe.analyze.torch_abi import TorchRelease, releases_of
-from abiprobe.cache import Cache
 from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts, WheelSummary
+from abiprobe.store import entries as cache_entries
+from abiprobe.store.cache import Cache
 from abiprobe.torch_diff import torch_libraries
 
 TORCH_SONAMES = frozenset(

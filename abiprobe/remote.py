@@ -31,9 +31,9 @@ from abiprobe.zipdir import CentralDirectory, ZipMember, locate_central_director
 from abiprobe.zipguard import check_declared, check_produced, copy_member, open_zip
 
 if TYPE_CHECKING:
-    from abiprobe.cache import Cache
     from abiprobe.facts import ElfFacts, WheelFacts, WheelSummary
     from abiprobe.model.candidate import IndexFile
+    from abiprobe.store.cache import Cache
 
 TAIL_SIZE = 64 * 1024
 COALESCE_GAP = 64 * 1024

@@ -11,7 +11,6 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import sys_tags
 from packaging.utils import canonicalize_name
 
-from abiprobe.cache import Cache
 from abiprobe.errors import IndexError_, UsageError
 from abiprobe.facts import WheelFacts
 from abiprobe.http import Http
@@ -20,6 +19,7 @@ from abiprobe.index.config import load_index_config
 from abiprobe.index.multi import IndexOutcome
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.remote import remote_wheel_facts
+from abiprobe.store.cache import Cache
 from abiprobe.target import Target
 
 

@@ -19,12 +19,12 @@ from abiprobe.binary.wheel_members import dist_info_dir, installed_path
 from abiprobe.errors import BinaryFormatError, HashMismatchError, WheelFormatError
 
 if TYPE_CHECKING:
-    from abiprobe.cache import Cache
+    from abiprobe.store.cache import Cache
 from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts, WheelInfo
-from abiprobe.localstate import hash_file as sha256_of_file
-from abiprobe.localstate import local_sha256
 from abiprobe.objects import inspect_stream, looks_like_binary_member
 from abiprobe.pysource import scan_sources
+from abiprobe.store.localstate import hash_file as sha256_of_file
+from abiprobe.store.localstate import local_sha256
 from abiprobe.zipguard import copy_member, open_zip, zip_errors
 
 _SPOOL_LIMIT = 64 << 20
@@ -301,9 +301,9 @@ def _open_binary(path: Path) -> BinaryIO:
 def cached_wheel_facts(path: Path, cache: Cache | None = None) -> WheelFacts:
     """Facts of a local wheel from the cache by its sha256, computed and stored on a miss.
 
-    The sha256 itself is remembered by the file's identity (``abiprobe.localstate``), so a wheel is hashed
-    once, not on every call."""
-    from abiprobe.cache import Cache
+    The sha256 itself is remembered by the file's identity (``abiprobe.store.localstate``), so a wheel is
+    hashed once, not on every call."""
+    from abiprobe.store.cache import Cache
 
     store = cache if cache is not None else Cache()
     info = local_wheel_info(path, store)
@@ -315,7 +315,7 @@ def cached_wheel_facts(path: Path, cache: Cache | None = None) -> WheelFacts:
 
 def local_wheel_info(path: Path, cache: Cache | None = None) -> WheelInfo:
     """A local wheel's summary, its full facts loaded on first use (both from the cache when there)."""
-    from abiprobe.cache import Cache
+    from abiprobe.store.cache import Cache
 
     store = cache if cache is not None else Cache()
     try:

@@ -30,8 +30,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from support.indexserver import IndexServer  # noqa: E402
 from support.solve_stacks import serve, solve_argv, solve_stack  # noqa: E402
 
-from abiprobe.cache import Cache  # noqa: E402
 from abiprobe.cli import main  # noqa: E402
+from abiprobe.store.cache import Cache  # noqa: E402
 
 
 def age_pages(cache: Path, seconds: float) -> int:

@@ -84,7 +84,6 @@ def naive_installs(cache: Path) -> dict[str, int]:
     the same committed/solved cache (offline): each cell's whole install (the set, the runtime wheels
     torch pins, and everything they require, as the lock resolves it), summed over cells with no cache
     shared between them, and as the union of distinct wheels (uv's cache shared by all cells)."""
-    from abiprobe.cache import Cache
     from abiprobe.cli import build_parser
     from abiprobe.commands.solve import build_stack, index_config
     from abiprobe.http import Http
@@ -94,6 +93,7 @@ def naive_installs(cache: Path) -> dict[str, int]:
     from abiprobe.solve.closure import Completion
     from abiprobe.solve.facts_source import wheel_info_for, wheel_metadata_for
     from abiprobe.solve.pipeline import solve
+    from abiprobe.store.cache import Cache
     from abiprobe.target import Target
 
     args = build_parser("solve").parse_args(["solve", *ARGS, "--offline"])
@@ -134,12 +134,12 @@ def read_floor(cache: Path) -> dict[str, int]:
     directories; and of the wheels whose facts are unverified (range-read), the bytes verifying them
     would fetch on top."""
     from abiprobe.binary.wheel_members import dist_info_dir, installed_path
-    from abiprobe.cache import Cache
     from abiprobe.cli import build_parser
     from abiprobe.commands.solve import index_config
     from abiprobe.http import Http
     from abiprobe.index.client import IndexClient
     from abiprobe.remote import RemoteZip
+    from abiprobe.store.cache import Cache
     from abiprobe.target import Target
 
     args = build_parser("solve").parse_args(["solve", *ARGS])

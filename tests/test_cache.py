@@ -20,8 +20,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.schemas import assert_valid
 
-from abiprobe.cache import Cache, CachedPage, default_cache_root, is_stale, strip_credentials
-from abiprobe.cache_io import canonical_json, pretty_json, sha256_hex
 from abiprobe.cli import main
 from abiprobe.errors import CacheError
 from abiprobe.facts import (
@@ -33,6 +31,8 @@ from abiprobe.facts import (
     VersionNeed,
     WheelFacts,
 )
+from abiprobe.store.cache import Cache, CachedPage, default_cache_root, is_stale, strip_credentials
+from abiprobe.store.primitives import canonical_json, pretty_json, sha256_hex
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE_URL = "https://download.pytorch.org/whl/cu130/torch/"
@@ -668,7 +668,7 @@ CRASH_WRITER = textwrap.dedent(
     """
     import itertools, sys
     from pathlib import Path
-    from abiprobe.cache import Cache
+    from abiprobe.store.cache import Cache
     cache = Cache(Path(sys.argv[1]))
     payload = bytes(range(256)) * (96 * 1024)
     for i in itertools.count():

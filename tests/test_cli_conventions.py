@@ -84,7 +84,7 @@ SCRATCH = {"probe/stub.py", "probe/execute.py", "probe/runner.py", "probe/layers
 
 
 def test_no_output_file_is_written_in_place() -> None:
-    # every file a command writes for a user goes through cache_io.write_text_atomic / atomic_write
+    # every file a command writes for a user goes through store.primitives.write_text_atomic / atomic_write
     root = Path(__file__).parents[1] / "abiprobe"
     offenders = [
         str(path.relative_to(root))
@@ -96,7 +96,7 @@ def test_no_output_file_is_written_in_place() -> None:
 
 
 def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
-    from abiprobe.cache_io import write_text_atomic
+    from abiprobe.store.primitives import write_text_atomic
 
     target = tmp_path / "m.json"
     write_text_atomic(target, "old\n")

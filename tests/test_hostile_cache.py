@@ -18,8 +18,8 @@ from support.solve_stacks import serve, solve_argv, solve_stack
 from support.stacks import ABI3_TAG, PY_TAG, _module
 from support.wheelbuild import build_wheel
 
-from abiprobe.cache import Cache
 from abiprobe.cli import main
+from abiprobe.store.cache import Cache
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 TARGET = ["--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--platform", "manylinux_2_28_x86_64"]

@@ -13,11 +13,11 @@ import pytest
 from support.indexserver import JSON_TYPE, IndexServer
 from support.wheelbuild import build_wheel
 
-from abiprobe.cache import Cache
 from abiprobe.cli import main
 from abiprobe.errors import IndexError_
 from abiprobe.http import Http
 from abiprobe.index.client import IndexClient
+from abiprobe.store.cache import Cache
 
 PROJECT = "hostile"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from abiprobe.cache import Cache, CachedPage
 from abiprobe.hosts import REGISTRY_FILES, concrete, neutral, registry_file_host
+from abiprobe.store.cache import Cache, CachedPage
 
 pytestmark = pytest.mark.skipif(registry_file_host() is None, reason="pip is not importable here")
 

@@ -57,11 +57,7 @@ EDGE: tuple[str, ...] = (
     "abiprobe.remote",
     "abiprobe.remote_inspect",
     # store: wheel_index_cache/ and this machine's own state
-    "abiprobe.cache",
-    "abiprobe.cache_entries",
-    "abiprobe.cache_io",
-    "abiprobe.cache_maint",
-    "abiprobe.localstate",
+    "abiprobe.store",
     "abiprobe.known_wheels",
     # index client and installer configuration
     "abiprobe.index",
@@ -109,12 +105,12 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("abiprobe.render.inspect", "abiprobe.demangle"),
         # The torch-upgrade report reads cached kernels and local wheels itself instead of being given
         # their facts.
-        ("abiprobe.report.torch_upgrade", "abiprobe.cache"),
+        ("abiprobe.report.torch_upgrade", "abiprobe.store.cache"),
         ("abiprobe.report.torch_upgrade", "abiprobe.known_wheels"),
         ("abiprobe.report.torch_upgrade", "abiprobe.wheel"),
         # The solve reads facts and pages through the live cache, HTTP client and index client instead of
         # ports it declares; the cache-first read policy is to become one port in the store edge.
-        ("abiprobe.solve.facts_source", "abiprobe.cache"),
+        ("abiprobe.solve.facts_source", "abiprobe.store.cache"),
         ("abiprobe.solve.facts_source", "abiprobe.http"),
         ("abiprobe.solve.facts_source", "abiprobe.remote"),
         ("abiprobe.solve.pipeline", "abiprobe.http"),
@@ -247,7 +243,7 @@ def test_the_core_imports_no_edge_beyond_the_allow_list() -> None:
     "statement",
     [
         "from abiprobe.http import Http\n",
-        "import abiprobe.cache\n",
+        "import abiprobe.store.cache\n",
         "def later() -> None:\n    from abiprobe.probe import runner\n",
         "from ..commands import solve\n",
     ],

@@ -11,11 +11,11 @@ import pytest
 from support.indexserver import IndexServer
 from support.wheelbuild import build_wheel
 
-from abiprobe.cache import Cache
 from abiprobe.errors import HashMismatchError
 from abiprobe.http import Http
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexSource
+from abiprobe.store.cache import Cache
 
 
 @pytest.fixture(scope="session")

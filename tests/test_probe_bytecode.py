@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from support.wheelbuild import build_wheel
 
-from abiprobe.localstate import local_sha256
 from abiprobe.probe import ProbeOptions, ProbeSet, probe_sets
 from abiprobe.probe.bytecode import BytecodeStore
 from abiprobe.probe.interpreters import find_interpreter
+from abiprobe.store.localstate import local_sha256
 
 
 def _wheels(out: Path) -> tuple[Path, Path, Path]:
@@ -104,7 +104,7 @@ def test_stale_saved_bytecode_is_recompiled_not_trusted(
 def test_local_sha256_hashes_once_and_again_after_a_change(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import abiprobe.localstate as ls
+    import abiprobe.store.localstate as ls
 
     f = tmp_path / "x.whl"
     f.write_bytes(b"one")

@@ -15,8 +15,8 @@ from support.indexserver import IndexServer
 from support.solve_stacks import serve, solve_argv, solve_stack
 from support.stacks import PY_TAG
 
-from abiprobe.cache import Cache
 from abiprobe.cli import main
+from abiprobe.store.cache import Cache
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from support.indexserver import IndexServer
 from support.solve_stacks import build_history_stack, serve, solve_argv, solve_stack
 
-from abiprobe.cache import Cache
 from abiprobe.cli import main
+from abiprobe.store.cache import Cache
 
 DELAY = 0.5  # seconds before the index answers a page request: ten in a row would take five
 

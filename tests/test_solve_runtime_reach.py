@@ -20,8 +20,8 @@ from support.solve_stacks import C10_CALL, C10_DECL, solve_argv
 from support.stacks import ABI3_TAG, PY_TAG, _module, _torch
 from support.wheelbuild import build_wheel
 
-from abiprobe.cache import Cache
 from abiprobe.cli import main
+from abiprobe.store.cache import Cache
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 ENGINES = "nvidia/cu13/lib/libcudart_engines.so.13"

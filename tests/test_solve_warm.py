@@ -12,9 +12,9 @@ from support.solve_stacks import serve, solve_argv, solve_stack
 from support.stacks import PURE_TAG, PY_TAG
 
 from abiprobe.analyze import loader
-from abiprobe.cache import Cache
 from abiprobe.cli import main
 from abiprobe.facts import WheelFacts
+from abiprobe.store.cache import Cache
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 

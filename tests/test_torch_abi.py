@@ -25,7 +25,6 @@ from abiprobe.analyze.torch_abi import (
     shim_table,
     wheel_torch_range,
 )
-from abiprobe.cache import Cache
 from abiprobe.cli import main
 from abiprobe.facts import WheelInfo
 from abiprobe.model.candidate import Candidate, IndexFile
@@ -34,6 +33,7 @@ from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, MatrixBuilder
 from abiprobe.solve.stack import Stack, StackMember
+from abiprobe.store.cache import Cache
 from abiprobe.target import Target
 from abiprobe.wheel import wheel_facts_from_path
 

@@ -24,7 +24,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from abiprobe.cache import Cache  # noqa: E402
 from abiprobe.elf import (  # noqa: E402
     DT_GNU_HASH,
     DT_HASH,
@@ -46,6 +45,7 @@ from abiprobe.index.client import IndexClient  # noqa: E402
 from abiprobe.index.config import default_index  # noqa: E402
 from abiprobe.objects import looks_like_binary_member  # noqa: E402
 from abiprobe.remote import RemoteZip  # noqa: E402
+from abiprobe.store.cache import Cache  # noqa: E402
 
 _TABLES = (DT_STRTAB, DT_SYMTAB, DT_VERSYM, DT_VERNEED, DT_VERDEF, DT_GNU_HASH, DT_HASH, DT_RELA, DT_JMPREL)
 

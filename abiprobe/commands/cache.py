@@ -12,9 +12,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from abiprobe.cache import Cache, CacheInfo, PruneReport, VerifyReport
 from abiprobe.console import make_console
 from abiprobe.errors import UsageError
+from abiprobe.store.cache import Cache, CacheInfo, PruneReport, VerifyReport
 
 CACHE_REPORT_SCHEMA_VERSION = 1
 

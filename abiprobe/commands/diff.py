@@ -14,8 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from abiprobe.cache_io import write_text_atomic
 from abiprobe.known_wheels import cached_kernels, torch_facts_of
+from abiprobe.store.primitives import write_text_atomic
 from abiprobe.torch_diff import TorchDiff, diff_torch
 
 _EPILOG = (

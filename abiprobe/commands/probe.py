@@ -12,7 +12,6 @@ import types
 from pathlib import Path
 from typing import Any
 
-from abiprobe.cache_io import write_text_atomic
 from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts
@@ -22,6 +21,7 @@ from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeResult, Prob
 from abiprobe.probe.layers import parse_size
 from abiprobe.probe.parallel import wheel_tops
 from abiprobe.solve.install import AddedWheel
+from abiprobe.store.primitives import write_text_atomic
 from abiprobe.target import driver_api_version
 
 

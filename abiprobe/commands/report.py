@@ -7,7 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-from abiprobe.cache_io import write_text_atomic
 from abiprobe.errors import UsageError
 from abiprobe.host.snapshot import load_snapshot
 from abiprobe.jobs import load_result
@@ -15,6 +14,7 @@ from abiprobe.report.matrix_json import load_document
 from abiprobe.report.ticket import render_markdown, ticket_document
 from abiprobe.report.ticket_html import render_html
 from abiprobe.report.torch_upgrade import torch_upgrade
+from abiprobe.store.primitives import write_text_atomic
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from abiprobe.cache_io import write_text_atomic
 from abiprobe.host.snapshot import take_snapshot
+from abiprobe.store.primitives import write_text_atomic
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

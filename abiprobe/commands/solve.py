@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe import log
-from abiprobe.cache import Cache, default_cache_root
-from abiprobe.cache_io import write_text_atomic
 from abiprobe.console import make_console
 from abiprobe.errors import AbiprobeError, UsageError
 from abiprobe.hosts import concrete, neutral
@@ -36,6 +34,8 @@ from abiprobe.solve.outputs import output_files
 from abiprobe.solve.pipeline import RuntimeProviders, solve
 from abiprobe.solve.result import SolveResult
 from abiprobe.solve.stack import Stack, default_stack, load_stack_file
+from abiprobe.store.cache import Cache, default_cache_root
+from abiprobe.store.primitives import write_text_atomic
 from abiprobe.target import Target
 
 # What each serves (checked against saved copies of the sglang and flashinfer pages): PyTorch's torch and

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from abiprobe.localstate import local_state_dir
+from abiprobe.store.localstate import local_state_dir
 
 KEEP_LAYERS = 8
 _SITE = "site"  # saved tree: site/<path under the layer's site-packages>

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from abiprobe.cache_io import atomic_write
 from abiprobe.errors import AbiprobeError
-from abiprobe.localstate import local_state_dir
+from abiprobe.store.localstate import local_state_dir
+from abiprobe.store.primitives import atomic_write
 
 
 class InterpreterNotFoundError(AbiprobeError):

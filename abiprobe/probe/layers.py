@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from abiprobe.localstate import local_state_dir
+from abiprobe.store.localstate import local_state_dir
 
 DEFAULT_MAX_BYTES = 20 * 2**30
 _MANIFEST = "manifest.json"

@@ -15,10 +15,8 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from abiprobe.binary.wheel_members import installed_path
-from abiprobe.cache import Cache
 from abiprobe.errors import AbiprobeError, UsageError, WheelFormatError
 from abiprobe.facts import WheelInfo
-from abiprobe.localstate import local_sha256, local_state_dir
 from abiprobe.probe.bytecode import BytecodeStore, layer_key, mirror
 from abiprobe.probe.classify import Failure
 from abiprobe.probe.execute import PreparedSet, RunContext, build_result, run_fresh, run_server
@@ -38,6 +36,8 @@ from abiprobe.probe.venv import (
     site_packages,
     venv_python,
 )
+from abiprobe.store.cache import Cache
+from abiprobe.store.localstate import local_sha256, local_state_dir
 from abiprobe.wheel import local_wheel_info, top_level_of
 from abiprobe.zipguard import open_zip
 

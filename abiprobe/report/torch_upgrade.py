@@ -12,10 +12,10 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from abiprobe.cache import Cache
 from abiprobe.facts import WheelFacts
 from abiprobe.report.ticket import changes, target_wheels
 from abiprobe.snapshot import Snapshot
+from abiprobe.store.cache import Cache
 
 
 def _old_torch(snapshot: Snapshot, cache: Cache) -> WheelFacts | None:

@@ -149,7 +149,7 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
 
 
 class MemoStore(Protocol):
-    """Where a resolution outlives the run (``abiprobe.cache.Cache``'s stored analyses)."""
+    """Where a resolution outlives the run (``abiprobe.store.cache.Cache``'s stored analyses)."""
 
     def load_analysis(self, key: str) -> list[dict[str, Any]] | None: ...
 

@@ -42,7 +42,7 @@ VERDICT_ENTRY = "abiprobe.solve.evaluate"
 
 
 class VerdictStore(Protocol):
-    """Where verdicts outlive a run (``abiprobe.cache.Cache``): a warm re-solve simulates no loader."""
+    """Where verdicts outlive a run (``abiprobe.store.cache.Cache``): a warm re-solve simulates no loader."""
 
     def load_analysis(self, key: str) -> list[dict[str, Any]] | None: ...
 

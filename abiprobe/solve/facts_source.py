@@ -10,12 +10,12 @@ from collections.abc import Callable
 
 from abiprobe.analyze.loader import PRELOADED
 from abiprobe.binary.wheel_members import dist_info_dir
-from abiprobe.cache import Cache
 from abiprobe.errors import IndexError_
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.http import Http
 from abiprobe.model.candidate import IndexFile
 from abiprobe.remote import RemoteZip, remote_wheel_facts, trusted
+from abiprobe.store.cache import Cache
 
 
 def wheel_facts_for(file: IndexFile, http: Http, cache: Cache | None, *, offline: bool = False) -> WheelFacts:

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from abiprobe import cache_entries as entries
-from abiprobe.cache_entries import CorruptEntryError, ForeignSchemaError, PageRecord
-from abiprobe.cache_io import is_sha256_hex, is_temp_name, remove_quietly, temp_file_is_abandoned
+from abiprobe.store import entries
+from abiprobe.store.entries import CorruptEntryError, ForeignSchemaError, PageRecord
+from abiprobe.store.primitives import is_sha256_hex, is_temp_name, remove_quietly, temp_file_is_abandoned
 
 ProblemKind = Literal["corrupt", "foreign", "orphan", "temp", "stray", "unverified"]
 UNVERIFIED_REASON = "read by range: the wheel's sha256 was never checked (kept while its zip directory is)"

@@ -14,10 +14,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from abiprobe.cache_io import canonical_json, gzip_bytes, is_sha256_hex, plain, pretty_json, sha256_hex
 from abiprobe.errors import CacheError
 from abiprobe.facts import FACTS_SCHEMA_VERSION, SUMMARY_VERSION, WheelFacts, WheelSummary
 from abiprobe.hosts import concrete, concrete_bytes, neutral, neutral_bytes
+from abiprobe.store.primitives import (
+    canonical_json,
+    gzip_bytes,
+    is_sha256_hex,
+    plain,
+    pretty_json,
+    sha256_hex,
+)
 
 CACHE_SCHEMA_VERSION = 1
 

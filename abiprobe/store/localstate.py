@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from abiprobe.cache_io import atomic_write
+from abiprobe.store.primitives import atomic_write
 
 LOCAL_DIR_ENV = "ABIPROBE_LOCAL_DIR"
 _HASH_CHUNK = 1 << 20

@@ -17,19 +17,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from abiprobe import cache_entries as entries
-from abiprobe.cache_entries import CorruptEntryError, ForeignSchemaError, PageRecord
-from abiprobe.cache_io import (
-    atomic_write,
-    exclusive_lock,
-    host_key,
-    is_sha256_hex,
-    pretty_json,
-    remove_quietly,
-    sha256_hex,
-    strip_credentials,
-)
-from abiprobe.cache_maint import (
+from abiprobe.errors import CacheError
+from abiprobe.facts import WheelFacts, WheelSummary
+from abiprobe.hosts import concrete_bytes, neutral, neutral_bytes
+from abiprobe.store import entries
+from abiprobe.store.entries import CorruptEntryError, ForeignSchemaError, PageRecord
+from abiprobe.store.localstate import local_state_dir
+from abiprobe.store.maintenance import (
     CacheInfo,
     CacheProblem,
     KindStats,
@@ -41,10 +35,16 @@ from abiprobe.cache_maint import (
     prune_cache,
     verify_cache,
 )
-from abiprobe.errors import CacheError
-from abiprobe.facts import WheelFacts, WheelSummary
-from abiprobe.hosts import concrete_bytes, neutral, neutral_bytes
-from abiprobe.localstate import local_state_dir
+from abiprobe.store.primitives import (
+    atomic_write,
+    exclusive_lock,
+    host_key,
+    is_sha256_hex,
+    pretty_json,
+    remove_quietly,
+    sha256_hex,
+    strip_credentials,
+)
 
 T = TypeVar("T")
 
@@ -154,7 +154,7 @@ class Cache:
 
     # When a page was last fetched or revalidated changes on every run; what it says rarely does. The
     # committed entry is rewritten only when what it says changes, and the newer time is kept on this
-    # machine (abiprobe.localstate), so a nightly refresh commits no page whose content did not change.
+    # machine (abiprobe.store.localstate), so a nightly refresh commits no page whose content did not change.
 
     def _fetched_file(self, key: str) -> Path:
         where = hashlib.sha256(f"{self.root.resolve()}\0{key}".encode()).hexdigest()

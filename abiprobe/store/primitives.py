@@ -1,6 +1,6 @@
 """Low-level pieces of the cache: credential stripping, deterministic encodings, atomic files, the lock.
 
-Nothing here knows what an entry means; ``abiprobe.cache_entries`` gives bytes their meaning.
+Nothing here knows what an entry means; ``abiprobe.store.entries`` gives bytes their meaning.
 """
 
 from __future__ import annotations

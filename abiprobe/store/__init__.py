@@ -1,0 +1,5 @@
+"""Edge: ``wheel_index_cache/`` (pages, content-addressed facts, metadata) and this machine's own state.
+
+The core never imports this package (``tests/test_import_contract.py`` enforces it); it is given what
+was read here.
+"""
