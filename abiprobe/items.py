@@ -17,10 +17,10 @@ from packaging.requirements import Requirement
 
 from abiprobe.errors import AbiprobeError, UsageError
 from abiprobe.facts import WheelFacts
-from abiprobe.http import Http
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import load_index_config
 from abiprobe.model.candidate import IndexFile
+from abiprobe.net.http import Http
 from abiprobe.remote_inspect import facts_of_file, index_file_from_url, pick_candidate
 from abiprobe.store.cache import Cache
 from abiprobe.target import Target

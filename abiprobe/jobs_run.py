@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe.errors import HashMismatchError, UsageError
-from abiprobe.http import Http
 from abiprobe.jobs import result_document
+from abiprobe.net.http import Http
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
 from abiprobe.store.localstate import hash_file as sha256_of_file
 from abiprobe.verdict import STATUSES

@@ -13,12 +13,12 @@ from packaging.utils import canonicalize_name
 
 from abiprobe.errors import IndexError_, UsageError
 from abiprobe.facts import WheelFacts
-from abiprobe.http import Http
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import load_index_config
 from abiprobe.index.multi import IndexOutcome
 from abiprobe.model.candidate import Candidate, IndexFile
-from abiprobe.remote import remote_wheel_facts
+from abiprobe.net.http import Http
+from abiprobe.net.remote_wheel import remote_wheel_facts
 from abiprobe.store.cache import Cache
 from abiprobe.target import Target
 
@@ -102,7 +102,7 @@ def remote_member(target: str, args: argparse.Namespace, member: str) -> bytes |
     """One member of the wheel ``target`` names, read by range (None offline: nothing is fetched)."""
     if args.offline:
         return None
-    from abiprobe.remote import RemoteZip
+    from abiprobe.net.remote_wheel import RemoteZip
 
     cache = Cache(args.cache_dir)
     with Http(progress=False) as http:

@@ -30,7 +30,7 @@ ARGS = ["--cuda", "13.0", "--arch", "sm120", "--python", "3.12", "--platform", "
 # Runs inside the child: counts every byte the solve's HTTP clients receive.
 CHILD = r"""
 import json, sys
-import abiprobe.http as H
+import abiprobe.net.http as H
 total = [0]
 orig_exit = H.Http.__exit__
 def counting_exit(self, *exc):
@@ -86,8 +86,8 @@ def naive_installs(cache: Path) -> dict[str, int]:
     shared between them, and as the union of distinct wheels (uv's cache shared by all cells)."""
     from abiprobe.cli import build_parser
     from abiprobe.commands.solve import build_stack, index_config
-    from abiprobe.http import Http
     from abiprobe.index.client import IndexClient
+    from abiprobe.net.http import Http
     from abiprobe.profiles import profile_for
     from abiprobe.solve.candidates import FilterOptions
     from abiprobe.solve.closure import Completion
@@ -136,9 +136,9 @@ def read_floor(cache: Path) -> dict[str, int]:
     from abiprobe.binary.wheel_members import dist_info_dir, installed_path
     from abiprobe.cli import build_parser
     from abiprobe.commands.solve import index_config
-    from abiprobe.http import Http
     from abiprobe.index.client import IndexClient
-    from abiprobe.remote import RemoteZip
+    from abiprobe.net.http import Http
+    from abiprobe.net.remote_wheel import RemoteZip
     from abiprobe.store.cache import Cache
     from abiprobe.target import Target
 

@@ -15,8 +15,8 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
 from abiprobe.errors import IndexError_
-from abiprobe.http import Http
 from abiprobe.index.client import IndexClient
+from abiprobe.net.http import Http
 from abiprobe.store.cache import Cache
 
 PROJECT = "hostile"

@@ -51,10 +51,7 @@ CORE: tuple[str, ...] = (
 
 EDGE: tuple[str, ...] = (
     # net: HTTP, range reads, file:// transport, TLS/proxy configuration
-    "abiprobe.http",
-    "abiprobe.filetransport",
-    "abiprobe.netconfig",
-    "abiprobe.remote",
+    "abiprobe.net",
     "abiprobe.remote_inspect",
     # store: wheel_index_cache/ and this machine's own state
     "abiprobe.store",
@@ -111,9 +108,9 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
         # The solve reads facts and pages through the live cache, HTTP client and index client instead of
         # ports it declares; the cache-first read policy is to become one port in the store edge.
         ("abiprobe.solve.facts_source", "abiprobe.store.cache"),
-        ("abiprobe.solve.facts_source", "abiprobe.http"),
-        ("abiprobe.solve.facts_source", "abiprobe.remote"),
-        ("abiprobe.solve.pipeline", "abiprobe.http"),
+        ("abiprobe.solve.facts_source", "abiprobe.net.http"),
+        ("abiprobe.solve.facts_source", "abiprobe.net.remote_wheel"),
+        ("abiprobe.solve.pipeline", "abiprobe.net.http"),
         ("abiprobe.solve.pipeline", "abiprobe.index.client"),
         ("abiprobe.solve.pipeline", "abiprobe.index.multi"),
         ("abiprobe.solve.pipeline", "abiprobe.progress"),
@@ -242,7 +239,7 @@ def test_the_core_imports_no_edge_beyond_the_allow_list() -> None:
 @pytest.mark.parametrize(
     "statement",
     [
-        "from abiprobe.http import Http\n",
+        "from abiprobe.net.http import Http\n",
         "import abiprobe.store.cache\n",
         "def later() -> None:\n    from abiprobe.probe import runner\n",
         "from ..commands import solve\n",

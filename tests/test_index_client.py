@@ -12,9 +12,9 @@ from support.indexserver import IndexServer
 from support.wheelbuild import build_wheel
 
 from abiprobe.errors import HashMismatchError
-from abiprobe.http import Http
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexSource
+from abiprobe.net.http import Http
 from abiprobe.store.cache import Cache
 
 

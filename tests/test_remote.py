@@ -16,9 +16,9 @@ from support.indexserver import IndexServer
 from support.wheelbuild import build_wheel
 
 from abiprobe.errors import HashMismatchError, IndexError_, WheelFormatError
-from abiprobe.http import Http
 from abiprobe.index.client import IndexClient
-from abiprobe.remote import NOTE_IGNORES_RANGES, RemoteZip, remote_wheel_facts
+from abiprobe.net.http import Http
+from abiprobe.net.remote_wheel import NOTE_IGNORES_RANGES, RemoteZip, remote_wheel_facts
 from abiprobe.store.cache import Cache
 from abiprobe.wheel import wheel_facts_from_path
 from abiprobe.zipdir import locate_central_directory, parse_central_directory

@@ -31,7 +31,7 @@ from abiprobe.cli import main
 from abiprobe.elf import read_elf, read_elf_prefix
 from abiprobe.elf_layout import ByteSource, read_header, read_segments
 from abiprobe.facts import ElfFacts
-from abiprobe.http import Http
+from abiprobe.net.http import Http
 from abiprobe.store.cache import Cache
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"

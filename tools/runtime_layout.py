@@ -40,11 +40,11 @@ from abiprobe.elf import (  # noqa: E402
     read_dynamic,
 )
 from abiprobe.elf_layout import PT_DYNAMIC, AddressMap, ByteSource, read_header, read_sections, read_segments  # noqa: E402
-from abiprobe.http import Http  # noqa: E402
 from abiprobe.index.client import IndexClient  # noqa: E402
 from abiprobe.index.config import default_index  # noqa: E402
+from abiprobe.net.http import Http  # noqa: E402
+from abiprobe.net.remote_wheel import RemoteZip  # noqa: E402
 from abiprobe.objects import looks_like_binary_member  # noqa: E402
-from abiprobe.remote import RemoteZip  # noqa: E402
 from abiprobe.store.cache import Cache  # noqa: E402
 
 _TABLES = (DT_STRTAB, DT_SYMTAB, DT_VERSYM, DT_VERNEED, DT_VERDEF, DT_GNU_HASH, DT_HASH, DT_RELA, DT_JMPREL)

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe.console import make_console
-from abiprobe.http import display_url
 from abiprobe.installers.pip import config_files
 from abiprobe.installers.uv import uv_config_files
-from abiprobe.netconfig import NetworkSettings, credential_source, network_settings
+from abiprobe.net.http import display_url
+from abiprobe.net.settings import NetworkSettings, credential_source, network_settings
 
 CONFIG_SCHEMA_VERSION = 1
 

@@ -14,10 +14,10 @@ from rich.table import Table
 from abiprobe import log
 from abiprobe.console import make_console
 from abiprobe.errors import UsageError
-from abiprobe.http import Http, display_url
 from abiprobe.index.client import DEFAULT_STALE_AFTER, IndexClient
 from abiprobe.index.config import STRATEGIES, load_index_config
 from abiprobe.index.multi import ProjectListing
+from abiprobe.net.http import Http, display_url
 from abiprobe.store.cache import Cache
 
 INDEX_LS_SCHEMA_VERSION = 1

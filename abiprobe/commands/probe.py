@@ -15,8 +15,8 @@ from typing import Any
 from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts
-from abiprobe.http import Http
 from abiprobe.model.candidate import IndexFile
+from abiprobe.net.http import Http
 from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeResult, ProbeSet, probe_sets
 from abiprobe.probe.layers import parse_size
 from abiprobe.probe.parallel import wheel_tops

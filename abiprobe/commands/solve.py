@@ -20,12 +20,12 @@ from abiprobe import log
 from abiprobe.console import make_console
 from abiprobe.errors import AbiprobeError, UsageError
 from abiprobe.hosts import concrete, neutral
-from abiprobe.http import Http, display_url
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, IndexSource, load_index_config
 from abiprobe.model.candidate import IndexFile, parse_upload_time
+from abiprobe.net.http import Http, display_url
+from abiprobe.net.remote_wheel import served_directory
 from abiprobe.profiles import load_profile, profile_for
-from abiprobe.remote import served_directory
 from abiprobe.report.matrix_json import index_state, matrix_document
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.closure import Completion

@@ -10,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 from packaging.utils import canonicalize_name
 
 from abiprobe.errors import HashMismatchError, IndexError_
-from abiprobe.http import Http, display_url
 from abiprobe.index.config import IndexSource, Strategy
 from abiprobe.index.multi import (
     FetchStatus,
@@ -23,6 +22,7 @@ from abiprobe.index.multi import (
 from abiprobe.index.pep503 import parse_html_page
 from abiprobe.index.pep691 import ACCEPT, is_json_content_type, parse_json_page
 from abiprobe.model.candidate import NOT_CACHED, IndexFile, ProjectPage
+from abiprobe.net.http import Http, display_url
 from abiprobe.store.cache import Cache, CachedPage, is_stale
 from abiprobe.zipguard import SMALL_MEMBER_LIMIT
 

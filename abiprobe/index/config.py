@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 from packaging.utils import canonicalize_name
 
 from abiprobe.errors import UsageError
-from abiprobe.http import display_url
 from abiprobe.installers.indexes import InstallerIndexes, installer_indexes
 from abiprobe.installers.toml import read_toml
+from abiprobe.net.http import display_url
 
 Strategy = Literal["first-index", "best-match"]
 STRATEGIES: tuple[Strategy, ...] = ("first-index", "best-match")

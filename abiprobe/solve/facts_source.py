@@ -12,9 +12,9 @@ from abiprobe.analyze.loader import PRELOADED
 from abiprobe.binary.wheel_members import dist_info_dir
 from abiprobe.errors import IndexError_
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
-from abiprobe.http import Http
 from abiprobe.model.candidate import IndexFile
-from abiprobe.remote import RemoteZip, remote_wheel_facts, trusted
+from abiprobe.net.http import Http
+from abiprobe.net.remote_wheel import RemoteZip, remote_wheel_facts, trusted
 from abiprobe.store.cache import Cache
 
 

@@ -17,10 +17,10 @@ from packaging.version import Version
 
 from abiprobe.errors import AbiprobeError
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
-from abiprobe.http import display_url
 from abiprobe.index.client import IndexClient
 from abiprobe.index.multi import IndexOutcome
 from abiprobe.model.candidate import NOT_CACHED, Candidate, IndexFile
+from abiprobe.net.http import display_url
 from abiprobe.profiles import Profile
 from abiprobe.progress import wheel_work
 from abiprobe.requirements import applicable_requirements
@@ -97,7 +97,7 @@ class Collector:
 
     def unverified_files(self) -> list[IndexFile]:
         """The listed files whose facts came from range reads: each solve asks the server whether it still
-        serves the zip directory they were read through (``abiprobe.remote.trusted``)."""
+        serves the zip directory they were read through (``abiprobe.net.remote_wheel.trusted``)."""
         keys = {
             key
             for known in (self._facts, self._runtime)

@@ -240,7 +240,7 @@ class Cache:
 
         Facts with unread members (see ``WheelFacts.unread``) count as a miss unless ``allow_partial``;
         facts whose sha256 was never checked (a range read, ``WheelFacts.verified``) unless
-        ``allow_unverified``: the caller then answers for them (``abiprobe.remote.trusted``)."""
+        ``allow_unverified``: the caller then answers for them (``abiprobe.net.remote_wheel.trusted``)."""
         sha = sha256.lower()
         if not is_sha256_hex(sha):
             return None

@@ -26,7 +26,7 @@ from functools import partial
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from abiprobe.errors import ElfFormatError, HashMismatchError, IndexError_, WheelFormatError
-from abiprobe.http import Http, RetryableError, display_url
+from abiprobe.net.http import Http, RetryableError, display_url
 from abiprobe.zipdir import CentralDirectory, ZipMember, locate_central_directory, parse_central_directory
 from abiprobe.zipguard import check_declared, check_produced, copy_member, open_zip
 

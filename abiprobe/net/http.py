@@ -1,7 +1,7 @@
 """The one HTTP client abiprobe uses: timeouts, bounded retries with backoff, credentials, byte counting.
 
 TLS trust, client certificate, proxies and configured credentials come from the user's pip / uv /
-environment settings (abiprobe.netconfig). Credentials come from the URL's userinfo, a configured index
+environment settings (abiprobe.net.settings). Credentials come from the URL's userinfo, a configured index
 credential, ~/.netrc (``$NETRC``), else keyring after a 401, and only ever travel in an Authorization
 header; callers display and key URLs through ``display_url``. ``file://`` URLs are read from disk.
 """
@@ -27,8 +27,8 @@ import httpx
 
 from abiprobe import __version__, log
 from abiprobe.errors import IndexError_
-from abiprobe.filetransport import FileTransport
-from abiprobe.netconfig import Credential, NetworkSettings, network_settings
+from abiprobe.net.filetransport import FileTransport
+from abiprobe.net.settings import Credential, NetworkSettings, network_settings
 from abiprobe.progress import DISPLAY
 from abiprobe.store.primitives import strip_credentials
 
