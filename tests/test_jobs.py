@@ -18,9 +18,9 @@ from support.stacks import PY_TAG
 
 from abiprobe.cli import main
 from abiprobe.errors import HashMismatchError, UsageError
-from abiprobe.jobs import merge_results, select_job
-from abiprobe.jobs_run import fetch_wheel
 from abiprobe.net.http import Http
+from abiprobe.probe.job_runner import fetch_wheel
+from abiprobe.probe.jobs import merge_results, select_job
 from abiprobe.report.matrix_json import matrix_schema
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"

@@ -18,8 +18,8 @@ from support.stacks import PY_TAG
 from support.venvs import make_venv, pip_install
 
 from abiprobe.cli import main
-from abiprobe.jobs import result_document
 from abiprobe.probe import ProbeResult
+from abiprobe.probe.jobs import result_document
 from abiprobe.report.ticket import lock_wheels
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"

@@ -113,8 +113,8 @@ def _on_sigterm(signum: int, frame: types.FrameType | None) -> None:
 
 def _run_job_command(args: argparse.Namespace) -> int:
     """``abiprobe probe --job FILE [--job-id ID]``: exit 0 when the set imports and agrees with the matrix."""
-    from abiprobe.jobs import load_jobs, select_job
-    from abiprobe.jobs_run import run_job
+    from abiprobe.probe.job_runner import run_job
+    from abiprobe.probe.jobs import load_jobs, select_job
 
     job = select_job(load_jobs(args.job), args.job_id)
     wheels_dir = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
@@ -234,7 +234,7 @@ def _fetched(
 ) -> Path:
     """A wheel as a local file: a local one as it is, a remote one downloaded and checked against its
     sha256 (the index's, else the one its facts were read under)."""
-    from abiprobe.jobs_run import fetch_wheel
+    from abiprobe.probe.job_runner import fetch_wheel
 
     if local is not None:
         return local.absolute()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from abiprobe.errors import UsageError
 from abiprobe.host.snapshot import load_snapshot
-from abiprobe.jobs import load_result
+from abiprobe.probe.jobs import load_result
 from abiprobe.report.matrix_json import load_document
 from abiprobe.report.ticket import render_markdown, ticket_document
 from abiprobe.report.ticket_html import render_html

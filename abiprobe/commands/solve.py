@@ -247,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
         if args.probe:
             doc = probe_here(args, doc, result, providers, complete)
         if args.emit_probe_jobs:
-            from abiprobe.jobs import emit_from_solve
+            from abiprobe.probe.jobs import emit_from_solve
 
             runtime = None if args.no_runtime else providers.wheels
             emit_from_solve(args, doc, result.matrix.groups, runtime, complete)
@@ -349,9 +349,9 @@ def probe_here(
     """Run the probe jobs of the selected cells on this host and merge their verdicts into the matrix."""
     import tempfile
 
-    from abiprobe.jobs import merge_results, probe_jobs
-    from abiprobe.jobs_run import run_job
     from abiprobe.probe import ProbeOptions
+    from abiprobe.probe.job_runner import run_job
+    from abiprobe.probe.jobs import merge_results, probe_jobs
 
     runtime = (lambda _g: ()) if args.no_runtime else providers.wheels
     archs = args.probe_arch or ([] if result.matrix.target.arch else ["sm90"])

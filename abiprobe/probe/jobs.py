@@ -1,7 +1,8 @@
 """Probe jobs: (set × GPU architecture) units any scheduler can run, and folding their results back.
 
 ``solve --emit-probe-jobs`` writes a job file (``probe-jobs.schema.json``) whose ``include`` list is a
-GitHub Actions matrix as is; ``probe --job FILE --job-id ID`` runs one job (see ``jobs_run``);
+GitHub Actions matrix as is; ``probe --job FILE --job-id ID`` runs one job (see
+``abiprobe.probe.job_runner``);
 ``matrix merge`` folds the result files into the matrix whose target and cell each job names.
 """
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe.errors import HashMismatchError, UsageError
-from abiprobe.jobs import result_document
 from abiprobe.net.http import Http
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
+from abiprobe.probe.jobs import result_document
 from abiprobe.store.localstate import hash_file as sha256_of_file
 from abiprobe.verdict import STATUSES
 
