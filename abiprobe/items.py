@@ -111,7 +111,7 @@ def resolve_item(text: str, source: ItemSource, target: Target, *, tolerate_unre
         )
         return Item(text, file, facts, local=path)
     if path.is_dir():
-        from abiprobe.installed import facts_from_directory
+        from abiprobe.host.installed import facts_from_directory
 
         facts = facts_from_directory(path)
         meta = facts.metadata

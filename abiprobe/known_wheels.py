@@ -66,7 +66,7 @@ def torch_facts_of(item: str, args: argparse.Namespace) -> WheelFacts:
     path of a Python interpreter with torch installed; one without torch's libraries is a usage error."""
     path = Path(item)
     if path.is_file() and path.suffix != ".whl" and os.access(path, os.X_OK):
-        from abiprobe.installed import installed_distributions
+        from abiprobe.host.installed import installed_distributions
 
         found = installed_distributions(str(path), {"torch"})
         if not found:
@@ -84,7 +84,7 @@ def torch_facts_of(item: str, args: argparse.Namespace) -> WheelFacts:
 
         facts = wheel_facts_from_path(path)
     elif path.is_dir():
-        from abiprobe.installed import facts_from_directory
+        from abiprobe.host.installed import facts_from_directory
 
         facts = facts_from_directory(path)
     else:

@@ -61,7 +61,6 @@ EDGE: tuple[str, ...] = (
     "abiprobe.installers",
     # host: installed environments, local wheels and trees, ldconfig, the C++ runtime, snapshots
     "abiprobe.host",
-    "abiprobe.installed",
     "abiprobe.wheel",
     "abiprobe.items",
     "abiprobe.demangle",

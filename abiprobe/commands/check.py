@@ -149,7 +149,7 @@ def collect_wheels(args: argparse.Namespace) -> list[WheelFacts]:
     if args.installed:
         if args.items:
             raise UsageError("give either WHEEL_OR_REQ items or --installed, not both")
-        from abiprobe.installed import installed_distributions
+        from abiprobe.host.installed import installed_distributions
 
         return [d.facts for d in installed_distributions(args.python)]
     if not args.items:
@@ -164,7 +164,7 @@ def _facts_of(item: str, args: argparse.Namespace) -> WheelFacts:
 
         return wheel_facts_from_path(path)
     if path.is_dir():
-        from abiprobe.installed import facts_from_directory
+        from abiprobe.host.installed import facts_from_directory
 
         return facts_from_directory(path)
     if item.startswith(("http://", "https://")) or "==" in item:

@@ -84,7 +84,7 @@ def resolve_target(args: argparse.Namespace) -> list[tuple[str, WheelFacts | Elf
 
         return [("file", inspect_file(path, str(path)))]
     if path.is_dir():
-        from abiprobe.installed import facts_from_directory
+        from abiprobe.host.installed import facts_from_directory
 
         return [("directory", facts_from_directory(path))]
     if path.exists():
@@ -93,7 +93,7 @@ def resolve_target(args: argparse.Namespace) -> list[tuple[str, WheelFacts | Elf
         raise UsageError(f"{target}: no such file or directory")
     from packaging.utils import canonicalize_name
 
-    from abiprobe.installed import installed_distributions
+    from abiprobe.host.installed import installed_distributions
 
     found = installed_distributions(args.python, {canonicalize_name(target)})
     if not found:

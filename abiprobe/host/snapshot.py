@@ -15,7 +15,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from abiprobe.binary.wheel_members import installed_path
 from abiprobe.errors import UsageError, WheelFormatError
-from abiprobe.installed import InstalledDist, installed_distributions
+from abiprobe.host.installed import InstalledDist, installed_distributions
 from abiprobe.jsondoc import load_versioned
 from abiprobe.snapshot import (
     SNAPSHOT_KIND,

@@ -17,7 +17,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from abiprobe.errors import UsageError
-from abiprobe.installed import installed_distributions
+from abiprobe.host.installed import installed_distributions
 from abiprobe.probe.execute import PreparedSet, RunContext, run_fresh
 from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet
 from abiprobe.probe.parallel import dist_name
