@@ -102,7 +102,7 @@ class ElfFacts:
 
     def cuda_majors(self) -> tuple[int, ...]:
         """CUDA major versions implied by the CUDA sonames this object needs (libcudart.so.13 -> 13)."""
-        from abiprobe.sonames import cuda_major_of_soname
+        from abiprobe.model.sonames import cuda_major_of_soname
 
         majors = {m for n in self.needed if (m := cuda_major_of_soname(n)) is not None}
         return tuple(sorted(majors))

@@ -20,10 +20,10 @@ from abiprobe.facts import WheelFacts
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import load_index_config
 from abiprobe.model.candidate import IndexFile
+from abiprobe.model.target import Target
 from abiprobe.net.http import Http
 from abiprobe.remote_inspect import facts_of_file, index_file_from_url, pick_candidate
 from abiprobe.store.cache import Cache
-from abiprobe.target import Target
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from abiprobe.index.client import IndexClient
 from abiprobe.index.config import load_index_config
 from abiprobe.index.multi import IndexOutcome
 from abiprobe.model.candidate import Candidate, IndexFile
+from abiprobe.model.target import Target
 from abiprobe.net.http import Http
 from abiprobe.net.remote_wheel import remote_wheel_facts
 from abiprobe.store.cache import Cache
-from abiprobe.target import Target
 
 
 def index_file_from_url(url: str) -> IndexFile:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from abiprobe.snapshot import Snapshot, SnapshotDist
+from abiprobe.model.snapshot import Snapshot, SnapshotDist
 
 Installer = Literal["pip", "uv"]
 

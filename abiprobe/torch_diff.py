@@ -16,7 +16,7 @@ from typing import Any
 
 from abiprobe.demangle import abi_tag_kind, demangle, split_signature
 from abiprobe.facts import ElfFacts, WheelFacts
-from abiprobe.sonames import cuda_major_of_soname
+from abiprobe.model.sonames import cuda_major_of_soname
 
 TORCH_DIFF_SCHEMA_VERSION = 1
 # torch's own libraries (not the third-party ones it bundles in torch/lib: libgomp, libgfortran ...)

@@ -87,6 +87,7 @@ def naive_installs(cache: Path) -> dict[str, int]:
     from abiprobe.cli import build_parser
     from abiprobe.commands.solve import build_stack, index_config
     from abiprobe.index.client import IndexClient
+    from abiprobe.model.target import Target
     from abiprobe.net.http import Http
     from abiprobe.profiles import profile_for
     from abiprobe.solve.candidates import FilterOptions
@@ -94,7 +95,6 @@ def naive_installs(cache: Path) -> dict[str, int]:
     from abiprobe.solve.facts_source import wheel_info_for, wheel_metadata_for
     from abiprobe.solve.pipeline import solve
     from abiprobe.store.cache import Cache
-    from abiprobe.target import Target
 
     args = build_parser("solve").parse_args(["solve", *ARGS, "--offline"])
     target = Target.parse(
@@ -137,10 +137,10 @@ def read_floor(cache: Path) -> dict[str, int]:
     from abiprobe.cli import build_parser
     from abiprobe.commands.solve import index_config
     from abiprobe.index.client import IndexClient
+    from abiprobe.model.target import Target
     from abiprobe.net.http import Http
     from abiprobe.net.remote_wheel import RemoteZip
     from abiprobe.store.cache import Cache
-    from abiprobe.target import Target
 
     args = build_parser("solve").parse_args(["solve", *ARGS])
     target = Target.parse(

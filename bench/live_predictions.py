@@ -127,8 +127,8 @@ def check(files: list[str], profile: Path | None) -> tuple[int, dict[str, Any], 
     layer's wheels are read once and shared by every set of the run."""
     from abiprobe.analyze import analyze_set
     from abiprobe.commands.check import exit_code
+    from abiprobe.model.target import Target
     from abiprobe.profiles import builtin_profile, load_profile
-    from abiprobe.target import Target
     from abiprobe.wheel import wheel_facts_from_path
 
     start = time.monotonic()

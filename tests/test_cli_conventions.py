@@ -14,7 +14,7 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.cli import build_parser, main
 from abiprobe.cli_help import subparsers
-from abiprobe.target import Target
+from abiprobe.model.target import Target
 
 
 def leaf_commands(

@@ -11,9 +11,9 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.facts import WheelInfo
 from abiprobe.model.candidate import Candidate, IndexFile, candidates_from_files
+from abiprobe.model.target import Target
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.closure import ClosureError, Completion, resolve_closure
-from abiprobe.target import Target
 from abiprobe.wheel import wheel_facts_from_path
 
 TARGET = Target(cuda=(13, 0), python=(3, 12), platform="manylinux_2_28_x86_64")

@@ -22,7 +22,7 @@ import pytest
 from support.nvbuild import need_nvcc
 
 from abiprobe.cuda import GpuArch, arch_verdict, gpu_code_of_elf
-from abiprobe.target import cuda_ptx_isa
+from abiprobe.model.target import cuda_ptx_isa
 
 pytestmark = pytest.mark.gpu
 

@@ -22,11 +22,6 @@ CORE: tuple[str, ...] = (
     # model: frozen values
     "abiprobe.model",
     "abiprobe.facts",
-    "abiprobe.snapshot",
-    "abiprobe.verdict",
-    "abiprobe.target",
-    "abiprobe.requirements",
-    "abiprobe.sonames",
     "abiprobe.profiles",
     # binary: pure readers over bytes or a bounded stream
     "abiprobe.binary",
@@ -92,7 +87,7 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
     {
         # Demangling calls the host's libstdc++ (ctypes) when a verdict's text is shown: a pure
         # demangler, or rendering moved to the CLI, removes these.
-        ("abiprobe.verdict", "abiprobe.demangle"),
+        ("abiprobe.model.verdict", "abiprobe.demangle"),
         ("abiprobe.analyze.explain", "abiprobe.demangle"),
         ("abiprobe.solve.evaluate", "abiprobe.demangle"),
         ("abiprobe.torch_diff", "abiprobe.demangle"),

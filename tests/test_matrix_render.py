@@ -13,6 +13,8 @@ import pytest
 
 from abiprobe.cli import main
 from abiprobe.model.candidate import IndexFile, candidates_from_files
+from abiprobe.model.target import Target
+from abiprobe.model.verdict import Verdict
 from abiprobe.report.matrix_html import render_html
 from abiprobe.report.matrix_json import dumps, matrix_document, matrix_schema
 from abiprobe.report.matrix_md import render_markdown
@@ -21,8 +23,6 @@ from abiprobe.solve.matrix import Group, MatrixBuilder
 from abiprobe.solve.provider import Resolution
 from abiprobe.solve.result import IndexStatus, SolveResult
 from abiprobe.solve.stack import default_stack
-from abiprobe.target import Target
-from abiprobe.verdict import Verdict
 
 TARGET = Target.parse(cuda="13.0", arch="sm120", platform="manylinux_2_28_x86_64", base=Target())
 

@@ -8,12 +8,12 @@ import pytest
 
 from abiprobe.errors import UsageError
 from abiprobe.facts import DistMetadata, ElfFacts, SymbolImport, WheelFacts
+from abiprobe.model.target import driver_api_version
 from abiprobe.probe.classify import classify_exit, classify_message, classify_report
 from abiprobe.probe.interpreters import parse_version_spec, wanted_versions
 from abiprobe.probe.model import ProbeResult, ProbeSet
 from abiprobe.probe.plan import plan_layers
 from abiprobe.probe.stub import driver_symbols, stub_source, version_script
-from abiprobe.target import driver_api_version
 
 
 def test_missing_soname_message_names_the_soname() -> None:

@@ -12,6 +12,8 @@ from packaging.version import Version
 from abiprobe.errors import UsageError
 from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts
 from abiprobe.model.candidate import IndexFile, candidates_from_files
+from abiprobe.model.target import Target
+from abiprobe.model.verdict import Status
 from abiprobe.solve.candidates import (
     FilterOptions,
     StackCandidate,
@@ -23,8 +25,6 @@ from abiprobe.solve.candidates import (
 from abiprobe.solve.matrix import Group
 from abiprobe.solve.provider import build_picks, resolve
 from abiprobe.solve.stack import default_stack, load_stack_file
-from abiprobe.target import Target
-from abiprobe.verdict import Status
 
 TARGET = Target(cuda=(13, 0), python=(3, 12), platform="manylinux_2_28_x86_64")
 

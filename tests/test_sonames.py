@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from abiprobe.sonames import cuda_major_of_soname, providing_wheel
+from abiprobe.model.sonames import cuda_major_of_soname, providing_wheel
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,13 @@ import pytest
 
 from abiprobe.cuda import GpuArch
 from abiprobe.errors import UsageError
-from abiprobe.target import Target, driver_cuda, driver_ptx_isa, parse_cuda_version, parse_driver_version
+from abiprobe.model.target import (
+    Target,
+    driver_cuda,
+    driver_ptx_isa,
+    parse_cuda_version,
+    parse_driver_version,
+)
 
 
 def test_parse_builds_every_field_from_command_line_strings() -> None:

@@ -28,13 +28,13 @@ from abiprobe.analyze.torch_abi import (
 from abiprobe.cli import main
 from abiprobe.facts import WheelInfo
 from abiprobe.model.candidate import Candidate, IndexFile
+from abiprobe.model.target import Target
 from abiprobe.profiles import builtin_profile
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, MatrixBuilder
 from abiprobe.solve.stack import Stack, StackMember
 from abiprobe.store.cache import Cache
-from abiprobe.target import Target
 from abiprobe.wheel import wheel_facts_from_path
 
 SCHEMAS = Path(__file__).parent.parent / "abiprobe" / "schemas"

@@ -15,8 +15,8 @@ from support.wheelbuild import build_wheel
 from abiprobe.analyze import analyze_set
 from abiprobe.analyze.variants import parse_variant_json
 from abiprobe.cli import main
+from abiprobe.model.target import Target
 from abiprobe.profiles import builtin_profile
-from abiprobe.target import Target
 from abiprobe.wheel import wheel_facts_from_path
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "abiprobe/schemas/inspect.schema.json").read_text())

@@ -9,10 +9,10 @@ from packaging.version import InvalidVersion, Version
 
 from abiprobe.analyze.layout import Layout, dist_label
 from abiprobe.facts import WheelFacts, WheelSummary
-from abiprobe.requirements import applicable_requirements
+from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.target import Target
+from abiprobe.model.verdict import Status, Verdict
 from abiprobe.solve.stack import CompanionRule, PackageLoading, Stack, default_stack, version_error
-from abiprobe.target import Target
-from abiprobe.verdict import Status, Verdict
 
 # Directories several distributions share by design (nvidia-*-cu12 wheels each ship nvidia/__init__.py).
 SHARED_NAMESPACES = frozenset({"nvidia"})

@@ -1,7 +1,7 @@
 """One-line explanations of what the simulated loader found, as Verdicts with evidence.
 
 C++ names stay mangled in the text (marked by ``cxx``) and the evidence, the same on every host; they are
-demangled when a verdict is shown (:attr:`abiprobe.verdict.Verdict.text`).
+demangled when a verdict is shown (:attr:`abiprobe.model.verdict.Verdict.text`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from abiprobe.analyze.driver_api import driver_symbol_introduced
 from abiprobe.analyze.layout import InstalledObject, Layout
 from abiprobe.analyze.loader import LoadResult, MissingSymbol
 from abiprobe.demangle import abi_tag_kind, cxx, split_signature
+from abiprobe.model.sonames import cuda_major_of_soname, providing_wheel, split_soname
+from abiprobe.model.target import CUDA_DRIVER_TABLE, Target
+from abiprobe.model.verdict import Verdict
 from abiprobe.profiles import Profile
-from abiprobe.sonames import cuda_major_of_soname, providing_wheel, split_soname
-from abiprobe.target import CUDA_DRIVER_TABLE, Target
-from abiprobe.verdict import Verdict
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -20,9 +20,9 @@ from abiprobe.analyze.driver_api import driver_symbol_introduced, is_driver_api_
 from abiprobe.analyze.layout import InstalledObject, Layout
 from abiprobe.analyze.units import PlannedUnit, plan_units, preload_order, preload_pattern
 from abiprobe.facts import ElfFacts, SymbolImport, WheelFacts
+from abiprobe.model.target import Target
 from abiprobe.profiles import DRIVER_SONAME, Profile, SystemLibrary, stable_abi_names
 from abiprobe.solve.stack import PackageLoading, default_stack
-from abiprobe.target import Target
 
 # Libraries the interpreter itself has loaded before any import: part of the global scope.
 INTERPRETER_LIBS = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "libutil.so.1")

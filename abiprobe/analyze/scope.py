@@ -15,10 +15,10 @@ from packaging.utils import canonicalize_name
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis
 from abiprobe.analyze.layout import dist_label
 from abiprobe.facts import WheelFacts
-from abiprobe.requirements import applicable_requirements
+from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.target import Target
+from abiprobe.model.verdict import Verdict
 from abiprobe.solve.stack import Stack, default_stack
-from abiprobe.target import Target
-from abiprobe.verdict import Verdict
 
 OPTIONAL_NOTE = "optional: loaded only when its module is imported, not by importing the stack"
 

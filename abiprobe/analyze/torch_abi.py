@@ -25,9 +25,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from abiprobe.facts import ElfFacts, WheelFacts
-from abiprobe.requirements import parse_requirement
+from abiprobe.model.requirements import parse_requirement
+from abiprobe.model.verdict import Status, Verdict
 from abiprobe.torch_diff import TORCH_MANGLED, libstdcxx_may_provide, torch_exports
-from abiprobe.verdict import Status, Verdict
 
 AbiKind = Literal["stable", "unstable", "none"]
 RangeVerdict = Literal["agrees", "too loose", "too tight", "unknown"]

@@ -32,9 +32,9 @@ from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts
 from abiprobe.known_wheels import add_torch_option
+from abiprobe.model.target import Target
 from abiprobe.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
 from abiprobe.solve.install import AddedWheel
-from abiprobe.target import Target
 
 EXIT_BITS: dict[str, int] = {
     "sonames": 4,
@@ -250,7 +250,7 @@ def with_closure_error(analysis: SetAnalysis, error: str, index_trouble: bool) -
     answer, that is not known (``unknown``)."""
     from dataclasses import replace
 
-    from abiprobe.verdict import Verdict
+    from abiprobe.model.verdict import Verdict
 
     status = "unknown" if index_trouble else "fail"
     text = f"what pip would install beside the items cannot be resolved: {error}"

@@ -55,7 +55,7 @@ def _setting(value: Any) -> dict[str, str] | None:
 
 def config_document(args: argparse.Namespace) -> dict[str, Any]:
     from abiprobe.commands.solve import index_config
-    from abiprobe.target import Target
+    from abiprobe.model.target import Target
 
     net = network_settings()
     if args.cuda == "none":

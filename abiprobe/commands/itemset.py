@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from abiprobe.facts import WheelFacts
 from abiprobe.items import Item, ItemSource, resolve_item
 from abiprobe.model.candidate import IndexFile
+from abiprobe.model.target import Target
 from abiprobe.solve.install import AddedWheel, install_closure, root_of
-from abiprobe.target import Target
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from abiprobe.hosts import concrete, neutral
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, IndexSource, load_index_config
 from abiprobe.model.candidate import IndexFile, parse_upload_time
+from abiprobe.model.target import Target
 from abiprobe.net.http import Http, display_url
 from abiprobe.net.remote_wheel import served_directory
 from abiprobe.profiles import load_profile, profile_for
@@ -36,7 +37,6 @@ from abiprobe.solve.result import SolveResult
 from abiprobe.solve.stack import Stack, default_stack, load_stack_file
 from abiprobe.store.cache import Cache, default_cache_root
 from abiprobe.store.primitives import write_text_atomic
-from abiprobe.target import Target
 
 # What each serves (checked against saved copies of the sglang and flashinfer pages): PyTorch's torch and
 # the CUDA runtime wheels; sglang's kernels; flashinfer's cu130/ page the jit-cache shim and its

@@ -17,7 +17,7 @@ from abiprobe.binary.wheel_members import installed_path
 from abiprobe.errors import UsageError, WheelFormatError
 from abiprobe.host.installed import InstalledDist, installed_distributions
 from abiprobe.jsondoc import load_versioned
-from abiprobe.snapshot import (
+from abiprobe.model.snapshot import (
     SNAPSHOT_KIND,
     SNAPSHOT_SCHEMA_VERSION,
     Snapshot,

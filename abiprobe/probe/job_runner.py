@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe.errors import HashMismatchError, UsageError
+from abiprobe.model.verdict import STATUSES
 from abiprobe.net.http import Http
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
 from abiprobe.probe.jobs import result_document
 from abiprobe.store.localstate import hash_file as sha256_of_file
-from abiprobe.verdict import STATUSES
 
 
 def fetch_wheel(wheel: dict[str, Any], into: Path, http: Http | None) -> Path:

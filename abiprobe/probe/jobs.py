@@ -19,11 +19,11 @@ from abiprobe import __version__
 from abiprobe.cuda_arch import parse_known_arch
 from abiprobe.errors import UsageError
 from abiprobe.jsondoc import load_versioned
+from abiprobe.model.verdict import Verdict, worst
 from abiprobe.report.matrix_json import wheel_entry
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group, explain
 from abiprobe.store.primitives import write_text_atomic
-from abiprobe.verdict import Verdict, worst
 
 JOBS_KIND = "abiprobe-probe-jobs"
 RESULT_KIND = "abiprobe-probe-job-result"

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from abiprobe.model.verdict import Status, Verdict
 from abiprobe.probe.classify import Outcome
-from abiprobe.verdict import Status, Verdict
 
 PROBE_SCHEMA_VERSION = 1
 _LOADER_OUTCOMES = ("missing_soname", "undefined_symbol", "symbol_version", "loader_error")

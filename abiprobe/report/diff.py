@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from abiprobe.verdict import STATUS_ORDER
+from abiprobe.model.verdict import STATUS_ORDER
 
 EXIT_SAME, EXIT_FLIPPED, EXIT_REGRESSED = 0, 4, 8
 

@@ -10,9 +10,9 @@ import json
 from html import escape
 from typing import Any
 
+from abiprobe.model.verdict import STATUSES
 from abiprobe.report.matrix_json import axis_ids, index_state, title_of
 from abiprobe.report.reasons import COLLAPSE_AFTER, cell_reasons, problem_cells, reason_text
-from abiprobe.verdict import STATUSES
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}

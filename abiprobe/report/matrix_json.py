@@ -11,12 +11,12 @@ from typing import Any
 from abiprobe import __version__
 from abiprobe.jsondoc import load_versioned
 from abiprobe.model.candidate import NOT_CACHED
+from abiprobe.model.target import Target
+from abiprobe.model.verdict import Verdict
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group, Matrix
 from abiprobe.solve.override import blocking
 from abiprobe.solve.result import SolveResult
-from abiprobe.target import Target
-from abiprobe.verdict import Verdict
 
 MATRIX_SCHEMA_VERSION = 1
 MATRIX_KIND = "abiprobe-matrix"

@@ -14,9 +14,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from abiprobe import __version__
+from abiprobe.model.snapshot import Snapshot
 from abiprobe.report.matrix_md import SYMBOL, excluded_lines
 from abiprobe.restore import render_script, restore_plan
-from abiprobe.snapshot import Snapshot
 
 TICKET_KIND = "abiprobe-ticket"
 _LOCK_LINE = re.compile(r"^(?P<name>[A-Za-z0-9._-]+) @ (?P<url>\S+)")

@@ -13,8 +13,8 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from abiprobe.facts import WheelFacts
+from abiprobe.model.snapshot import Snapshot
 from abiprobe.report.ticket import changes, target_wheels
-from abiprobe.snapshot import Snapshot
 from abiprobe.store.cache import Cache
 
 

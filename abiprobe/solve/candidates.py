@@ -20,9 +20,9 @@ from packaging.version import InvalidVersion, Version
 
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.model.candidate import Candidate, parse_upload_time
-from abiprobe.requirements import applicable_requirements
-from abiprobe.sonames import cuda_major_of_soname
-from abiprobe.target import Target
+from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.sonames import cuda_major_of_soname
+from abiprobe.model.target import Target
 
 _LABEL = re.compile(r"(?:^|[._-])cu(\d{2,3})(?=$|[._-])")
 _NVIDIA_SUFFIX = re.compile(r"^nvidia-.+-cu(\d{2})$")

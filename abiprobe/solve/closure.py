@@ -25,9 +25,9 @@ from abiprobe.codedigest import code_digest
 from abiprobe.errors import AbiprobeError
 from abiprobe.hosts import concrete, neutral
 from abiprobe.model.candidate import Candidate, IndexFile, candidates_from_files
-from abiprobe.requirements import applicable_requirements
+from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.target import Target
 from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter
-from abiprobe.target import Target
 
 
 class ClosureError(AbiprobeError):

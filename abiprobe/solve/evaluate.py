@@ -26,11 +26,11 @@ from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.codedigest import code_digest
 from abiprobe.demangle import demangler_available
 from abiprobe.facts import WheelFacts, WheelSummary
+from abiprobe.model.target import Target
+from abiprobe.model.verdict import Verdict, unread_verdicts, unsettled
 from abiprobe.profiles import Profile
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group
-from abiprobe.target import Target
-from abiprobe.verdict import Verdict, unread_verdicts, unsettled
 
 RuntimeFor = Callable[[Group], Sequence[WheelFacts]]
 RuntimeKeys = Callable[[Group], Sequence[WheelSummary]]

@@ -16,10 +16,10 @@ from typing import Protocol
 from abiprobe.errors import AbiprobeError
 from abiprobe.facts import WheelFacts, WheelInfo
 from abiprobe.model.candidate import IndexFile, candidates_from_files
+from abiprobe.model.target import Target
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.closure import ClosureError, Listing, MemoStore, resolve_closure
 from abiprobe.solve.reach import PartialReader, Reach
-from abiprobe.target import Target
 
 
 class InstallReader(Listing, PartialReader, Protocol):

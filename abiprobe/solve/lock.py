@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 from abiprobe.errors import AbiprobeError
 from abiprobe.hosts import registry_file_host
+from abiprobe.model.target import Target
 from abiprobe.solve.candidates import StackCandidate
-from abiprobe.target import Target
 
 
 class LockError(AbiprobeError):

@@ -16,12 +16,12 @@ from typing import Protocol
 from packaging.utils import canonicalize_name
 
 from abiprobe.analyze.checks import files_verdicts_of
-from abiprobe.requirements import applicable_requirements
+from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.target import Target
+from abiprobe.model.verdict import CHECKS, STATUS_ORDER, Status, Verdict, worst
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.providers import ProviderChoice
 from abiprobe.solve.stack import Stack
-from abiprobe.target import Target
-from abiprobe.verdict import CHECKS, STATUS_ORDER, Status, Verdict, worst
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from abiprobe.hosts import neutral
-from abiprobe.requirements import applicable_requirements
+from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.verdict import Verdict
 from abiprobe.solve.matrix import Group, Matrix, MatrixBuilder
 from abiprobe.solve.provider import Resolution, build_picks, resolve
-from abiprobe.verdict import Verdict
 
 OVERRIDES_FILE = "overrides.txt"
 

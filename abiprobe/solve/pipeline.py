@@ -20,10 +20,12 @@ from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.index.client import IndexClient
 from abiprobe.index.multi import IndexOutcome
 from abiprobe.model.candidate import NOT_CACHED, Candidate, IndexFile
+from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.target import Target
+from abiprobe.model.verdict import STATUS_ORDER
 from abiprobe.net.http import display_url
 from abiprobe.profiles import Profile
 from abiprobe.progress import wheel_work
-from abiprobe.requirements import applicable_requirements
 from abiprobe.solve.candidates import (
     Exclusion,
     FilterOptions,
@@ -44,8 +46,6 @@ from abiprobe.solve.reach import Reach
 from abiprobe.solve.result import EmptyRole, IndexStatus, NearMiss, SolveResult
 from abiprobe.solve.stack import Stack
 from abiprobe.solve.twins import twin_report
-from abiprobe.target import Target
-from abiprobe.verdict import STATUS_ORDER
 
 FactsFor = Callable[[IndexFile], WheelInfo | WheelFacts]
 # a runtime wheel's facts with at least the binaries (installed paths) the predicate accepts read

@@ -17,11 +17,11 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
 
-from abiprobe.requirements import applicable_requirements
+from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.target import Target
+from abiprobe.model.verdict import Status
 from abiprobe.solve.matrix import Group
 from abiprobe.solve.stack import Stack
-from abiprobe.target import Target
-from abiprobe.verdict import Status
 
 CUDA_ID = "cuda"
 

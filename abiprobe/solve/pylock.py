@@ -15,8 +15,8 @@ from typing import Any
 
 from abiprobe import __version__
 from abiprobe.errors import AbiprobeError
+from abiprobe.model.target import Target
 from abiprobe.solve.candidates import StackCandidate
-from abiprobe.target import Target
 from abiprobe.tomlwrite import dumps
 
 

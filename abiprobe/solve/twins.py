@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from abiprobe.model.verdict import STATUS_ORDER
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Matrix, explain
-from abiprobe.verdict import STATUS_ORDER
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 
-from abiprobe.target import Target
+from abiprobe.model.target import Target
 
 
 def marker_environment(target: Target) -> dict[str, str]:
