@@ -254,7 +254,7 @@ def stable_abi_names() -> frozenset[str]:
 
 def library_from_elf_bytes(soname: str, data: bytes, path: str) -> SystemLibrary:
     """A SystemLibrary from the real bytes of a library: its version definitions and exports."""
-    from abiprobe.elf import read_elf
+    from abiprobe.binary.elf import read_elf
 
     facts = read_elf(data, path)
     exports: dict[str, set[str]] = {}

@@ -20,12 +20,12 @@ from abiprobe.errors import BinaryFormatError, HashMismatchError, WheelFormatErr
 
 if TYPE_CHECKING:
     from abiprobe.store.cache import Cache
+from abiprobe.binary.objects import inspect_stream, looks_like_binary_member
+from abiprobe.binary.zipguard import copy_member, open_zip, zip_errors
 from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts, WheelInfo
-from abiprobe.objects import inspect_stream, looks_like_binary_member
 from abiprobe.pysource import scan_sources
 from abiprobe.store.localstate import hash_file as sha256_of_file
 from abiprobe.store.localstate import local_sha256
-from abiprobe.zipguard import copy_member, open_zip, zip_errors
 
 _SPOOL_LIMIT = 64 << 20
 MAX_SOURCE_BYTES = 1 << 20  # a larger .py file is generated data, not code that loads libraries

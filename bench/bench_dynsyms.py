@@ -1,4 +1,4 @@
-"""Benchmark: all dynamic symbols of torch's libtorch_cpu.so, abiprobe.elf against `readelf --dyn-syms -W`.
+"""Benchmark: all dynamic symbols of torch's libtorch_cpu.so, abiprobe.binary.elf against readelf.
 
 Run by hand (not part of pytest):
 
@@ -29,7 +29,7 @@ MEMBER = "torch/lib/libtorch_cpu.so"
 CHILD = """
 import json, resource, sys, time
 start = time.perf_counter()
-from abiprobe.elf import read_elf
+from abiprobe.binary.elf import read_elf
 with open(sys.argv[1], "rb") as stream:
     facts = read_elf(stream, sys.argv[1])
 elapsed = time.perf_counter() - start
@@ -72,7 +72,7 @@ def time_readelf(lib: Path) -> tuple[float, float, str]:
 
 
 def time_ours(lib: Path) -> tuple[float, float, int, int]:
-    from abiprobe.elf import read_elf
+    from abiprobe.binary.elf import read_elf
 
     before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
@@ -125,7 +125,7 @@ def run(lib: Path, runs: int) -> int:
     lines = [
         f"library           {lib} ({size_mb:.0f} MB), load average {os.getloadavg()[0]:.2f}",
         f"readelf           {entries} dynsym entries: {re_exports} exports, {re_imports} imports",
-        f"abiprobe.elf      {exports} exports, {imports} imports",
+        f"abiprobe          {exports} exports, {imports} imports",
         f"counts agree      {(exports, imports) == (re_exports, re_imports)}",
         f"readelf           best {best_theirs * 1e3:7.1f} ms   cpu {theirs_ms:7.1f} ms   (N={runs})",
         f"read_elf          best {best_ours * 1e3:7.1f} ms   cpu {ours_ms:7.1f} ms   (in-process)",

@@ -15,7 +15,7 @@ from elftools.elf.elffile import ELFFile
 from support.cbuild import build_shared
 from support.nvbuild import CudaFixtures, cuda_fixtures, need_nvcc
 
-from abiprobe.cuda import (
+from abiprobe.binary.cuda import (
     GpuArch,
     arch_verdict,
     gpu_code_of_elf,

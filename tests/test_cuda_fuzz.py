@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.nvbuild import CudaFixtures, cuda_fixtures, need_nvcc
 
-from abiprobe.cuda import gpu_code_of_elf, parse_fatbin, read_cubin
+from abiprobe.binary.cuda import gpu_code_of_elf, parse_fatbin, read_cubin
 from abiprobe.errors import ElfFormatError, FatbinFormatError
 
 FUZZ = settings(

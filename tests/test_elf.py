@@ -1,4 +1,4 @@
-"""abiprobe.elf over real shared objects built with cc at test time, with readelf as an independent oracle."""
+"""abiprobe.binary.elf over real shared objects built with cc at test time, readelf the independent oracle."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from elftools.elf.elffile import ELFFile
 from support.cbuild import build_shared, to_big_endian
 from support.tools import venv_tool
 
-from abiprobe.elf import list_sections, read_elf
+from abiprobe.binary.elf import list_sections, read_elf
 from abiprobe.errors import ElfFormatError
 from abiprobe.facts import (
     ElfFacts,

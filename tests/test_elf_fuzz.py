@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.cbuild import build_shared, to_big_endian
 
-from abiprobe.elf import list_sections, read_elf
+from abiprobe.binary.elf import list_sections, read_elf
 from abiprobe.errors import ElfFormatError
 
 SOURCE = """

@@ -25,15 +25,6 @@ CORE: tuple[str, ...] = (
     "abiprobe.profiles",
     # binary: pure readers over bytes or a bounded stream
     "abiprobe.binary",
-    "abiprobe.elf",
-    "abiprobe.elf_layout",
-    "abiprobe.elf_dynsym",
-    "abiprobe.cuda",
-    "abiprobe.cuda_arch",
-    "abiprobe.cuda_fatbin",
-    "abiprobe.objects",
-    "abiprobe.zipdir",
-    "abiprobe.zipguard",
     "abiprobe.pysource",
     # analyze, solve, report
     "abiprobe.analyze",

@@ -15,13 +15,13 @@ from support.cbuild import build_shared
 from support.indexserver import IndexServer
 from support.wheelbuild import build_wheel
 
+from abiprobe.binary.zipdir import locate_central_directory, parse_central_directory
 from abiprobe.errors import HashMismatchError, IndexError_, WheelFormatError
 from abiprobe.index.client import IndexClient
 from abiprobe.net.http import Http
 from abiprobe.net.remote_wheel import NOTE_IGNORES_RANGES, RemoteZip, remote_wheel_facts
 from abiprobe.store.cache import Cache
 from abiprobe.wheel import wheel_facts_from_path
-from abiprobe.zipdir import locate_central_directory, parse_central_directory
 
 LIB_C = "int demo_value(void) { return 42; }\n"
 EXT_C = "extern int demo_value(void);\nint PyInit__ext(void) { return demo_value(); }\n"

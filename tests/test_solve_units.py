@@ -215,7 +215,7 @@ def test_kernel_role_never_picks_both_names() -> None:
 
 
 def test_providers_rank_exact_then_family_then_unsuffixed_nearest_first() -> None:
-    from abiprobe.cuda_arch import parse_arch
+    from abiprobe.binary.cuda_arch import parse_arch
     from abiprobe.solve.providers import ranked_providers
 
     tags = ["sm80", "sm89", "sm90a", "sm100a", "sm103a", "sm120", "sm120f", "sm121", "sm121a"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from abiprobe.cuda import GpuArch
+from abiprobe.binary.cuda import GpuArch
 from abiprobe.errors import UsageError
 from abiprobe.model.target import (
     Target,

@@ -30,8 +30,8 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from abiprobe.cuda import CUBIN_CONTAINER, gpu_code_of_elf, parse_fatbin
-from abiprobe.cuda_fatbin import FATBIN_MAGIC_BYTES
+from abiprobe.binary.cuda import CUBIN_CONTAINER, gpu_code_of_elf, parse_fatbin
+from abiprobe.binary.cuda_fatbin import FATBIN_MAGIC_BYTES
 from abiprobe.errors import AbiprobeError
 from abiprobe.facts import GpuCode
 

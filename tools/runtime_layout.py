@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from abiprobe.elf import (  # noqa: E402
+from abiprobe.binary.elf import (  # noqa: E402
     DT_GNU_HASH,
     DT_HASH,
     DT_JMPREL,
@@ -39,12 +39,19 @@ from abiprobe.elf import (  # noqa: E402
     DT_VERSYM,
     read_dynamic,
 )
-from abiprobe.elf_layout import PT_DYNAMIC, AddressMap, ByteSource, read_header, read_sections, read_segments  # noqa: E402
+from abiprobe.binary.elf_layout import (  # noqa: E402
+    PT_DYNAMIC,
+    AddressMap,
+    ByteSource,
+    read_header,
+    read_sections,
+    read_segments,
+)
+from abiprobe.binary.objects import looks_like_binary_member  # noqa: E402
 from abiprobe.index.client import IndexClient  # noqa: E402
 from abiprobe.index.config import default_index  # noqa: E402
 from abiprobe.net.http import Http  # noqa: E402
 from abiprobe.net.remote_wheel import RemoteZip  # noqa: E402
-from abiprobe.objects import looks_like_binary_member  # noqa: E402
 from abiprobe.store.cache import Cache  # noqa: E402
 
 _TABLES = (DT_STRTAB, DT_SYMTAB, DT_VERSYM, DT_VERNEED, DT_VERDEF, DT_GNU_HASH, DT_HASH, DT_RELA, DT_JMPREL)

@@ -1,5 +1,7 @@
-"""Core: pure readers of wheel and binary structure, over names, bytes or a bounded stream.
+"""Core: pure readers of binary structure over bytes or a bounded stream: ELF (``elf``, ``elf_layout``,
+``elf_dynsym``), CUDA fatbins and cubins (``cuda``, ``cuda_fatbin``, ``cuda_arch``), both joined
+(``objects``), zip directories (``zipdir``, ``zipguard``) and wheel member paths (``wheel_members``).
 
-Nothing here opens a file or a connection of its own, and nothing imports an edge (``http``, the cache,
+Nothing here opens a file or a connection of its own, and nothing imports an edge (``net``, ``store``,
 ``index``, ``host``, ``probe``, ``commands``); ``tests/test_import_contract.py`` enforces it.
 """

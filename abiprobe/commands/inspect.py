@@ -13,8 +13,8 @@ from typing import Any
 
 from abiprobe.analyze.torch_abi import TorchRelease, wheel_torch_range
 from abiprobe.analyze.variants import variant_document, variant_member
-from abiprobe.cuda import GpuArch, arch_verdict
-from abiprobe.cuda_arch import parse_known_arch
+from abiprobe.binary.cuda import GpuArch, arch_verdict
+from abiprobe.binary.cuda_arch import parse_known_arch
 from abiprobe.errors import UsageError
 from abiprobe.facts import ElfFacts, WheelFacts
 from abiprobe.known_wheels import CACHED, add_torch_option
@@ -80,7 +80,7 @@ def resolve_target(args: argparse.Namespace) -> list[tuple[str, WheelFacts | Elf
             from abiprobe.wheel import wheel_facts_from_path
 
             return [("wheel", wheel_facts_from_path(path))]
-        from abiprobe.objects import inspect_file
+        from abiprobe.binary.objects import inspect_file
 
         return [("file", inspect_file(path, str(path)))]
     if path.is_dir():

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from packaging.utils import canonicalize_name
 
+from abiprobe.binary.zipguard import SMALL_MEMBER_LIMIT
 from abiprobe.errors import HashMismatchError, IndexError_
 from abiprobe.index.config import IndexSource, Strategy
 from abiprobe.index.multi import (
@@ -24,7 +25,6 @@ from abiprobe.index.pep691 import ACCEPT, is_json_content_type, parse_json_page
 from abiprobe.model.candidate import NOT_CACHED, IndexFile, ProjectPage
 from abiprobe.net.http import Http, display_url
 from abiprobe.store.cache import Cache, CachedPage, is_stale
-from abiprobe.zipguard import SMALL_MEMBER_LIMIT
 
 DEFAULT_STALE_AFTER = 24 * 3600.0
 

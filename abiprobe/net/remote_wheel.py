@@ -25,10 +25,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
+from abiprobe.binary.zipdir import (
+    CentralDirectory,
+    ZipMember,
+    locate_central_directory,
+    parse_central_directory,
+)
+from abiprobe.binary.zipguard import check_declared, check_produced, copy_member, open_zip
 from abiprobe.errors import ElfFormatError, HashMismatchError, IndexError_, WheelFormatError
 from abiprobe.net.http import Http, RetryableError, display_url
-from abiprobe.zipdir import CentralDirectory, ZipMember, locate_central_directory, parse_central_directory
-from abiprobe.zipguard import check_declared, check_produced, copy_member, open_zip
 
 if TYPE_CHECKING:
     from abiprobe.facts import ElfFacts, WheelFacts, WheelSummary
@@ -139,7 +144,7 @@ class _TablesReader:
     def __call__(self, produced: int) -> bool:
         if self.gave_up or produced < self.next_try:
             return False
-        from abiprobe.elf import read_elf_prefix
+        from abiprobe.binary.elf import read_elf_prefix
 
         position = self.out.tell()
         try:

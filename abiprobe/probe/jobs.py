@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from abiprobe import __version__
-from abiprobe.cuda_arch import parse_known_arch
+from abiprobe.binary.cuda_arch import parse_known_arch
 from abiprobe.errors import UsageError
 from abiprobe.jsondoc import load_versioned
 from abiprobe.model.verdict import Verdict, worst

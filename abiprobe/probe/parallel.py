@@ -15,6 +15,7 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from abiprobe.binary.wheel_members import installed_path
+from abiprobe.binary.zipguard import open_zip
 from abiprobe.errors import AbiprobeError, UsageError, WheelFormatError
 from abiprobe.facts import WheelInfo
 from abiprobe.probe.bytecode import BytecodeStore, layer_key, mirror
@@ -39,7 +40,6 @@ from abiprobe.probe.venv import (
 from abiprobe.store.cache import Cache
 from abiprobe.store.localstate import local_sha256, local_state_dir
 from abiprobe.wheel import local_wheel_info, top_level_of
-from abiprobe.zipguard import open_zip
 
 FactsLoader = Callable[[Path], WheelInfo]
 _RUNNER = Path(__file__).with_name("runner.py")

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from abiprobe.binary.zipguard import copy_member, open_zip
 from abiprobe.errors import AbiprobeError, WheelFormatError
 from abiprobe.probe.procs import Finished, ProcessRegistry
-from abiprobe.zipguard import copy_member, open_zip
 
 InstallerKind = Literal["uv", "pip"]
 

@@ -18,7 +18,7 @@ from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from abiprobe.cuda_arch import GpuArch, parse_arch, sass_runs_on
+from abiprobe.binary.cuda_arch import GpuArch, parse_arch, sass_runs_on
 from abiprobe.errors import UsageError
 from abiprobe.facts import GpuCode
 from abiprobe.solve.candidates import StackCandidate

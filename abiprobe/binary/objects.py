@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
-from abiprobe.cuda import gpu_code_of_elf, read_cubin
-from abiprobe.elf import read_elf
+from abiprobe.binary.cuda import gpu_code_of_elf, read_cubin
+from abiprobe.binary.elf import read_elf
 from abiprobe.errors import BinaryFormatError
 from abiprobe.facts import ElfFacts
 

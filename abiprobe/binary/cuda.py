@@ -2,9 +2,9 @@
 
 Reads section by section with bounded reads from a seekable stream, so multi-gigabyte libraries are
 never loaded whole; only fatbin headers are read, never payloads. Section headers come from
-:mod:`abiprobe.elf`; no pyelftools (``tools/compare_cuobjdump.py`` runs with only this package).
-Rules deciding where the code runs live in :mod:`abiprobe.cuda_arch`; container walking in
-:mod:`abiprobe.cuda_fatbin`.
+:mod:`abiprobe.binary.elf`; no pyelftools (``tools/compare_cuobjdump.py`` runs with only this package).
+Rules deciding where the code runs live in :mod:`abiprobe.binary.cuda_arch`; container walking in
+:mod:`abiprobe.binary.cuda_fatbin`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO, Final
 
-from abiprobe.cuda_arch import (
+from abiprobe.binary.cuda_arch import (
     ArchStatus,
     ArchVerdict,
     GpuArch,
@@ -25,15 +25,15 @@ from abiprobe.cuda_arch import (
     ptx_compiles_for,
     sass_runs_on,
 )
-from abiprobe.cuda_fatbin import (
+from abiprobe.binary.cuda_fatbin import (
     FATBIN_MAGIC,
     Reader,
     parse_fatbin,
     scan_containers,
     walk_containers,
 )
-from abiprobe.elf import list_sections
-from abiprobe.elf_layout import SectionHeader
+from abiprobe.binary.elf import list_sections
+from abiprobe.binary.elf_layout import SectionHeader
 from abiprobe.errors import ElfFormatError
 from abiprobe.facts import GpuCode, GpuVariant
 
@@ -101,7 +101,7 @@ def _read_header(stream: _Stream) -> _Header:
 
 
 def _sections(stream: _Stream) -> tuple[SectionHeader, ...]:
-    """Name, type, offset, size and flags of every section (shared reader in :mod:`abiprobe.elf`)."""
+    """Name, type, offset, size and flags of every section (shared reader in :mod:`abiprobe.binary.elf`)."""
     return list_sections(stream.file)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, replace
 
-from abiprobe.elf_dynsym import (
+from abiprobe.binary.elf_dynsym import (
     MAX_TABLE_BYTES,
     StringTable,
     VersionTables,
@@ -21,7 +21,7 @@ from abiprobe.elf_dynsym import (
     read_versions,
     relocation_symbols,
 )
-from abiprobe.elf_layout import (
+from abiprobe.binary.elf_layout import (
     PT_DYNAMIC,
     AddressMap,
     ByteSource,
