@@ -1,6 +1,6 @@
 """Wheels abiprobe already knows (their facts are in the cache) and torch releases named on a command line.
 
-The I/O edge of the torch range and the torch diff: the analyses themselves (``abiprobe.torch_diff``,
+The I/O edge of the torch range and the torch diff: the analyses themselves (``abiprobe.analyze.torch_diff``,
 ``abiprobe.analyze.torch_abi``) are pure and take the facts this module finds.
 """
 
@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from abiprobe.analyze.torch_abi import TorchRelease, releases_of
+from abiprobe.analyze.torch_diff import torch_libraries
 from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.store import entries as cache_entries
 from abiprobe.store.cache import Cache
-from abiprobe.torch_diff import torch_libraries
 
 TORCH_SONAMES = frozenset(
     {

@@ -84,12 +84,12 @@ def naive_installs(cache: Path) -> dict[str, int]:
     the same committed/solved cache (offline): each cell's whole install (the set, the runtime wheels
     torch pins, and everything they require, as the lock resolves it), summed over cells with no cache
     shared between them, and as the union of distinct wheels (uv's cache shared by all cells)."""
+    from abiprobe.analyze.profiles import profile_for
     from abiprobe.cli import build_parser
     from abiprobe.commands.solve import build_stack, index_config
     from abiprobe.index.client import IndexClient
     from abiprobe.model.target import Target
     from abiprobe.net.http import Http
-    from abiprobe.profiles import profile_for
     from abiprobe.solve.candidates import FilterOptions
     from abiprobe.solve.closure import Completion
     from abiprobe.solve.facts_source import wheel_info_for, wheel_metadata_for

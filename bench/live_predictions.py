@@ -126,9 +126,9 @@ def check(files: list[str], profile: Path | None) -> tuple[int, dict[str, Any], 
     manylinux_2_28_x86_64 [--profile P] --json`` prints and exits with, in process: the facts of a torch
     layer's wheels are read once and shared by every set of the run."""
     from abiprobe.analyze import analyze_set
+    from abiprobe.analyze.profiles import builtin_profile, load_profile
     from abiprobe.commands.check import exit_code
     from abiprobe.model.target import Target
-    from abiprobe.profiles import builtin_profile, load_profile
     from abiprobe.wheel import wheel_facts_from_path
 
     start = time.monotonic()
@@ -199,8 +199,8 @@ def host_profile(sonames: list[str], path: Path) -> list[str]:
 
     The probe runs on this host, so its loader finds them; the static check against this profile is
     what the probe can confirm or refute. Returns the sonames added."""
+    from abiprobe.analyze.profiles import library_from_elf_bytes
     from abiprobe.host.ldconfig import ldconfig_paths
-    from abiprobe.profiles import library_from_elf_bytes
 
     add: dict[str, Any] = {}
     for soname, lib_path in ldconfig_paths(sonames).items():

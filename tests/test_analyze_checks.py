@@ -9,9 +9,9 @@ from support.stacks import FixtureStacks, fixture_stacks
 
 from abiprobe.analyze import SetAnalysis, analyze_set
 from abiprobe.analyze.checks import runtime_selection
+from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
-from abiprobe.profiles import builtin_profile
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 T = Target.parse(cuda="13.0", arch="sm120", python=PY, platform="manylinux_2_28_x86_64")

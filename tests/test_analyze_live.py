@@ -19,9 +19,9 @@ from support.cbuild import build_shared
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze import SetAnalysis, analyze_set
+from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
-from abiprobe.profiles import builtin_profile
 from abiprobe.wheel import wheel_facts_from_path
 
 P228 = builtin_profile("manylinux_2_28_x86_64")

@@ -10,9 +10,9 @@ from support.stacks import FixtureStacks, fixture_stacks
 
 from abiprobe.analyze import SetAnalysis, analyze_extension, analyze_set
 from abiprobe.analyze.loader import LoaderSimulation
+from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
-from abiprobe.profiles import builtin_profile
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 P228 = builtin_profile("manylinux_2_28_x86_64")

@@ -11,9 +11,7 @@ import pytest
 from support.nvbuild import need_nvcc
 
 from abiprobe.analyze.driver_api import DRIVER_SYMBOLS, driver_symbol_introduced, is_driver_api_name
-from abiprobe.errors import UsageError
-from abiprobe.host.ldconfig import profile_from_host
-from abiprobe.profiles import (
+from abiprobe.analyze.profiles import (
     BUILTIN_PROFILES,
     ProfileError,
     builtin_profile,
@@ -21,6 +19,8 @@ from abiprobe.profiles import (
     profile_for,
     stable_abi_names,
 )
+from abiprobe.errors import UsageError
+from abiprobe.host.ldconfig import profile_from_host
 
 
 @pytest.mark.parametrize("name", BUILTIN_PROFILES)
@@ -89,7 +89,7 @@ def test_malformed_profile_file_raises_one_line_error(tmp_path: Path) -> None:
 
 
 def test_profile_json_round_trips() -> None:
-    from abiprobe.profiles import profile_from_json
+    from abiprobe.analyze.profiles import profile_from_json
 
     p = builtin_profile("manylinux_2_34_aarch64")
     assert profile_from_json(p.to_json()).to_json() == p.to_json()

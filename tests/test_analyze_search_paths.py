@@ -9,8 +9,8 @@ from support.cbuild import build_shared
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze import analyze_set
+from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.model.target import Target
-from abiprobe.profiles import builtin_profile
 from abiprobe.wheel import wheel_facts_from_path
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"

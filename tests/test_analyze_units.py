@@ -14,9 +14,9 @@ from support.loading_wheels import LoadingWheels, build_loading_wheels
 from abiprobe.analyze import SetAnalysis, analyze_set
 from abiprobe.analyze.analysis import UnitAnalysis
 from abiprobe.analyze.first_error import matches_loader_line
+from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.model.target import Target
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
-from abiprobe.profiles import builtin_profile
 from abiprobe.wheel import wheel_facts_from_path
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"

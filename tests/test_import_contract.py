@@ -22,14 +22,11 @@ CORE: tuple[str, ...] = (
     # model: frozen values
     "abiprobe.model",
     "abiprobe.facts",
-    "abiprobe.profiles",
     # binary: pure readers over bytes or a bounded stream
     "abiprobe.binary",
     "abiprobe.pysource",
     # analyze, solve, report
     "abiprobe.analyze",
-    "abiprobe.torch_diff",
-    "abiprobe.restore",
     "abiprobe.solve",
     "abiprobe.report",
     "abiprobe.render",
@@ -81,7 +78,7 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("abiprobe.model.verdict", "abiprobe.demangle"),
         ("abiprobe.analyze.explain", "abiprobe.demangle"),
         ("abiprobe.solve.evaluate", "abiprobe.demangle"),
-        ("abiprobe.torch_diff", "abiprobe.demangle"),
+        ("abiprobe.analyze.torch_diff", "abiprobe.demangle"),
         ("abiprobe.render.inspect", "abiprobe.demangle"),
         # The torch-upgrade report reads cached kernels and local wheels itself instead of being given
         # their facts.

@@ -22,7 +22,7 @@ from support.wheelbuild import build_wheel
 from abiprobe.cli import main
 from abiprobe.host.snapshot import load_snapshot, take_snapshot
 from abiprobe.model.snapshot import Snapshot, content_fingerprint, parse_direct_url
-from abiprobe.restore import compare, render_script, restore_plan
+from abiprobe.report.restore import compare, render_script, restore_plan
 
 SCHEMA = Path(__file__).parent.parent / "abiprobe" / "schemas" / "snapshot.schema.json"
 

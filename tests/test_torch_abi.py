@@ -19,6 +19,7 @@ from packaging.version import Version
 from support.torch_abi_stacks import TorchAbiStacks, torch_abi_stacks
 from support.venvs import make_venv, pip_install
 
+from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.analyze.torch_abi import (
     WheelTorchRange,
     releases_of,
@@ -29,7 +30,6 @@ from abiprobe.cli import main
 from abiprobe.facts import WheelInfo
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.target import Target
-from abiprobe.profiles import builtin_profile
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, MatrixBuilder

@@ -13,10 +13,10 @@ from support.stacks import ABI3_TAG, _gpu_module
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze import analyze_set
+from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.analyze.variants import parse_variant_json
 from abiprobe.cli import main
 from abiprobe.model.target import Target
-from abiprobe.profiles import builtin_profile
 from abiprobe.wheel import wheel_facts_from_path
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "abiprobe/schemas/inspect.schema.json").read_text())

@@ -26,13 +26,13 @@ from abiprobe.analyze.explain import (
 from abiprobe.analyze.first_error import LoaderMessage, first_message
 from abiprobe.analyze.layout import InstalledObject, dist_label
 from abiprobe.analyze.loader import LoaderSimulation, LoadResult
+from abiprobe.analyze.profiles import Profile
 from abiprobe.analyze.torch_abi import TorchRelease, torch_range_verdicts
 from abiprobe.analyze.units import PlannedUnit, Timing
 from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.facts import WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import CHECKS, STATUS_ORDER, Status, Verdict, unread_verdicts, unsettled, worst
-from abiprobe.profiles import Profile
 
 ANALYSIS_SCHEMA_VERSION = 1
 

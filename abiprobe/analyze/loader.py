@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from abiprobe.analyze.driver_api import driver_symbol_introduced, is_driver_api_name
 from abiprobe.analyze.layout import InstalledObject, Layout
+from abiprobe.analyze.profiles import DRIVER_SONAME, Profile, SystemLibrary, stable_abi_names
 from abiprobe.analyze.units import PlannedUnit, plan_units, preload_order, preload_pattern
 from abiprobe.facts import ElfFacts, SymbolImport, WheelFacts
 from abiprobe.model.target import Target
-from abiprobe.profiles import DRIVER_SONAME, Profile, SystemLibrary, stable_abi_names
 from abiprobe.solve.stack import PackageLoading, default_stack
 
 # Libraries the interpreter itself has loaded before any import: part of the global scope.

@@ -24,10 +24,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from abiprobe.analyze.torch_diff import TORCH_MANGLED, libstdcxx_may_provide, torch_exports
 from abiprobe.facts import ElfFacts, WheelFacts
 from abiprobe.model.requirements import parse_requirement
 from abiprobe.model.verdict import Status, Verdict
-from abiprobe.torch_diff import TORCH_MANGLED, libstdcxx_may_provide, torch_exports
 
 AbiKind = Literal["stable", "unstable", "none"]
 RangeVerdict = Literal["agrees", "too loose", "too tight", "unknown"]

@@ -27,13 +27,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from abiprobe.analyze import SetAnalysis, analyze_set
+from abiprobe.analyze.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
 from abiprobe.analyze.torch_abi import TorchRelease
 from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts
 from abiprobe.known_wheels import add_torch_option
 from abiprobe.model.target import Target
-from abiprobe.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
 from abiprobe.solve.install import AddedWheel
 
 EXIT_BITS: dict[str, int] = {

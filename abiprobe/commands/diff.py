@@ -14,9 +14,9 @@ import json
 import sys
 from pathlib import Path
 
+from abiprobe.analyze.torch_diff import TorchDiff, diff_torch
 from abiprobe.known_wheels import cached_kernels, torch_facts_of
 from abiprobe.store.primitives import write_text_atomic
-from abiprobe.torch_diff import TorchDiff, diff_torch
 
 _EPILOG = (
     "exit status: 0 nothing removed; 4 exports removed or changed; 12 and a known kernel wheel imports one; "

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from abiprobe.host.snapshot import load_snapshot, take_snapshot
-from abiprobe.restore import compare, render_script, restore_plan
+from abiprobe.report.restore import compare, render_script, restore_plan
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

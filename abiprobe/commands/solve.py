@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe import log
+from abiprobe.analyze.profiles import load_profile, profile_for
 from abiprobe.console import make_console
 from abiprobe.errors import AbiprobeError, UsageError
 from abiprobe.hosts import concrete, neutral
@@ -26,7 +27,6 @@ from abiprobe.model.candidate import IndexFile, parse_upload_time
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http, display_url
 from abiprobe.net.remote_wheel import served_directory
-from abiprobe.profiles import load_profile, profile_for
 from abiprobe.report.matrix_json import index_state, matrix_document
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.closure import Completion

@@ -6,7 +6,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from abiprobe.profiles import DRIVER_SONAME, Profile, library_from_elf_bytes
+from abiprobe.analyze.profiles import DRIVER_SONAME, Profile, library_from_elf_bytes
 
 HOST_LIBRARIES = (
     "libc.so.6",

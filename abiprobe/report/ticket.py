@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 from abiprobe import __version__
 from abiprobe.model.snapshot import Snapshot
 from abiprobe.report.matrix_md import SYMBOL, excluded_lines
-from abiprobe.restore import render_script, restore_plan
+from abiprobe.report.restore import render_script, restore_plan
 
 TICKET_KIND = "abiprobe-ticket"
 _LOCK_LINE = re.compile(r"^(?P<name>[A-Za-z0-9._-]+) @ (?P<url>\S+)")

@@ -50,8 +50,8 @@ def torch_upgrade(
         which = "the snapshot's torch" if old is None else "the chosen torch"
         note = f"the facts of {which} are not in the cache: `{command}` gives this section"
         return {"from": before, "to": after, "diff": None, "note": note}
+    from abiprobe.analyze.torch_diff import diff_torch
     from abiprobe.known_wheels import cached_kernels
-    from abiprobe.torch_diff import diff_torch
 
     diff = diff_torch(old, new, cached_kernels(cache_dir))
     return {"from": before, "to": after, "diff": diff.to_json(), "note": ""}

@@ -21,6 +21,7 @@ from abiprobe.analyze.checks import (
     tag_verdicts,
     unreadable_verdicts,
 )
+from abiprobe.analyze.profiles import Profile
 from abiprobe.analyze.torch_abi import TorchRelease, releases_of, torch_range_verdicts
 from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.codedigest import code_digest
@@ -28,7 +29,6 @@ from abiprobe.demangle import demangler_available
 from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict, unread_verdicts, unsettled
-from abiprobe.profiles import Profile
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group
 

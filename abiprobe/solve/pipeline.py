@@ -15,6 +15,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from abiprobe.analyze.profiles import Profile
 from abiprobe.errors import AbiprobeError
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.index.client import IndexClient
@@ -24,7 +25,6 @@ from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import STATUS_ORDER
 from abiprobe.net.http import display_url
-from abiprobe.profiles import Profile
 from abiprobe.progress import wheel_work
 from abiprobe.solve.candidates import (
     Exclusion,
