@@ -670,7 +670,7 @@ CRASH_WRITER = textwrap.dedent(
     from pathlib import Path
     from abiprobe.store.cache import Cache
     cache = Cache(Path(sys.argv[1]))
-    payload = bytes(range(256)) * (96 * 1024)
+    payload = b"X-Filler: " + b"abcdefgh" * (3 * 1024 * 1024)  # one 24 MiB header line
     for i in itertools.count():
         cache.store_metadata(f"{i % 6:064x}", payload + str(i).encode())
         print(i, flush=True)
@@ -690,9 +690,9 @@ def _kill_writer_after(root: Path, delay_s: float) -> None:
 
 
 def _visible_entries_are_whole(cache: Cache) -> bool:
-    payload = bytes(range(256)) * (96 * 1024)
+    payload = b"X-Filler: " + b"abcdefgh" * (3 * 1024 * 1024)  # one 24 MiB header line
     loaded = [cache.load_metadata(f"{i:064x}") for i in range(6)]
-    return all(d is None or (d.startswith(payload) and d[len(payload) :].isdigit()) for d in loaded)
+    return all(d is None or (d.startswith(payload) and d[len(payload) :].strip().isdigit()) for d in loaded)
 
 
 def test_killed_writer_leaves_no_half_entry(tmp_path: Path) -> None:
@@ -773,3 +773,20 @@ def test_metadata_naming_the_registry_is_stored_with_tokens_and_read_back_whole(
     (stored,) = files_under(tmp_path, "*.metadata")
     assert concrete("{registry}").encode() not in stored.read_bytes()
     assert cache.load_metadata(WHEEL_SHA) == text
+
+
+def test_stored_metadata_keeps_the_headers_and_drops_the_description(tmp_path: Path) -> None:
+    # GIVEN a METADATA file with a Description header and a long description body naming other hosts
+    text = (
+        b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: numpy>=1\n"
+        b"Description: old style\n        | see https://mirror.example.org/demo\n"
+        b"Requires-Python: >=3.9\n\nBody naming https://docs.example.org/demo\n"
+    )
+    cache = Cache(tmp_path)
+    cache.store_metadata("demo-1.0-py3-none-any.whl", text)
+    # WHEN it is read back
+    got = cache.load_metadata("demo-1.0-py3-none-any.whl")
+    # THEN every header abiprobe reads is there, and no description text is
+    assert got == (
+        b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: numpy>=1\nRequires-Python: >=3.9\n"
+    )

@@ -303,12 +303,31 @@ def decode_summary(data: bytes, expected_sha256: str) -> WheelSummary:
         raise CorruptEntryError(f"summary payload does not fit WheelSummary: {exc}") from exc
 
 
+def metadata_headers(data: bytes) -> bytes:
+    """A METADATA file without its description (the body after the first blank line, and a
+    ``Description:`` header with its continuation lines): nothing abiprobe reads, and third-party prose
+    that would otherwise be committed with wheel_index_cache/."""
+    head = data.replace(b"\r\n", b"\n").split(b"\n\n", 1)[0].rstrip(b"\n")
+    kept: list[bytes] = []
+    skipping = False
+    for line in head.split(b"\n"):
+        if line[:1] in (b" ", b"\t"):
+            if not skipping:
+                kept.append(line)
+            continue
+        skipping = line.lower().startswith(b"description:")
+        if not skipping:
+            kept.append(line)
+    return b"\n".join(kept) + b"\n"
+
+
 def encode_metadata(key: str, data: bytes, directory_sha256: str | None = None) -> bytes:
-    """METADATA text names the default registry's hosts in project URLs: stored as tokens, as pages are.
+    """METADATA headers (:func:`metadata_headers`), the default registry's hosts in project URLs stored as
+    tokens, as pages are.
 
     ``directory_sha256``: the member was range-read through that central directory, the wheel unhashed."""
     extra = {"directory_sha256": directory_sha256} if directory_sha256 is not None else {}
-    return _frame("metadata", neutral(key), neutral_bytes(data), **extra)
+    return _frame("metadata", neutral(key), neutral_bytes(metadata_headers(data)), **extra)
 
 
 def decode_metadata(data: bytes, expected_name: str) -> tuple[str, bytes, str | None]:
