@@ -17,6 +17,7 @@ from abiprobe.index.multi import (
     PageFetch,
     ProjectListing,
     combine,
+    first_index_admits,
     has_project,
     sources_for,
 )
@@ -214,7 +215,7 @@ class IndexClient:
             fetches = []
             found_in: str | None = None  # the pool of the first index that has the project
             for source in sources:
-                if found_in is not None and not (found_in and source.pool == found_in):
+                if not first_index_admits(found_in, source.pool):
                     continue  # first-index: later indexes are asked only within that index's pool
                 fetches.append(self.fetch_page(source, project))
                 if found_in is None and has_project(fetches[-1], project):

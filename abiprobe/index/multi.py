@@ -124,6 +124,12 @@ def _twin_notes(used: Sequence[Candidate], fetches: Sequence[PageFetch], project
     return notes
 
 
+def first_index_admits(taken: str | None, pool: str) -> bool:
+    """Under first-index, whether an index of ``pool`` still counts once an index of pool ``taken`` has
+    listed the project (None: none has yet): only the same, named pool (pip's indexes) is merged."""
+    return taken is None or (bool(pool) and pool == taken)
+
+
 def combine(project: str, strategy: Strategy, fetches: Sequence[PageFetch]) -> ProjectListing:
     """Pure merge of per-index answers (in lookup order) into one listing."""
     candidates: list[Candidate] = []
@@ -133,7 +139,7 @@ def combine(project: str, strategy: Strategy, fetches: Sequence[PageFetch]) -> P
     for fetch in fetches:
         found, skipped = fetch_candidates(fetch, project)
         pool = fetch.source.pool
-        use = bool(found) and (strategy == "best-match" or taken is None or (bool(pool) and pool == taken))
+        use = bool(found) and (strategy == "best-match" or first_index_admits(taken, pool))
         if use:
             candidates.extend(found)
             taken = pool if taken is None else taken
