@@ -200,18 +200,34 @@ def test_no_set_names_the_verdict_that_ruled_out_each_near_miss() -> None:
     )
 
 
-def test_kernel_role_never_picks_both_names() -> None:
-    stack = type(default_stack())(default_stack().members[:2])
-    groups = {
+def chosen_projects(chosen: dict[str, str] | None) -> list[str]:
+    """The project of every chosen ``name==version`` (chosen is keyed by role, not by project)."""
+    return sorted(canonicalize_name(pin.partition("==")[0]) for pin in (chosen or {}).values())
+
+
+def _two_kernel_names() -> dict[str, tuple[Group, ...]]:
+    return {
         "torch": (group("torch", "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl"),),
         "kernel": (
             group("kernel", "sglang_kernel-0.4.0-cp310-abi3-manylinux_2_28_x86_64.whl"),
             group("kernel", "sgl_kernel-0.3.0-cp310-abi3-manylinux_2_28_x86_64.whl"),
         ),
     }
-    result = resolve(stack, build_picks(stack, groups, TARGET, FixedCompat({})), TARGET)
+
+
+def test_kernel_role_never_picks_both_names() -> None:
+    stack = type(default_stack())(default_stack().members[:2])
+    result = resolve(stack, build_picks(stack, _two_kernel_names(), TARGET, FixedCompat({})), TARGET)
     assert result.chosen == {"torch": "torch==2.9.0", "kernel": "sglang-kernel==0.4.0"}
-    assert canonicalize_name("sgl-kernel") not in (result.chosen or {})
+    assert "sgl-kernel" not in chosen_projects(result.chosen)
+
+
+def test_kernel_role_falls_back_to_the_old_name_when_the_new_one_fails() -> None:
+    # the same groups, with sglang-kernel ruled out: the role takes sgl-kernel, and chosen_projects sees it
+    stack = type(default_stack())(default_stack().members[:2])
+    compat = FixedCompat({("torch==2.9.0", "sglang-kernel==0.4.0"): "fail"})
+    result = resolve(stack, build_picks(stack, _two_kernel_names(), TARGET, compat), TARGET)
+    assert chosen_projects(result.chosen) == ["sgl-kernel", "torch"]
 
 
 def test_providers_rank_exact_then_family_then_unsuffixed_nearest_first() -> None:
