@@ -72,7 +72,7 @@ def layout(fh: Any, name: str) -> dict[str, Any] | None:
     out["fatbin"] = [fat.offset, fat.offset + fat.size] if fat is not None else None
     if dyn is None:
         return out
-    dynamic = read_dynamic(src, hdr, src.read(dyn.offset, dyn.filesz, "dynamic"))
+    dynamic = read_dynamic(hdr, src.read(dyn.offset, dyn.filesz, "dynamic"))
     amap = AddressMap(src, segments)
     ends: dict[str, int] = {}
     for tag in _TABLES:

@@ -141,7 +141,7 @@ def unit_verdicts(sim: LoaderSimulation, result: LoadResult) -> tuple[Verdict, .
     """The loader checks of one unit, plus gpu_arch for every newly loaded object with GPU code."""
     layout, target = sim.layout, sim.target
     verdicts = [
-        soname_verdict(result, layout, target, sim.profile),
+        soname_verdict(result, layout, sim.profile),
         symbols_verdict(result, layout),
         version_verdict(result, sim.profile),
         driver_verdict(result, target),
@@ -151,7 +151,7 @@ def unit_verdicts(sim: LoaderSimulation, result: LoadResult) -> tuple[Verdict, .
     if isinstance(py, tuple) and target.implementation == "cp" and py != target.python:
         text = f"built for CPython {py[0]}.{py[1]}; the target runs {target.python_tag}"
         verdicts.append(Verdict("tags", "fail", text, result.path, {"extension_python": f"{py[0]}.{py[1]}"}))
-    verdicts.extend(gpu_verdicts(layout, [obj], target))
+    verdicts.extend(gpu_verdicts([obj], target))
     return tuple(verdicts)
 
 

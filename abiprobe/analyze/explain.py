@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from abiprobe.analyze.driver_api import driver_symbol_introduced
 from abiprobe.analyze.layout import InstalledObject, Layout
 from abiprobe.analyze.loader import LoadResult, MissingSymbol
 from abiprobe.analyze.profiles import Profile
@@ -25,12 +24,7 @@ def _more(n: int) -> str:
     return f" (and {n} more)" if n > 0 else ""
 
 
-def _owner(layout: Layout, provider: str) -> str:
-    obj = layout.objects.get(provider)
-    return f"{obj.filename} ({obj.dist})" if obj is not None else provider.partition(":")[2] or provider
-
-
-def soname_verdict(result: LoadResult, layout: Layout, target: Target, profile: Profile) -> Verdict:
+def soname_verdict(result: LoadResult, layout: Layout, profile: Profile) -> Verdict:
     """``sonames``: every DT_NEEDED of the unit's tree found, or which one is missing and why."""
     missing = result.missing_sonames
     if not missing:
@@ -185,7 +179,7 @@ def _same_qualified(layout: Layout, mangled: str, qualified: str) -> list[tuple[
     return hits
 
 
-def gpu_verdicts(layout: Layout, objects: Sequence[InstalledObject], target: Target) -> list[Verdict]:
+def gpu_verdicts(objects: Sequence[InstalledObject], target: Target) -> list[Verdict]:
     """``gpu_arch`` per object carrying GPU code: native ok, PTX JIT only warn, nothing runnable fail."""
     from abiprobe.binary.cuda import arch_verdict
 
@@ -209,9 +203,3 @@ def gpu_verdicts(layout: Layout, objects: Sequence[InstalledObject], target: Tar
         }
         out.append(Verdict("gpu_arch", status, v.explanation, obj.path, evidence))  # type: ignore[arg-type]
     return out
-
-
-def driver_symbol_note(name: str) -> str | None:
-    """``cuGreenCtxCreate`` -> ``CUDA 12.4``; None for driver API names older than CUDA 12."""
-    introduced = driver_symbol_introduced(name)
-    return None if introduced is None else f"CUDA {introduced[0]}.{introduced[1]}"

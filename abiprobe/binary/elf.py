@@ -129,7 +129,7 @@ def _read(src: ByteSource, path: str) -> ElfFacts:
         return basic
     if dyn_segment.filesz > MAX_DYNAMIC_BYTES:
         raise src.fail(f"bad ELF: dynamic segment of {dyn_segment.filesz} bytes is implausibly large")
-    dynamic = read_dynamic(src, hdr, src.read(dyn_segment.offset, dyn_segment.filesz, "dynamic segment"))
+    dynamic = read_dynamic(hdr, src.read(dyn_segment.offset, dyn_segment.filesz, "dynamic segment"))
     amap = AddressMap(src, segments)
     strings = _string_table(src, amap, dynamic)
     if strings is None:
@@ -189,7 +189,7 @@ def binding_order(
     return tuple(order)
 
 
-def read_dynamic(src: ByteSource, hdr: ElfHeader, data: bytes) -> DynamicTable:
+def read_dynamic(hdr: ElfHeader, data: bytes) -> DynamicTable:
     """Decode dynamic entries up to DT_NULL (or the end of the segment)."""
     fmt = hdr.endian + ("iI" if hdr.elf_class == 32 else "qQ")
     entsize = struct.calcsize(fmt)
