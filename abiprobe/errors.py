@@ -33,8 +33,15 @@ class HashMismatchError(WheelFormatError):
     pass
 
 
-class IndexError_(AbiprobeError):
-    """An index could not be reached or answered with something unusable."""
+class FetchError(AbiprobeError):
+    """An index or a wheel's host could not be reached, or answered with something unusable."""
+
+    exit_code = 3
+
+
+class NotCachedError(AbiprobeError):
+    """``--offline`` and the cache lacks what is asked for: the answer is as unknown as when an index
+    cannot be read (the same exit status), but nothing is wrong with the index."""
 
     exit_code = 3
 

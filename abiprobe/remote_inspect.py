@@ -11,7 +11,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import sys_tags
 from packaging.utils import canonicalize_name
 
-from abiprobe.errors import IndexError_, UsageError
+from abiprobe.errors import FetchError, UsageError
 from abiprobe.facts import WheelFacts
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import load_index_config
@@ -58,7 +58,7 @@ def pick_candidate(
     matching = [c for c in candidates if c.name == canonicalize_name(req.name) and c.version in req.specifier]
     if not matching and unread:
         why = "; ".join(f"{o.index}: {o.error}" for o in unread)
-        raise IndexError_(f"{spec}: not found, and {len(unread)} index(es) could not be read ({why})")
+        raise FetchError(f"{spec}: not found, and {len(unread)} index(es) could not be read ({why})")
     if not matching:
         raise UsageError(f"{spec}: no wheel of that version on the configured indexes")
     if target is not None:

@@ -14,7 +14,7 @@ from support.indexserver import JSON_TYPE, IndexServer
 from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
-from abiprobe.errors import IndexError_
+from abiprobe.errors import FetchError
 from abiprobe.index.client import IndexClient
 from abiprobe.net.http import Http
 from abiprobe.store.cache import Cache
@@ -247,7 +247,7 @@ def test_a_long_retry_after_is_not_waited_for(server: IndexServer) -> None:
     server.fail(match="/simple/", status=429, headers={"Retry-After": "3600"})
     with Http(timeout=5.0, retries=3, backoff=0.0) as http:
         started = time.monotonic()
-        with pytest.raises(IndexError_, match="Retry-After 3600 s"):
+        with pytest.raises(FetchError, match="Retry-After 3600 s"):
             http.get(server.index_url + f"{PROJECT}/")
     assert time.monotonic() - started < 1.0
     assert server.requests[f"/simple/{PROJECT}/"] == 1
@@ -256,6 +256,6 @@ def test_a_long_retry_after_is_not_waited_for(server: IndexServer) -> None:
 def test_a_whole_body_read_is_capped(server: IndexServer) -> None:
     with (
         Http(timeout=5.0, retries=1, backoff=0.0) as http,
-        pytest.raises(IndexError_, match="larger than 64"),
+        pytest.raises(FetchError, match="larger than 64"),
     ):
         http.get(server.index_url + f"{PROJECT}/", max_bytes=64)

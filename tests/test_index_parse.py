@@ -10,7 +10,7 @@ import pytest
 from packaging.tags import Tag
 from packaging.version import Version
 
-from abiprobe.errors import IndexError_
+from abiprobe.errors import FetchError
 from abiprobe.index.pep503 import parse_html_page
 from abiprobe.index.pep691 import parse_json_page
 from abiprobe.model.candidate import candidates_from_files
@@ -209,5 +209,5 @@ def test_json_page_reads_yank_reason_and_legacy_metadata_key() -> None:
 
 @pytest.mark.parametrize("body", [b"{not json", b'{"files": 3}', b"[]", b"\xff\xfe"])
 def test_broken_json_page_is_one_index_error(body: bytes) -> None:
-    with pytest.raises(IndexError_, match=re.escape("https://index.example/simple/x/")):
+    with pytest.raises(FetchError, match=re.escape("https://index.example/simple/x/")):
         parse_json_page(body, "https://index.example/simple/x/")

@@ -16,7 +16,7 @@ from support.indexserver import IndexServer
 from support.wheelbuild import build_wheel
 
 from abiprobe.binary.zipdir import locate_central_directory, parse_central_directory
-from abiprobe.errors import HashMismatchError, IndexError_, WheelFormatError
+from abiprobe.errors import FetchError, HashMismatchError, WheelFormatError
 from abiprobe.index.client import IndexClient
 from abiprobe.net.http import Http
 from abiprobe.net.remote_wheel import NOTE_IGNORES_RANGES, RemoteZip, remote_wheel_facts
@@ -224,7 +224,7 @@ def test_always_truncated_members_end_in_one_error(
     with RemoteZip(http, server.file_url(served.filename)) as remote:
         remote.names()
         server.fail(match="/files/", truncate_after=100)
-        with pytest.raises(IndexError_, match=r"connection broke off .*\(after 3 attempts\)"):
+        with pytest.raises(FetchError, match=r"connection broke off .*\(after 3 attempts\)"):
             remote.read_members(["demo/libdemo.so"])
 
 
@@ -233,7 +233,7 @@ def test_wrong_content_range_ends_in_one_error(server: IndexServer, http: Http, 
     server.fail(match="/files/", wrong_content_range=True)
     with (
         RemoteZip(http, server.file_url(served.filename)) as remote,
-        pytest.raises(IndexError_, match=r"is not the requested tail \(after 3 attempts\)"),
+        pytest.raises(FetchError, match=r"is not the requested tail \(after 3 attempts\)"),
     ):
         remote.names()
 

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from packaging.utils import canonicalize_name
 
 from abiprobe.binary.zipguard import SMALL_MEMBER_LIMIT
-from abiprobe.errors import HashMismatchError, IndexError_
+from abiprobe.errors import FetchError, HashMismatchError, NotCachedError
 from abiprobe.index.config import IndexSource, Strategy
 from abiprobe.index.multi import (
     FetchStatus,
@@ -155,7 +155,7 @@ class IndexClient:
             headers["If-Modified-Since"] = cached.last_modified
         try:
             response = self.http.get(url, headers)
-        except IndexError_ as exc:
+        except FetchError as exc:
             reason = str(exc).removeprefix(f"{shown}: ")
             if cached is not None:
                 return from_cache(cached, reason)
@@ -180,7 +180,7 @@ class IndexClient:
         content_type = response.headers.get("content-type", "")
         try:
             page = parse_page(response.content, content_type, display_url(response.url), index_url, name)
-        except IndexError_ as exc:
+        except FetchError as exc:
             return PageFetch(source, shown, "failed", error=str(exc))
         if self.cache is not None:
             self.cache.store_page(
@@ -253,12 +253,12 @@ class IndexClient:
                 return hit
         shown = display_url(file.metadata_url)
         if self.offline:
-            raise IndexError_(f"{shown}: not in the cache (offline)")
+            raise NotCachedError(f"{shown}: not in the cache (offline)")
         if not file.has_metadata:
-            raise IndexError_(f"{file.filename}: the index offers no PEP 658 metadata file")
+            raise FetchError(f"{file.filename}: the index offers no PEP 658 metadata file")
         response = self.http.get(file.metadata_url, max_bytes=SMALL_MEMBER_LIMIT)
         if response.status != 200:
-            raise IndexError_(f"{shown}: HTTP {response.status}")
+            raise FetchError(f"{shown}: HTTP {response.status}")
         expected = file.metadata_hashes.get("sha256")
         if expected is not None:
             actual = hashlib.sha256(response.content).hexdigest()

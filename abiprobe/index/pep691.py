@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
-from abiprobe.errors import IndexError_
+from abiprobe.errors import FetchError
 from abiprobe.model.candidate import IndexFile, ProjectPage, mark_duplicates, parse_hash_fragment
 
 JSON_CONTENT_TYPE = "application/vnd.pypi.simple.v1+json"
@@ -65,11 +65,11 @@ def parse_json_page(
     try:
         data = json.loads(body)
     except RecursionError:
-        raise IndexError_(f"{page_url}: not valid JSON (nested too deeply)") from None
+        raise FetchError(f"{page_url}: not valid JSON (nested too deeply)") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise IndexError_(f"{page_url}: not valid JSON ({exc})") from None
+        raise FetchError(f"{page_url}: not valid JSON ({exc})") from None
     if not isinstance(data, Mapping) or not isinstance(data.get("files"), list):
-        raise IndexError_(f"{page_url}: JSON simple page has no 'files' list")
+        raise FetchError(f"{page_url}: JSON simple page has no 'files' list")
     files: list[IndexFile] = []
     notes: list[str] = []
     problems: list[str] = []

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from abiprobe import __version__, log
-from abiprobe.errors import IndexError_
+from abiprobe.errors import FetchError
 from abiprobe.net.filetransport import FileTransport
 from abiprobe.net.settings import Credential, NetworkSettings, network_settings
 from abiprobe.progress import DISPLAY
@@ -255,7 +255,7 @@ class Http:
     def with_retries(self, what: str, operation: Callable[[], T]) -> T:
         """Run ``operation``; on transport errors or RetryableError retry with exponential backoff (or
         after the server's Retry-After, up to ``retry_after_limit``). Every other HTTP failure (a
-        redirect loop, a body that does not decode, a bad URL) is one IndexError_ line at once."""
+        redirect loop, a body that does not decode, a bad URL) is one FetchError line at once."""
         last, wait = "", 0.0
         shown = display_url(what)
         for attempt in range(self.retries):
@@ -268,28 +268,28 @@ class Http:
                 last = str(exc)
                 if exc.retry_after is not None:
                     if exc.retry_after > self.retry_after_limit:
-                        raise IndexError_(f"{shown}: {last}, longer than abiprobe waits") from None
+                        raise FetchError(f"{shown}: {last}, longer than abiprobe waits") from None
                     wait = exc.retry_after
             except httpx.TimeoutException:
                 last = "timed out"
             except httpx.TransportError as exc:
                 last = _transport_reason(exc)
                 if _name_not_resolved(exc):  # the host name does not exist here: asking again won't help
-                    raise IndexError_(f"{shown}: {last}") from None
+                    raise FetchError(f"{shown}: {last}") from None
             except httpx.TooManyRedirects:
-                raise IndexError_(f"{shown}: redirect loop (more than {MAX_REDIRECTS} redirects)") from None
+                raise FetchError(f"{shown}: redirect loop (more than {MAX_REDIRECTS} redirects)") from None
             except httpx.DecodingError:
-                raise IndexError_(f"{shown}: the body does not decode as its Content-Encoding says") from None
+                raise FetchError(f"{shown}: the body does not decode as its Content-Encoding says") from None
             except (httpx.HTTPError, httpx.InvalidURL) as exc:
-                raise IndexError_(f"{shown}: {type(exc).__name__}: {_first_line(exc)}") from None
-        raise IndexError_(f"{shown}: {last} (after {self.retries} attempts)")
+                raise FetchError(f"{shown}: {type(exc).__name__}: {_first_line(exc)}") from None
+        raise FetchError(f"{shown}: {last} (after {self.retries} attempts)")
 
     def _watch(self, what: str, started: float, received: int) -> None:
         """Give up on a response that has taken longer than ``deadline`` and is not arriving at
         ``min_rate`` on average (a slow drip): one line, not retried."""
         elapsed = time.monotonic() - started
         if elapsed > self.deadline and received < self.min_rate * elapsed:
-            raise IndexError_(
+            raise FetchError(
                 f"{display_url(what)}: {received} bytes in {elapsed:.0f} s, too slow to finish "
                 f"(deadline {self.deadline:.0f} s)"
             )
@@ -327,7 +327,7 @@ class Http:
                         parts.append(part)
                         size += len(part)
                         if size > max_bytes:
-                            raise IndexError_(f"{display_url(url)}: body larger than {max_bytes} bytes")
+                            raise FetchError(f"{display_url(url)}: body larger than {max_bytes} bytes")
                         self._watch(url, started, response.num_bytes_downloaded)
                 finally:
                     self.count(response.num_bytes_downloaded)

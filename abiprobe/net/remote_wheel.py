@@ -32,7 +32,7 @@ from abiprobe.binary.zipdir import (
     parse_central_directory,
 )
 from abiprobe.binary.zipguard import check_declared, check_produced, copy_member, open_zip
-from abiprobe.errors import ElfFormatError, HashMismatchError, IndexError_, WheelFormatError
+from abiprobe.errors import ElfFormatError, FetchError, HashMismatchError, NotCachedError, WheelFormatError
 from abiprobe.net.http import Http, RetryableError, display_url
 
 if TYPE_CHECKING:
@@ -258,7 +258,7 @@ class RemoteZip:
                 self._download_full(response)
                 return None
             if response.status_code != 206:
-                raise IndexError_(f"{display_url(self.url)}: HTTP {response.status_code}")
+                raise FetchError(f"{display_url(self.url)}: HTTP {response.status_code}")
             start, end, total = _parse_content_range(response.headers.get("content-range"))
             self._check_total(total)
             if end != total - 1 or start != max(0, total - self.tail_size):
@@ -288,7 +288,7 @@ class RemoteZip:
         headers = {"Range": f"bytes={start}-{end - 1}", **_IDENTITY}
         with self.http.stream(self.url, headers) as response:
             if response.status_code != 206:
-                raise IndexError_(f"{display_url(self.url)}: HTTP {response.status_code} to a range request")
+                raise FetchError(f"{display_url(self.url)}: HTTP {response.status_code} to a range request")
             got = _parse_content_range(response.headers.get("content-range"))
             self._check_total(got[2])
             if got[:2] != (start, end - 1):
@@ -332,7 +332,7 @@ class RemoteZip:
             return
         with self.http.stream(self.url, _IDENTITY) as fresh:
             if fresh.status_code != 200:
-                raise IndexError_(f"{display_url(self.url)}: HTTP {fresh.status_code}")
+                raise FetchError(f"{display_url(self.url)}: HTTP {fresh.status_code}")
             yield self.http.iter_chunks(fresh)
 
     def names(self) -> list[str]:
@@ -574,7 +574,7 @@ def remote_wheel_facts(
         if hit is not None and trusted(hit, http, file, cache, offline=offline):
             return hit
     if offline:
-        raise IndexError_(f"{file.filename}: facts not in the cache (offline)")
+        raise NotCachedError(f"{file.filename}: facts not in the cache (offline)")
     with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
         if file.duplicate:
             # listed again with other hashes: only the whole file's sha256 says which listing it is

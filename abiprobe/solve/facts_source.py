@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from abiprobe.analyze.loader import PRELOADED
 from abiprobe.binary.wheel_members import dist_info_dir
-from abiprobe.errors import IndexError_
+from abiprobe.errors import NotCachedError
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.model.candidate import IndexFile
 from abiprobe.net.http import Http
@@ -68,7 +68,7 @@ def runtime_info_for(
             cache.store_summary(known.summary())
             return WheelInfo.of(known)
     if offline:
-        raise IndexError_(f"{file.filename}: facts not in the cache (offline)")
+        raise NotCachedError(f"{file.filename}: facts not in the cache (offline)")
     wanted = set(known.unread) if known is not None else None
 
     def more(path: str) -> bool:
@@ -102,7 +102,7 @@ def wheel_metadata_for(file: IndexFile, http: Http, cache: Cache | None, *, offl
     if entry is not None and (entry[1] is None or offline):
         return entry[0]
     if offline:
-        raise IndexError_(f"{file.filename}: metadata not in the cache (offline)")
+        raise NotCachedError(f"{file.filename}: metadata not in the cache (offline)")
     with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
         member = f"{dist_info_dir(remote.names())}/METADATA"
         if entry is not None and entry[1] == remote.directory_sha256:
