@@ -9,8 +9,9 @@ import pytest
 from support.stacks import FixtureStacks, fixture_stacks
 
 from abiprobe.analyze import SetAnalysis, analyze_extension, analyze_set
-from abiprobe.analyze.loader import LoaderSimulation
+from abiprobe.analyze.loader import LoaderSimulation, provider_name
 from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.facts import SymbolImport
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
 
@@ -270,3 +271,21 @@ def test_no_native_module_at_all_keeps_the_failure(stacks: FixtureStacks) -> Non
     v = _verdict(_analyze(stacks, "gpu_kernel", target=t), "gpu_arch", "gpu_kernel/hopper_ops.abi3.so")
     # THEN the modules without code still fail
     assert (v.status, v.explanation) == ("fail", "nothing runs on 12.1: carries sm_90a")
+
+
+def test_a_symbol_binds_to_the_library_that_defines_it_not_to_libc(stacks: FixtureStacks) -> None:
+    # GIVEN torch's libraries and the CUDA runtime preloaded globally, after the interpreter's libc
+    sim = LoaderSimulation(stacks.facts(*CORE, "sgl_kernel_v1"), T, P228)
+    ops = sim.layout.objects["sgl_kernel/common_ops.abi3.so"]
+    imports = {i.name: i for i in ops.facts.imports}
+    # WHEN the kernel's imports are looked up THEN each names the object ld.so binds it to
+    c10 = imports["_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib"]
+    cudart = imports["cudaRuntimeGetVersion"]
+    bound = {i.name: sim.lookup(i) for i in (c10, cudart)}
+    assert {name: provider_name(p) for name, p in bound.items() if p is not None} == {
+        c10.name: "torch/lib/libc10.so",
+        cudart.name: "nvidia/cu13/lib/libcudart.so.13",
+    }
+    # AND a libc function binds to libc, and a name nothing defines to nothing
+    assert provider_name(sim.lookup(SymbolImport("malloc", "GLIBC_2.2.5"))) == "system:libc.so.6"  # type: ignore[arg-type]
+    assert sim.lookup(SymbolImport("no_library_defines_this")) is None

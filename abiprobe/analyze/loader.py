@@ -125,8 +125,13 @@ def export_index(obj: InstalledObject) -> dict[str, tuple[tuple[str | None, bool
     return frozen
 
 
+def _defines(defined: str | None, default: bool, version: str | None) -> bool:
+    """Whether an export at version ``defined`` (the default one if ``default``) meets ``version``."""
+    return defined is None or (version is None and default) or defined == version
+
+
 def _matches(entries: Iterable[tuple[str | None, bool]], version: str | None) -> bool:
-    return any(v is None or (version is None and default) or v == version for v, default in entries)
+    return any(_defines(v, default, version) for v, default in entries)
 
 
 def is_python_symbol(name: str) -> bool:
@@ -187,12 +192,14 @@ class LoaderSimulation:
         self.driver = Driver() if profile.driver else None
         self.global_scope: list[Provider] = []
         self.loaded: dict[str, Provider] = {}
-        self._global_index: dict[str, list[tuple[str | None, bool]]] = {}
+        # name -> (version, default, position in global_scope) of every export of a global wheel object
+        self._global_index: dict[str, list[tuple[str | None, bool, int]]] = {}
+        self._global_system: list[tuple[int, SystemLibrary]] = []  # (position, library) in global_scope
         self.preloaded: list[LoadResult] = []
         for soname in INTERPRETER_LIBS:
             lib = profile.library(soname)
             if lib is not None:
-                self.global_scope.append(lib)
+                self._join_global(lib)
                 self.loaded[soname] = lib
         for obj in self.preload_order():
             if obj.path not in self.loaded:
@@ -209,7 +216,18 @@ class LoaderSimulation:
         )
         new.global_scope = list(self.global_scope)
         new._global_index = {k: list(v) for k, v in self._global_index.items()}
+        new._global_system = list(self._global_system)
         return new
+
+    def _join_global(self, p: Provider) -> None:
+        """Append ``p`` to the global scope (RTLD_GLOBAL), indexing what it defines by its position."""
+        at = len(self.global_scope)
+        self.global_scope.append(p)
+        if isinstance(p, InstalledObject):
+            for name, entries in export_index(p).items():
+                self._global_index.setdefault(name, []).extend((v, d, at) for v, d in entries)
+        elif isinstance(p, SystemLibrary):
+            self._global_system.append((at, p))
 
     def plan(self, wheels: Sequence[WheelFacts] | None = None) -> list[PlannedUnit]:
         """The units of ``wheels`` (default: every wheel of the set) in the order their packages load them."""
@@ -314,10 +332,7 @@ class LoaderSimulation:
         if is_global:
             for p in order:
                 if p not in self.global_scope:
-                    self.global_scope.append(p)
-                    if isinstance(p, InstalledObject):
-                        for name, entries in export_index(p).items():
-                            self._global_index.setdefault(name, []).extend(entries)
+                    self._join_global(p)
         failed = (
             result.missing_sonames
             or result.missing_versions
@@ -332,13 +347,25 @@ class LoaderSimulation:
                     self.loaded_by[key] = root.path
         return result
 
-    def _lookup(self, imp: SymbolImport, scope: Sequence[Provider]) -> Provider | None:
-        if _matches(self._global_index.get(imp.name, ()), imp.version):
-            return self.global_scope[0] if self.global_scope else None
+    def lookup(self, imp: SymbolImport, scope: Sequence[Provider] = ()) -> Provider | None:
+        """What ld.so binds ``imp`` to: the first object of the global scope, in load order, that defines
+        it, else the first of ``scope`` (a unit's search list) that does; None when none does. A system
+        library the profile knows nothing about (opaque) may define anything, so it counts as defining it."""
+        wheel_at = next(
+            (at for v, d, at in self._global_index.get(imp.name, ()) if _defines(v, d, imp.version)),
+            None,
+        )
+        for at, lib in self._global_system:
+            if wheel_at is not None and at > wheel_at:
+                break
+            if lib.provides(imp.name, imp.version) is not False:
+                return lib  # loaded before that object (libc first): ld.so finds it there first
+        if wheel_at is not None:
+            return self.global_scope[wheel_at]
         for p in scope:
+            if p in self.global_scope:
+                continue  # searched above
             if isinstance(p, InstalledObject):
-                if p in self.global_scope:
-                    continue
                 if _matches(export_index(p).get(imp.name, ()), imp.version):
                     return p
             elif isinstance(p, SystemLibrary) and p.provides(imp.name, imp.version) is not False:
@@ -371,7 +398,7 @@ class LoaderSimulation:
                     if abi3 and imp.name not in self._stable:
                         non_stable.append(MissingSymbol(obj.path, imp))
                     continue
-                if self._lookup(imp, scope) is not None:
+                if self.lookup(imp, scope) is not None:
                     continue
                 if driver_in_scope and is_driver_api_name(imp.name):
                     introduced = driver_symbol_introduced(imp.name)
