@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import struct
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -242,6 +243,67 @@ def test_truncated_library_raises_elf_error(cuda: CudaFixtures, cut: int, messag
     data = cuda.multi_so.read_bytes()
     with pytest.raises(ElfFormatError, match=message):
         gpu_code_of_elf(data[:cut])
+
+
+def with_section_field(path: Path, name: str, field: str, value: int) -> bytes:
+    """The file's bytes with one field (sh_offset or sh_size) of section ``name``'s header replaced."""
+    data = bytearray(path.read_bytes())
+    with path.open("rb") as f:
+        elf = ELFFile(f)
+        index = next(i for i, s in enumerate(elf.iter_sections()) if s.name == name)
+        header_at = elf["e_shoff"] + index * elf["e_shentsize"]
+    struct.pack_into("<Q", data, header_at + {"sh_offset": 24, "sh_size": 32}[field], value)
+    return bytes(data)
+
+
+def test_fatbin_section_past_the_end_is_one_labelled_elf_error(cuda: CudaFixtures) -> None:
+    # GIVEN a library whose .nv_fatbin header claims more bytes than the file holds
+    data = with_section_field(cuda.multi_so, ".nv_fatbin", "sh_size", cuda.multi_so.stat().st_size)
+    # WHEN its GPU code is read THEN the bounded reader refuses, naming the file and the section
+    with pytest.raises(ElfFormatError) as info:
+        gpu_code_of_elf(data, "x.so")
+    assert str(info.value) == "x.so: truncated ELF: section .nv_fatbin runs past end of file"
+
+
+def test_cubin_note_past_the_end_reads_like_any_elf_table(cuda: CudaFixtures) -> None:
+    # GIVEN an sm_120a cubin (ABI version 8: its variant comes from .note.nv.tkinfo) whose note lies
+    # past the file's end
+    size = cuda.cubin_sm120a.stat().st_size
+    data = with_section_field(cuda.cubin_sm120a, ".note.nv.tkinfo", "sh_offset", size)
+    # THEN the error has the same shape as every ELF reader's: file, kind, what, where
+    with pytest.raises(ElfFormatError) as info:
+        read_cubin(data, "k.cubin")
+    assert str(info.value) == "k.cubin: truncated ELF: section .note.nv.tkinfo runs past end of file"
+
+
+def test_fatbin_cut_inside_its_first_entry_is_refused_by_its_container_size(cuda: CudaFixtures) -> None:
+    # GIVEN a standalone fatbin cut inside its first entry header
+    data = cuda.fatbin.read_bytes()[: 16 + 20]
+    # THEN the container header, read whole, claims more than remains
+    with pytest.raises(FatbinFormatError, match=r"^t\.fatbin: fatbin container at 0x0 claims \d+ bytes"):
+        parse_fatbin(data, "t.fatbin")
+
+
+def test_corrupt_fatbin_in_a_library_names_the_library(cuda: CudaFixtures) -> None:
+    data = bytearray(cuda.multi_so.read_bytes())
+    offset, _ = section_bytes(cuda.multi_so, ".nv_fatbin")
+    data[offset : offset + 4] = b"\xde\xad\xbe\xef"
+    with pytest.raises(FatbinFormatError) as info:
+        gpu_code_of_elf(bytes(data), "x.so")
+    assert str(info.value) == "x.so: .nv_fatbin: no fatbin magic at 0x0 (found 0xefbeadde)"
+
+
+def test_hostile_library_on_the_command_line_is_one_line(cuda: CudaFixtures, tmp_path: Path) -> None:
+    # GIVEN the library with the oversized .nv_fatbin, on disk
+    bad = tmp_path / "bad.so"
+    bad.write_bytes(with_section_field(cuda.multi_so, ".nv_fatbin", "sh_size", 1 << 40))
+    # WHEN the real command line inspects it THEN one readable line, no traceback, exit 1
+    proc = subprocess.run(
+        [sys.executable, "-m", "abiprobe", "inspect", str(bad)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 1, proc.stderr
+    expected = f"abiprobe: error: {bad}: truncated ELF: section .nv_fatbin runs past end of file"
+    assert proc.stderr.strip() == expected
 
 
 # --- architectures and rules -----------------------------------------------------------------------

@@ -27,8 +27,9 @@ from support.solve_stacks import C10_CALL, C10_DECL, solve_argv
 from support.stacks import ABI3_TAG, PY_TAG, _module, _torch
 from support.wheelbuild import build_wheel
 
+from abiprobe.binary.bounded import ByteSource
 from abiprobe.binary.elf import read_elf, read_elf_prefix
-from abiprobe.binary.elf_layout import ByteSource, read_header, read_segments
+from abiprobe.binary.elf_layout import read_header, read_segments
 from abiprobe.cli import main
 from abiprobe.facts import ElfFacts
 from abiprobe.net.http import Http

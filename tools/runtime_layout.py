@@ -24,6 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from abiprobe.binary.bounded import ByteSource  # noqa: E402
 from abiprobe.binary.elf import (  # noqa: E402
     DT_GNU_HASH,
     DT_HASH,
@@ -42,7 +43,6 @@ from abiprobe.binary.elf import (  # noqa: E402
 from abiprobe.binary.elf_layout import (  # noqa: E402
     PT_DYNAMIC,
     AddressMap,
-    ByteSource,
     read_header,
     read_sections,
     read_segments,

@@ -1,20 +1,19 @@
 """Fatbin containers: walk the headers of concatenated containers and list their entries.
 
 Only headers are read, never payloads, so a multi-gigabyte ``.nv_fatbin`` costs one small read per entry.
-The walkers take a ``read(offset, length)`` callable so the same code serves bytes and seekable streams.
+The walkers take a :data:`abiprobe.binary.bounded.Reader` (a window of a ByteSource), so the same code
+serves bytes and seekable streams; they check every offset against the container before reading it.
 Layouts and flag bits: the CUDA binaries reference, checked against nvcc 13.0 builds.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from typing import Final
 
+from abiprobe.binary.bounded import ByteSource, Reader
 from abiprobe.errors import FatbinFormatError
 from abiprobe.facts import GpuCode, GpuCodeKind, GpuVariant
-
-Reader = Callable[[int, int], bytes]
 
 FATBIN_MAGIC: Final = 0xBA55ED50
 FATBIN_MAGIC_BYTES: Final = struct.pack("<I", FATBIN_MAGIC)
@@ -72,10 +71,9 @@ def read_container(
     ``strict_kinds`` also rejects unknown entry kinds and header versions (used when validating a
     container found by scanning arbitrary data for the magic).
     """
-    header = read(at, CONTAINER_HEADER.size)
-    if len(header) < CONTAINER_HEADER.size or at + CONTAINER_HEADER.size > end:
+    if at + CONTAINER_HEADER.size > end:
         raise FatbinFormatError(f"{container}: truncated fatbin container header at {at:#x}")
-    magic, version, header_size, size = CONTAINER_HEADER.unpack(header)
+    magic, version, header_size, size = CONTAINER_HEADER.unpack(read(at, CONTAINER_HEADER.size))
     if magic != FATBIN_MAGIC:
         raise FatbinFormatError(f"{container}: no fatbin magic at {at:#x} (found {magic:#010x})")
     if version != CONTAINER_VERSION or header_size != CONTAINER_HEADER.size:
@@ -92,9 +90,9 @@ def read_container(
     codes: list[GpuCode] = []
     pos = body
     while pos < container_end:
-        raw = read(pos, ENTRY_HEADER.size)
-        if pos + ENTRY_HEADER.size > container_end or len(raw) < ENTRY_HEADER.size:
+        if pos + ENTRY_HEADER.size > container_end:
             raise FatbinFormatError(f"{container}: truncated fatbin entry header at {pos:#x}")
+        raw = read(pos, ENTRY_HEADER.size)
         entry_header_size = struct.unpack_from("<I", raw, 4)[0]
         payload = struct.unpack_from("<Q", raw, 8)[0]
         if not ENTRY_HEADER.size <= entry_header_size <= MAX_ENTRY_HEADER:
@@ -119,8 +117,6 @@ def _skip_zeros(read: Reader, origin: int, at: int, end: int) -> int:
     while at < end:
         chunk = read(at, min(step, end - at))
         step = _ZERO_CHUNK
-        if not chunk:
-            return end
         stripped = len(chunk) - len(chunk.lstrip(b"\0"))
         if stripped < len(chunk):
             found = at + stripped
@@ -146,8 +142,6 @@ def scan_containers(read: Reader, start: int, end: int, container: str) -> list[
     at = start
     while at < end:
         chunk = read(at, min(_SCAN_CHUNK, end - at))
-        if not chunk:
-            break
         hit = chunk.find(FATBIN_MAGIC_BYTES)
         if hit < 0:
             at += max(len(chunk) - (len(FATBIN_MAGIC_BYTES) - 1), 1)
@@ -163,25 +157,16 @@ def scan_containers(read: Reader, start: int, end: int, container: str) -> list[
     return codes
 
 
-def bytes_reader(data: bytes | memoryview) -> Reader:
-    view = memoryview(data).cast("B") if isinstance(data, memoryview) else memoryview(data)
-
-    def read(offset: int, length: int) -> bytes:
-        if offset < 0 or length < 0:
-            return b""
-        return bytes(view[offset : offset + length])
-
-    return read
-
-
 def parse_fatbin(data: bytes | memoryview, container: str) -> tuple[GpuCode, ...]:
     """Entries of a run of concatenated fatbin containers (a ``.nv_fatbin`` section or ``nvcc -fatbin`` file).
 
     Raises FatbinFormatError on anything that is not such a run, including empty input.
     """
-    size = memoryview(data).nbytes
-    codes = walk_containers(bytes_reader(data), 0, size, container)
-    if size == 0 or (not codes and _skip_zeros(bytes_reader(data), 0, 0, size) >= size):
+    view = memoryview(data).cast("B")
+    size = view.nbytes
+    read = ByteSource(view, container, error=FatbinFormatError).window(0, size, "the fatbin")
+    codes = walk_containers(read, 0, size, container)
+    if size == 0 or (not codes and _skip_zeros(read, 0, 0, size) >= size):
         raise FatbinFormatError(f"{container}: no fatbin container in {size} bytes")
     return tuple(codes)
 
@@ -192,8 +177,6 @@ __all__ = [
     "FLAG_FAMILY",
     "FLAG_LZ4",
     "FLAG_ZSTD",
-    "Reader",
-    "bytes_reader",
     "parse_fatbin",
     "read_container",
     "scan_containers",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, replace
 
+from abiprobe.binary.bounded import BinaryInput, ByteSource, NeedBytes, source_label
 from abiprobe.binary.elf_dynsym import (
     MAX_TABLE_BYTES,
     StringTable,
@@ -24,10 +25,7 @@ from abiprobe.binary.elf_dynsym import (
 from abiprobe.binary.elf_layout import (
     PT_DYNAMIC,
     AddressMap,
-    ByteSource,
     ElfHeader,
-    ElfSource,
-    NeedBytes,
     SectionHeader,
     read_header,
     read_sections,
@@ -78,9 +76,9 @@ class DynamicTable:
         return self.single.get(tag)
 
 
-def read_elf(source: ElfSource, path: str = "") -> ElfFacts:
+def read_elf(source: BinaryInput, path: str = "") -> ElfFacts:
     """Read the dynamic facts of one ELF object from bytes, an mmap or a seekable binary stream."""
-    label = path or str(getattr(source, "name", "") or "<elf>")
+    label = source_label(source, path)
     src = ByteSource(source, label)
     try:
         return _read(src, path or label)
@@ -90,7 +88,7 @@ def read_elf(source: ElfSource, path: str = "") -> ElfFacts:
         src.close()
 
 
-def read_elf_prefix(source: ElfSource, size: int, path: str) -> ElfFacts | int:
+def read_elf_prefix(source: BinaryInput, size: int, path: str) -> ElfFacts | int:
     """The loader facts of an ELF object of ``size`` bytes from its first bytes only (``source``), or,
     when they do not reach every table the facts need, how many bytes from the start would. The facts
     say ``gpu_unread``: GPU code is never looked for in a prefix."""
@@ -106,10 +104,9 @@ def read_elf_prefix(source: ElfSource, size: int, path: str) -> ElfFacts | int:
     return replace(facts, gpu_unread=True, size=size)
 
 
-def list_sections(source: ElfSource, path: str = "") -> tuple[SectionHeader, ...]:
+def list_sections(source: BinaryInput, path: str = "") -> tuple[SectionHeader, ...]:
     """The section headers with their names; an empty tuple when the object has none."""
-    label = path or str(getattr(source, "name", "") or "<elf>")
-    src = ByteSource(source, label)
+    src = ByteSource(source, source_label(source, path))
     try:
         return read_sections(src, read_header(src))
     except (struct.error, ValueError, OverflowError, IndexError) as exc:
@@ -262,4 +259,4 @@ def _search_path(strings: StringTable, offsets: tuple[int, ...], what: str) -> t
     return tuple(out)
 
 
-__all__ = ["ElfFormatError", "ElfSource", "SectionHeader", "list_sections", "read_elf"]
+__all__ = ["BinaryInput", "ElfFormatError", "SectionHeader", "list_sections", "read_elf"]

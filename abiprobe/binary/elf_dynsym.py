@@ -16,7 +16,8 @@ from dataclasses import MISSING, dataclass, fields
 from functools import cached_property
 from itertools import compress, repeat
 
-from abiprobe.binary.elf_layout import AddressMap, ByteSource, ElfHeader, Searchable, SectionHeader
+from abiprobe.binary.bounded import ByteSource, Searchable
+from abiprobe.binary.elf_layout import AddressMap, ElfHeader, SectionHeader
 from abiprobe.facts import SymbolExport, SymbolImport, VersionNeed
 
 MAX_SYMBOLS = 1 << 24

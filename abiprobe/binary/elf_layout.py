@@ -1,22 +1,16 @@
 """ELF file layout: header, program headers, section headers and virtual-address mapping.
 
-Everything here reads only the few bytes it needs from a bounded source, so a hostile header can never
-make a read run past the end of the file or allocate more than the file could hold.
+Everything here reads only the few bytes it needs through :class:`abiprobe.binary.bounded.ByteSource`, so a
+hostile header can never make a read run past the end of the file or allocate more than the file could hold.
 """
 
 from __future__ import annotations
 
-import contextlib
-import mmap
-import os
-import stat
 import struct
 from dataclasses import dataclass
-from typing import BinaryIO, TypeAlias
 
-from abiprobe.errors import ElfFormatError
-
-ElfSource: TypeAlias = bytes | bytearray | memoryview | mmap.mmap | BinaryIO
+from abiprobe.binary.bounded import ByteSource, Searchable
+from abiprobe.errors import BinaryFormatError
 
 PT_LOAD = 1
 PT_DYNAMIC = 2
@@ -44,108 +38,6 @@ _MACHINES: dict[int, str] = {
 _TYPES: dict[int, str] = {0: "NONE", 1: "REL", 2: "EXEC", 3: "DYN", 4: "CORE"}
 
 
-Searchable: TypeAlias = bytes | bytearray | mmap.mmap
-
-
-class NeedBytes(Exception):  # a request for more input, not an error
-    """A read reached past the bytes available so far (of a file being inflated): ``end`` is how many
-    bytes from the start it needs."""
-
-    def __init__(self, end: int) -> None:
-        super().__init__(end)
-        self.end = end
-
-
-class ByteSource:
-    """Bounded random access over bytes, an mmap or a seekable stream; every short read is an error.
-
-    A stream backed by a regular file is memory-mapped read-only, so big tables are used in place
-    (page-cache pages) instead of being copied; other streams are read with seek + read.
-
-    With ``size`` the source holds only the first bytes of a file of that size (a member still being
-    inflated): a read inside the file but past the bytes held raises :class:`NeedBytes`.
-    """
-
-    def __init__(self, source: ElfSource, label: str, size: int | None = None) -> None:
-        self.label = label
-        self._buf: Searchable | memoryview | None = None
-        self._stream: BinaryIO | None = None
-        self._owned_map: mmap.mmap | None = None
-        if isinstance(source, (bytes, bytearray, memoryview, mmap.mmap)):
-            self._buf = source
-            self.size = source.nbytes if isinstance(source, memoryview) else len(source)
-        else:
-            self._owned_map = _map_file(source)
-            if self._owned_map is not None:
-                self._buf = self._owned_map
-                self.size = len(self._owned_map)
-            else:
-                self._stream = source
-                try:
-                    self.size = source.seek(0, os.SEEK_END)
-                except (OSError, ValueError) as exc:
-                    raise ElfFormatError(f"{label}: cannot seek in ELF stream: {exc}") from None
-        self.held = self.size
-        if size is not None:
-            self.held, self.size = min(self.size, size), size
-
-    def close(self) -> None:
-        """Unmap a mapping this source made itself (left to the collector while views still exist)."""
-        if self._owned_map is not None:
-            with contextlib.suppress(BufferError):
-                self._owned_map.close()
-
-    def fail(self, message: str) -> ElfFormatError:
-        return ElfFormatError(f"{self.label}: {message}")
-
-    def check(self, offset: int, length: int, what: str) -> None:
-        """Raise unless ``[offset, offset+length)`` lies inside the file."""
-        if offset < 0 or length < 0:
-            raise self.fail(f"bad ELF: {what} has a negative offset or size")
-        if offset + length > self.size:
-            raise self.fail(f"truncated ELF: {what} runs past end of file")
-        if offset + length > self.held:
-            raise NeedBytes(offset + length)
-
-    def read(self, offset: int, length: int, what: str) -> bytes:
-        self.check(offset, length, what)
-        if self._buf is not None:
-            return bytes(self._buf[offset : offset + length])
-        assert self._stream is not None
-        try:
-            self._stream.seek(offset)
-            data = self._stream.read(length)
-        except (OSError, ValueError) as exc:
-            raise self.fail(f"cannot read {what}: {exc}") from None
-        if len(data) != length:
-            raise self.fail(f"truncated ELF: {what} runs past end of file")
-        return data
-
-    def view(self, offset: int, length: int, what: str) -> memoryview:
-        """The bytes at ``offset`` without copying them where the source is already in memory."""
-        if self._buf is None:
-            return memoryview(self.read(offset, length, what))
-        self.check(offset, length, what)
-        return memoryview(self._buf)[offset : offset + length]
-
-    def searchable(self, offset: int, length: int, what: str) -> tuple[Searchable, int]:
-        """A buffer with ``find`` holding the range, and the range's start in it (in place if possible)."""
-        self.check(offset, length, what)
-        if self._buf is not None and not isinstance(self._buf, memoryview):
-            return self._buf, offset
-        return self.read(offset, length, what), 0
-
-
-def _map_file(source: BinaryIO) -> mmap.mmap | None:
-    try:
-        fd = source.fileno()
-        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_size == 0:
-            return None
-        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
 @dataclass(frozen=True)
 class ElfHeader:
     """The fields of the ELF file header that the dynamic reader needs."""
@@ -153,6 +45,7 @@ class ElfHeader:
     elf_class: int
     endian: str  # "<" or ">"
     osabi: int
+    abi_version: int
     elf_type: str
     machine: str
     flags: int
@@ -229,6 +122,7 @@ def read_header(src: ByteSource) -> ElfHeader:
         elf_class=elf_class,
         endian=endian,
         osabi=ident[7],
+        abi_version=ident[8],
         elf_type=_TYPES.get(e_type, f"0x{e_type:x}"),
         machine=machine_name(e_machine, elf_class, endian),
         flags=flags,
@@ -336,7 +230,7 @@ class AddressMap:
         self._src = src
         self._loads = sorted((s.vaddr, s.filesz, s.offset) for s in segments if s.type == PT_LOAD)
 
-    def fail(self, message: str) -> ElfFormatError:
+    def fail(self, message: str) -> BinaryFormatError:
         return self._src.fail(message)
 
     def offset(self, vaddr: int, length: int, what: str) -> int:

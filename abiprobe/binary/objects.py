@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import os
 from pathlib import Path
 from typing import BinaryIO
 
-from abiprobe.binary.cuda import gpu_code_of_elf, read_cubin
+from abiprobe.binary.cuda import gpu_code_of_elf
 from abiprobe.binary.elf import read_elf
 from abiprobe.errors import BinaryFormatError
 from abiprobe.facts import ElfFacts
@@ -35,7 +34,7 @@ def inspect_stream(stream: BinaryIO, path: str, *, with_hash: bool = True) -> El
     size = stream.tell()
     stream.seek(0)
     facts = read_elf(stream, path)
-    gpu = (read_cubin(stream),) if facts.machine == "cuda" else gpu_code_of_elf(stream)
+    gpu = gpu_code_of_elf(stream, path)  # a standalone cubin's single entry, or every fatbin entry
     digest = _sha256_of_stream(stream) if with_hash else None
     return dataclasses.replace(facts, gpu_code=tuple(gpu), sha256=digest, size=size)
 
@@ -48,18 +47,6 @@ def inspect_file(path: Path, display: str | None = None) -> ElfFacts:
             return inspect_stream(fh, name)
     except OSError as exc:
         raise BinaryFormatError(f"{name}: cannot read: {exc.strerror or exc}") from None
-
-
-def inspect_bytes(data: bytes, path: str) -> ElfFacts:
-    return inspect_stream(io.BytesIO(data), path)
-
-
-def is_elf_file(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(4) == ELF_MAGIC
-    except OSError:
-        return False
 
 
 def _sha256_of_stream(stream: BinaryIO) -> str:
