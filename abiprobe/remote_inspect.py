@@ -19,8 +19,8 @@ from abiprobe.index.multi import IndexOutcome
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http
-from abiprobe.net.remote_wheel import remote_wheel_facts
 from abiprobe.store.cache import Cache
+from abiprobe.store.reads import WheelReads
 
 
 def index_file_from_url(url: str) -> IndexFile:
@@ -84,10 +84,7 @@ def _index_file(
     client = IndexClient(config.sources, cache, http, args.offline, strategy=config.strategy)
     listing = client.list_project(_project_name(target))
 
-    def cached(c: Candidate) -> bool:
-        return bool(c.file.sha256) and cache.load_summary(c.file.sha256 or "") is not None
-
-    prefer = cached if prefer_cached else None
+    prefer = (lambda c: WheelReads(http, cache, args.offline).holds(c.file)) if prefer_cached else None
     return pick_candidate(listing.candidates, target, prefer, unread=listing.failed).file
 
 
@@ -121,19 +118,5 @@ def inspect_remote(target: str, args: argparse.Namespace, *, prefer_cached: bool
 
 
 def facts_of_file(file: IndexFile, http: Http, cache: Cache, *, offline: bool) -> WheelFacts:
-    """A remote wheel's facts, cache first; offline, only a whole cached entry will do."""
-    if offline:
-        sha = file.sha256
-        hit = cache.load_facts(sha, allow_partial=True, allow_unverified=True) if sha else None
-        if hit is None:
-            raise UsageError(f"{file.filename}: not in the cache, and --offline forbids fetching it")
-        if hit.partial:
-            gpu = sum(e.gpu_unread for e in hit.elf)
-            tables = f", {gpu} of them only up to their loader tables" if gpu else ""
-            raise UsageError(
-                f"{file.filename}: only partly in the cache (a solve read {len(hit.elf)} of its "
-                f"{len(hit.elf) + len(hit.unread)} libraries{tables}), and --offline forbids fetching "
-                "the rest"
-            )
-        return hit
-    return remote_wheel_facts(http, file, cache)
+    """A remote wheel's complete facts, cache first (``abiprobe.store.reads``)."""
+    return WheelReads(http, cache, offline).facts(file)

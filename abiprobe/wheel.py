@@ -11,21 +11,17 @@ from dataclasses import replace
 from email.parser import HeaderParser
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from abiprobe.binary.wheel_members import dist_info_dir, installed_path
-from abiprobe.errors import BinaryFormatError, HashMismatchError, WheelFormatError
-
-if TYPE_CHECKING:
-    from abiprobe.store.cache import Cache
 from abiprobe.binary.objects import inspect_stream, looks_like_binary_member
+from abiprobe.binary.wheel_members import dist_info_dir, installed_path
 from abiprobe.binary.zipguard import copy_member, open_zip, zip_errors
-from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts, WheelInfo
+from abiprobe.errors import BinaryFormatError, HashMismatchError, WheelFormatError
+from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts
 from abiprobe.pysource import scan_sources
 from abiprobe.store.localstate import hash_file as sha256_of_file
-from abiprobe.store.localstate import local_sha256
 
 _SPOOL_LIMIT = 64 << 20
 MAX_SOURCE_BYTES = 1 << 20  # a larger .py file is generated data, not code that loads libraries
@@ -296,44 +292,3 @@ def _is_linker_script(head: bytes) -> bool:
 
 def _open_binary(path: Path) -> BinaryIO:
     return path.open("rb")
-
-
-def cached_wheel_facts(path: Path, cache: Cache | None = None) -> WheelFacts:
-    """Facts of a local wheel from the cache by its sha256, computed and stored on a miss.
-
-    The sha256 itself is remembered by the file's identity (``abiprobe.store.localstate``), so a wheel is
-    hashed once, not on every call."""
-    from abiprobe.store.cache import Cache
-
-    store = cache if cache is not None else Cache()
-    info = local_wheel_info(path, store)
-    facts = info.full()
-    if facts is None:  # the entry went missing or was damaged since the summary was read
-        facts = _computed_facts(path, info.sha256, store)
-    return facts
-
-
-def local_wheel_info(path: Path, cache: Cache | None = None) -> WheelInfo:
-    """A local wheel's summary, its full facts loaded on first use (both from the cache when there)."""
-    from abiprobe.store.cache import Cache
-
-    store = cache if cache is not None else Cache()
-    try:
-        digest = local_sha256(path)
-    except OSError as exc:
-        raise WheelFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    summary = store.load_summary(digest)
-    if summary is not None:
-        return WheelInfo(summary, load=lambda: store.load_facts(digest))
-    hit = store.load_facts(digest)
-    if hit is not None:
-        store.store_summary(hit.summary())
-        return WheelInfo.of(hit)
-    return WheelInfo.of(_computed_facts(path, digest, store))
-
-
-def _computed_facts(path: Path, digest: str, store: Cache) -> WheelFacts:
-    """Read a local wheel whose sha256 is ``digest`` (from ``local_sha256``) and store its facts."""
-    facts = wheel_facts_from_path(path, known_sha256=digest)
-    store.store_facts(facts)
-    return facts

@@ -92,9 +92,9 @@ def naive_installs(cache: Path) -> dict[str, int]:
     from abiprobe.net.http import Http
     from abiprobe.solve.candidates import FilterOptions
     from abiprobe.solve.closure import Completion
-    from abiprobe.solve.facts_source import wheel_info_for, wheel_metadata_for
     from abiprobe.solve.pipeline import solve
     from abiprobe.store.cache import Cache
+    from abiprobe.store.reads import WheelReads
 
     args = build_parser("solve").parse_args(["solve", *ARGS, "--offline"])
     target = Target.parse(
@@ -105,10 +105,10 @@ def naive_installs(cache: Path) -> dict[str, int]:
     store = Cache(cache)
     with Http(progress=False) as http:
         client = IndexClient(config.sources, store, http, offline=True)
+        reads = WheelReads(http, store, offline=True)
         result, providers = solve(
             stack, target, profile_for(target.machine, target.glibc), client,
-            lambda f: wheel_info_for(f, http, store, offline=True), FilterOptions(window=args.window),
-            metadata_for=lambda f: wheel_metadata_for(f, http, store, offline=True),
+            reads.info, FilterOptions(window=args.window), metadata_for=reads.metadata,
         )  # fmt: skip
         complete = Completion(providers.collector, target)
         groups = {g.id: g for gs in result.matrix.groups.values() for g in gs}

@@ -85,11 +85,7 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("abiprobe.report.torch_upgrade", "abiprobe.store.cache"),
         ("abiprobe.report.torch_upgrade", "abiprobe.known_wheels"),
         ("abiprobe.report.torch_upgrade", "abiprobe.wheel"),
-        # The solve reads facts and pages through the live cache, HTTP client and index client instead of
-        # ports it declares; the cache-first read policy is to become one port in the store edge.
-        ("abiprobe.solve.facts_source", "abiprobe.store.cache"),
-        ("abiprobe.solve.facts_source", "abiprobe.net.http"),
-        ("abiprobe.solve.facts_source", "abiprobe.net.remote_wheel"),
+        # The solve reads pages through the live HTTP client and index client instead of ports it declares.
         ("abiprobe.solve.pipeline", "abiprobe.net.http"),
         ("abiprobe.solve.pipeline", "abiprobe.index.client"),
         ("abiprobe.solve.pipeline", "abiprobe.index.multi"),

@@ -61,7 +61,7 @@ def test_offline_inspect_of_an_unknown_wheel_is_one_clear_error(
     url = server.file_url(served.filename) + "#sha256=" + served.sha256
     # WHEN it is inspected with --offline
     code = main(["inspect", url, "--offline", "--cache-dir", str(tmp_path / "c")])
-    # THEN it says so and fetches nothing
-    assert code == 2
+    # THEN it says so (exit 3, as every offline miss) and fetches nothing
+    assert code == 3
     assert "--offline" in capsys.readouterr().err
     assert server.requests[served.path] == 0

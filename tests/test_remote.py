@@ -19,8 +19,9 @@ from abiprobe.binary.zipdir import locate_central_directory, parse_central_direc
 from abiprobe.errors import FetchError, HashMismatchError, WheelFormatError
 from abiprobe.index.client import IndexClient
 from abiprobe.net.http import Http
-from abiprobe.net.remote_wheel import NOTE_IGNORES_RANGES, RemoteZip, remote_wheel_facts
+from abiprobe.net.remote_wheel import NOTE_IGNORES_RANGES, RemoteZip
 from abiprobe.store.cache import Cache
+from abiprobe.store.reads import WheelReads
 from abiprobe.wheel import wheel_facts_from_path
 
 LIB_C = "int demo_value(void) { return 42; }\n"
@@ -186,18 +187,18 @@ def test_wrong_index_hash_raises_and_stores_no_facts(
     (candidate,) = IndexClient([server.index_url], cache, http).list_project("demo").candidates
     # WHEN its facts are read THEN the hash mismatch is one error and nothing is cached
     with pytest.raises(HashMismatchError, match="does not match the index's 0000"):
-        remote_wheel_facts(http, candidate.file, cache)
+        WheelReads(http, cache).facts(candidate.file)
     assert cache.load_facts("0" * 64) is None
 
 
-def test_remote_wheel_facts_are_cached_by_sha256(
+def test_remote_facts_are_cached_by_sha256(
     server: IndexServer, http: Http, cache: Cache, small_wheel: Path
 ) -> None:
     served = server.add_wheel(small_wheel)
     (candidate,) = IndexClient([server.index_url], cache, http).list_project("demo").candidates
-    first = remote_wheel_facts(http, candidate.file, cache)
+    first = WheelReads(http, cache).facts(candidate.file)
     server.reset_counts()
-    second = remote_wheel_facts(http, candidate.file, cache)
+    second = WheelReads(http, cache).facts(candidate.file)
     assert first == second and first.sha256 == served.sha256
     assert server.requests[served.path] == 0
 

@@ -164,8 +164,8 @@ def test_inspect_of_a_partly_read_runtime_wheel_reads_the_rest(
         capsys.readouterr()
         # WHEN the runtime wheel the solve read in part is inspected offline
         rc = main([*inspect, "--offline"])
-        # THEN that is one clear line: the cache holds only part of it
-        assert rc == 2
+        # THEN that is one clear line (exit 3, as every offline miss): the cache holds only part of it
+        assert rc == 3
         assert "only partly in the cache (a solve read 2 of its 3 libraries)" in capsys.readouterr().err
         # WHEN it is inspected online
         server.reset_counts()

@@ -55,18 +55,14 @@ def gather(args: argparse.Namespace, target: Target, source: ItemSource) -> Item
     items = tuple(resolve_item(text, source, target) for text in args.items)
     if args.no_deps:
         return ItemSet(items)
-    from abiprobe.solve.facts_source import runtime_info_for, wheel_info_for, wheel_metadata_for
     from abiprobe.solve.pipeline import Collector
+    from abiprobe.store.reads import WheelReads
 
-    http, cache, offline = source.http, source.cache, source.offline
+    reads = WheelReads(source.http, source.cache, source.offline)
     collector = Collector(
-        source.client,
-        lambda f: wheel_info_for(f, http, cache, offline=offline),
-        target,
-        metadata_for=lambda f: wheel_metadata_for(f, http, cache, offline=offline),
-        runtime_facts_for=lambda f, read: runtime_info_for(f, http, cache, read, offline=offline),
+        source.client, reads.info, target, metadata_for=reads.metadata, runtime_facts_for=reads.runtime_info
     )
     roots = [root_of(i.file, i.facts) for i in items]
-    closure = install_closure(roots, collector, target, pre=getattr(args, "pre", False), memo=cache)
+    closure = install_closure(roots, collector, target, pre=getattr(args, "pre", False), memo=source.cache)
     trouble = tuple(dict.fromkeys(o.index for o in collector.outcomes if o.status == "failed"))
     return ItemSet(items, closure.added, closure.error, closure.impossible, trouble)

@@ -30,13 +30,13 @@ from abiprobe.net.remote_wheel import served_directory
 from abiprobe.report.matrix_json import index_state, matrix_document
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.closure import Completion
-from abiprobe.solve.facts_source import runtime_info_for, wheel_info_for, wheel_metadata_for
 from abiprobe.solve.outputs import output_files
 from abiprobe.solve.pipeline import RuntimeProviders, solve
 from abiprobe.solve.result import SolveResult
 from abiprobe.solve.stack import Stack, default_stack, load_stack_file
 from abiprobe.store.cache import Cache, default_cache_root
 from abiprobe.store.primitives import write_text_atomic
+from abiprobe.store.reads import WheelReads
 
 # What each serves (checked against saved copies of the sglang and flashinfer pages): PyTorch's torch and
 # the CUDA runtime wheels; sglang's kernels; flashinfer's cu130/ page the jit-cache shim and its
@@ -212,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
     )
     cache = Cache(args.cache_dir or default_cache_root())
     with Http(progress=not args.json) as http:
+        reads = WheelReads(http, cache, offline=args.offline)
         client = IndexClient(
             config.sources,
             cache,
@@ -233,11 +234,11 @@ def run(args: argparse.Namespace) -> int:
             target,
             profile,
             client,
-            lambda f: wheel_info_for(f, http, cache, offline=args.offline),
+            reads.info,
             options,
             runtime=not args.no_runtime,
-            metadata_for=lambda f: wheel_metadata_for(f, http, cache, offline=args.offline),
-            runtime_facts_for=lambda f, read: runtime_info_for(f, http, cache, read, offline=args.offline),
+            metadata_for=reads.metadata,
+            runtime_facts_for=reads.runtime_info,
         )
         # the rest of an install (numpy, sympy, ...): for the lock and the probe jobs, resolved on demand
         complete = None

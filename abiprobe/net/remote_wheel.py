@@ -32,7 +32,7 @@ from abiprobe.binary.zipdir import (
     parse_central_directory,
 )
 from abiprobe.binary.zipguard import check_declared, check_produced, copy_member, open_zip
-from abiprobe.errors import ElfFormatError, FetchError, HashMismatchError, NotCachedError, WheelFormatError
+from abiprobe.errors import ElfFormatError, FetchError, HashMismatchError, WheelFormatError
 from abiprobe.net.http import Http, RetryableError, display_url
 
 if TYPE_CHECKING:
@@ -561,25 +561,3 @@ def trusted(
         return True
     recorded = entry.directory_sha256
     return recorded is not None and recorded == served_directory(http, file, cache)
-
-
-def remote_wheel_facts(
-    http: Http, file: IndexFile, cache: Cache | None = None, *, offline: bool = False
-) -> WheelFacts:
-    """Facts of an index file: from the cache by sha256 (unverified ones only while ``trusted``), else read
-    remotely and stored. Without an index sha256 the whole file is read so that the facts get a true key.
-    """
-    if cache is not None and file.sha256:
-        hit = cache.load_facts(file.sha256, allow_unverified=True)
-        if hit is not None and trusted(hit, http, file, cache, offline=offline):
-            return hit
-    if offline:
-        raise NotCachedError(f"{file.filename}: facts not in the cache (offline)")
-    with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
-        if file.duplicate:
-            # listed again with other hashes: only the whole file's sha256 says which listing it is
-            remote.open_full()
-        facts = remote.facts(file.filename, file.sha256)
-    if cache is not None and facts.sha256:
-        cache.store_facts(facts)
-    return facts

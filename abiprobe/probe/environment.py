@@ -25,7 +25,7 @@ from abiprobe.probe.procs import ProcessRegistry
 from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver, needs_driver
 from abiprobe.probe.venv import unpack_wheel
 from abiprobe.solve.stack import default_stack
-from abiprobe.wheel import cached_wheel_facts
+from abiprobe.store.reads import cached_wheel_facts
 
 _RUNNER = Path(__file__).with_name("runner.py")
 _PATHS = (

@@ -37,9 +37,9 @@ from abiprobe.probe.venv import (
     site_packages,
     venv_python,
 )
-from abiprobe.store.cache import Cache
 from abiprobe.store.localstate import local_sha256, local_state_dir
-from abiprobe.wheel import local_wheel_info, top_level_of
+from abiprobe.store.reads import local_wheel_info, stored_local_summary
+from abiprobe.wheel import top_level_of
 
 FactsLoader = Callable[[Path], WheelInfo]
 _RUNNER = Path(__file__).with_name("runner.py")
@@ -47,10 +47,7 @@ _RUNNER = Path(__file__).with_name("runner.py")
 
 def wheel_tops(wheel: Path) -> tuple[str, ...]:
     """Top-level import names a wheel installs: from its cached summary, else its zip listing."""
-    try:
-        summary = Cache().load_summary(local_sha256(wheel))
-    except OSError:
-        summary = None
+    summary = stored_local_summary(wheel)
     if summary is not None:
         return tuple(sorted(top_level_of(installed_path(n) for n in summary.files)))
     try:

@@ -21,7 +21,7 @@ from abiprobe.errors import CacheError
 from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.hosts import concrete_bytes, neutral, neutral_bytes
 from abiprobe.store import entries
-from abiprobe.store.entries import CorruptEntryError, ForeignSchemaError, PageRecord
+from abiprobe.store.entries import CorruptEntryError, ForeignSchemaError, MetadataEntry, PageRecord
 from abiprobe.store.localstate import local_state_dir
 from abiprobe.store.maintenance import (
     CacheInfo,
@@ -317,24 +317,25 @@ class Cache:
         """Verified core metadata stored under a wheel sha256 or a URL, or None on a miss or a damaged
         entry; metadata range-read from an unhashed wheel only through ``load_metadata_entry``."""
         entry = self.load_metadata_entry(key)
-        return entry[0] if entry is not None and entry[1] is None else None
+        return entry.data if entry is not None and entry.directory_sha256 is None else None
 
-    def load_metadata_entry(self, key: str) -> tuple[bytes, str | None] | None:
-        """(metadata, the central directory it was range-read through, None when verified), or None."""
+    def load_metadata_entry(self, key: str) -> MetadataEntry | None:
+        """The stored metadata with how it was read (see ``MetadataEntry``), or None."""
         normal = self._metadata_key(key)
         path = entries.metadata_path(self.root, normal)
         data = self._read(path)
         if data is None:
             return None
         name = entries.metadata_name(normal)
-        decoded = self._decode(path, data, lambda d: entries.decode_metadata(d, name))
-        return None if decoded is None else (decoded[1], decoded[2])
+        return self._decode(path, data, lambda d: entries.decode_metadata(d, name))
 
-    def store_metadata(self, key: str, data: bytes, *, directory_sha256: str | None = None) -> None:
+    def store_metadata(
+        self, key: str, data: bytes, *, directory_sha256: str | None = None, wheel_sha256: str | None = None
+    ) -> None:
         if self.readonly:
             return
         normal = self._metadata_key(key)
-        encoded = entries.encode_metadata(normal, bytes(data), directory_sha256)
+        encoded = entries.encode_metadata(normal, bytes(data), directory_sha256, wheel_sha256)
         self._write(entries.metadata_path(self.root, normal), encoded)
 
     @staticmethod
@@ -458,6 +459,7 @@ __all__ = [
     "CacheProblem",
     "CachedPage",
     "KindStats",
+    "MetadataEntry",
     "PruneReport",
     "StalePage",
     "VerifyReport",

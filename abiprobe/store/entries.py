@@ -321,23 +321,39 @@ def metadata_headers(data: bytes) -> bytes:
     return b"\n".join(kept) + b"\n"
 
 
-def encode_metadata(key: str, data: bytes, directory_sha256: str | None = None) -> bytes:
-    """METADATA headers (:func:`metadata_headers`), the default registry's hosts in project URLs stored as
-    tokens, as pages are.
+@dataclass(frozen=True)
+class MetadataEntry:
+    """A stored METADATA: ``directory_sha256`` the central directory it was range-read through (None: the
+    wheel was hashed whole against its sha256); ``wheel_sha256``, in an entry kept by URL (a wheel listed
+    without a sha256), the sha256 that URL's bytes had when they were hashed whole for their facts."""
 
-    ``directory_sha256``: the member was range-read through that central directory, the wheel unhashed."""
+    key: str
+    data: bytes
+    directory_sha256: str | None = None
+    wheel_sha256: str | None = None
+
+
+def encode_metadata(
+    key: str, data: bytes, directory_sha256: str | None = None, wheel_sha256: str | None = None
+) -> bytes:
+    """METADATA headers (:func:`metadata_headers`), the default registry's hosts in project URLs stored as
+    tokens, as pages are (``directory_sha256``, ``wheel_sha256``: see :class:`MetadataEntry`)."""
     extra = {"directory_sha256": directory_sha256} if directory_sha256 is not None else {}
+    if wheel_sha256 is not None:
+        extra["wheel_sha256"] = wheel_sha256
     return _frame("metadata", neutral(key), neutral_bytes(metadata_headers(data)), **extra)
 
 
-def decode_metadata(data: bytes, expected_name: str) -> tuple[str, bytes, str | None]:
-    """(key, METADATA bytes, the central directory it was range-read through or None when verified)."""
+def decode_metadata(data: bytes, expected_name: str) -> MetadataEntry:
     header, payload = _unframe(data, "metadata")
     key = header.get("key")
     key = concrete(key) if isinstance(key, str) else key
     if not isinstance(key, str) or metadata_name(key) != expected_name:
         raise CorruptEntryError("metadata entry is filed under another key's name")
-    return key, concrete_bytes(payload), _optional_str(header.get("directory_sha256"))
+    wheel = _optional_str(header.get("wheel_sha256"))
+    if wheel is not None and not is_sha256_hex(wheel):
+        raise CorruptEntryError("metadata entry names a wheel sha256 that is not one")
+    return MetadataEntry(key, concrete_bytes(payload), _optional_str(header.get("directory_sha256")), wheel)
 
 
 def encode_hosts(notes: dict[str, dict[str, Any]]) -> bytes:

@@ -240,7 +240,7 @@ def _check(entry: _Entry) -> bool:
     elif entry.kind == "analyses":
         entries.decode_analysis(data, entry.name)
     elif entry.kind == "metadata":
-        return entries.decode_metadata(data, entry.name)[2] is None
+        return entries.decode_metadata(data, entry.name).directory_sha256 is None
     elif entry.kind == "hosts":
         entries.decode_hosts(data)
     return True
