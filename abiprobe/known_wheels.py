@@ -17,6 +17,7 @@ from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.store import entries as cache_entries
 from abiprobe.store.cache import Cache
+from abiprobe.store.reads import stored_facts, stored_summary
 
 TORCH_SONAMES = frozenset(
     {
@@ -33,15 +34,15 @@ CACHED = "cached"  # the --torch word for: every torch release whose facts the c
 
 def cached_facts(cache_dir: Path | None, want: Callable[[WheelSummary], bool]) -> list[WheelFacts]:
     """Complete facts of every cached wheel whose summary ``want`` accepts (summaries are read first: a
-    few kB each), by name and version."""
+    few kB each), as an offline read takes them, by name and version."""
     cache = Cache(cache_dir, readonly=True)
     out: list[WheelFacts] = []
     for path in sorted((cache.root / cache_entries.FACTS_DIR).glob(f"*/*{cache_entries.SUMMARY_SUFFIX}")):
         sha = path.name.removesuffix(cache_entries.SUMMARY_SUFFIX)
-        summary = cache.load_summary(sha, allow_unverified=True)  # what is stored, as offline reads it
+        summary = stored_summary(cache, sha)
         if summary is None or not want(summary):
             continue
-        facts = cache.load_facts(sha, allow_unverified=True)
+        facts = stored_facts(cache, sha)
         if facts is not None:
             out.append(facts)
     out.sort(key=lambda f: (f.metadata.name.lower(), f.metadata.version, f.filename))

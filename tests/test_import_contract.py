@@ -80,11 +80,6 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("abiprobe.solve.evaluate", "abiprobe.demangle"),
         ("abiprobe.analyze.torch_diff", "abiprobe.demangle"),
         ("abiprobe.render.inspect", "abiprobe.demangle"),
-        # The torch-upgrade report reads cached kernels and local wheels itself instead of being given
-        # their facts.
-        ("abiprobe.report.torch_upgrade", "abiprobe.store.cache"),
-        ("abiprobe.report.torch_upgrade", "abiprobe.known_wheels"),
-        ("abiprobe.report.torch_upgrade", "abiprobe.wheel"),
         # The solve reads pages through the live HTTP client and index client instead of ports it declares.
         ("abiprobe.solve.pipeline", "abiprobe.net.http"),
         ("abiprobe.solve.pipeline", "abiprobe.index.client"),

@@ -6,14 +6,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from abiprobe.errors import UsageError
 from abiprobe.host.snapshot import load_snapshot
+from abiprobe.model.snapshot import Snapshot
 from abiprobe.probe.jobs import load_result
 from abiprobe.report.matrix_json import load_document
 from abiprobe.report.ticket import render_markdown, ticket_document
 from abiprobe.report.ticket_html import render_html
-from abiprobe.report.torch_upgrade import torch_upgrade
+from abiprobe.report.torch_upgrade import torch_change, torch_upgrade
+from abiprobe.store.cache import Cache
 from abiprobe.store.primitives import write_text_atomic
 
 
@@ -40,6 +43,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
+def _torch_upgrade(
+    snapshot: Snapshot, doc: dict[str, Any], lock: str | None, cache_dir: Path | None
+) -> dict[str, Any] | None:
+    """The torch diff section, when the upgrade changes torch: the facts of both torches as an offline read
+    takes them from the cache (the old one else from the wheel file the snapshot found), and the kernel
+    wheels the cache knows."""
+    change = torch_change(snapshot, doc, lock)
+    if change is None:
+        return None
+    from abiprobe.store.reads import cached_wheel_facts, stored_facts
+
+    cache = Cache(cache_dir, readonly=True)
+    new = stored_facts(cache, change.new_sha256) if change.new_sha256 else None
+    old = stored_facts(cache, change.old_sha256) if change.old_sha256 else None
+    if old is None and change.old_path and Path(change.old_path).is_file():
+        old = cached_wheel_facts(Path(change.old_path), cache)
+    if old is None or new is None:
+        return torch_upgrade(change, old, new, ())
+    from abiprobe.known_wheels import cached_kernels
+
+    return torch_upgrade(change, old, new, cached_kernels(cache_dir))
+
+
 def run(args: argparse.Namespace) -> int:
     snapshot = load_snapshot(args.snapshot)
     doc = load_document(args.matrix)
@@ -48,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{lock_path} does not exist")
     lock = lock_path.read_text(encoding="utf-8") if lock_path.is_file() else None
     results = [load_result(p) for p in args.probe]
-    upgrade = torch_upgrade(snapshot, doc, lock, args.cache_dir)
+    upgrade = _torch_upgrade(snapshot, doc, lock, args.cache_dir)
     ticket = ticket_document(
         snapshot, doc, lock=lock, results=results, installer=args.installer, torch_upgrade=upgrade
     )
