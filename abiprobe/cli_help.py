@@ -16,7 +16,8 @@ HELP: dict[str, tuple[str, str]] = {
     ),
     "inspect": (
         "abiprobe inspect torch==2.9.0 --arch sm120",
-        "0 read; 1 something could not be read (the output says what); 2 usage; 3 an index could not be read",
+        "0 read; 1 something could not be read (the output says what); 2 usage; 3 an index could not be "
+        "read, or --offline and the cache lacks the wheel",
     ),
     "check": ("abiprobe check torch==2.9.0 sglang-kernel==0.4.0 --arch sm120", ""),
     "diff": ("abiprobe diff torch==2.8.0 torch==2.9.0", ""),
