@@ -2,36 +2,41 @@
 
 A local ``.whl``, a directory (an unpacked wheel or a tree of binaries), a wheel URL, or
 ``PROJECT==VERSION``, which is looked up on the configured indexes with the target's tags (never this
-host's). ``check`` and ``probe`` take the same items; what pip would install beside them is
-``abiprobe.solve.install``'s job. A wheel whose bytes cannot be read is still an item: its ``unread``
-says why, so every check needing its bytes is ``unknown`` rather than the command giving up.
+host's; only a command without a target, such as ``inspect``, takes this host's). ``check``, ``probe``,
+``inspect``, ``diff`` and ``--torch`` take items through :func:`resolve_item`; what pip would install
+beside them is ``abiprobe.solve.install``'s job. A wheel whose bytes cannot be read is still an item: its
+``unread`` says why, so every check needing its bytes is ``unknown`` rather than the command giving up.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
+from typing import Literal
 
-from packaging.requirements import Requirement
+from packaging.requirements import InvalidRequirement, Requirement
 
 from abiprobe.errors import AbiprobeError, UsageError
 from abiprobe.facts import WheelFacts
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import load_index_config
-from abiprobe.model.candidate import IndexFile
+from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http
-from abiprobe.remote_inspect import facts_of_file, index_file_from_url, pick_candidate
+from abiprobe.remote_inspect import facts_of_file, index_file_from_url, pick_candidate, remote_member
 from abiprobe.store.cache import Cache
+from abiprobe.store.reads import WheelReads
+
+ItemKind = Literal["wheel", "directory", "remote"]
 
 
 @dataclass(frozen=True)
 class Item:
     """One argument as a wheel: its facts (None with ``unread`` when its bytes could not be read), where
-    it comes from (``file``), and the local file when there is one."""
+    it comes from (``kind``, ``file``; a directory is ``text`` itself), and the local wheel file."""
 
     text: str
+    kind: ItemKind
     file: IndexFile
     facts: WheelFacts | None
     local: Path | None = None
@@ -78,9 +83,7 @@ class ItemSource:
     def __enter__(self) -> ItemSource:
         return self
 
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._http is not None:
             self._http.close()
 
@@ -88,19 +91,55 @@ class ItemSource:
         """Facts of a remote wheel: the cache first; offline, only a whole cached entry will do."""
         return facts_of_file(file, self.http, self.cache, offline=self.offline)
 
+    def holds(self, candidate: Candidate) -> bool:
+        """Whether the cache holds complete facts of ``candidate``'s wheel as an offline read takes them."""
+        return WheelReads(self.http, self.cache, self.offline).holds(candidate.file)
 
-def remote_file(text: str, source: ItemSource, target: Target) -> IndexFile:
-    """The index file a wheel URL or ``PROJECT==VERSION`` names, for the target."""
+    def member(self, item: Item, name: str) -> bytes | None:
+        """The bytes of the wheel member ``name`` (by range for a remote wheel; None offline, when
+        nothing may be fetched)."""
+        if item.kind == "directory":
+            return (Path(item.text) / name).read_bytes()
+        if item.kind == "wheel" and item.local is not None:
+            import zipfile
+
+            with zipfile.ZipFile(item.local) as zf:
+                return zf.read(name)
+        if self.offline:
+            return None
+        return remote_member(item.file, self.http, self.cache, name)
+
+
+def _requirement(text: str) -> Requirement:
+    try:
+        return Requirement(text)
+    except InvalidRequirement as exc:
+        raise UsageError(f"{text}: not a project name or PROJECT==VERSION ({exc})") from None
+
+
+def remote_file(
+    text: str, source: ItemSource, target: Target | None, *, prefer_cached: bool = False
+) -> IndexFile:
+    """The index file a wheel URL or ``PROJECT==VERSION`` names: the one an installer on ``target`` would
+    take (without a target, this host's best). ``prefer_cached``: of several that fit, one whose facts
+    the cache holds (any of torch's wheels of one version shows the same libraries)."""
     if text.startswith(("http://", "https://")):
         return index_file_from_url(text)
-    name = Requirement(text).name if "==" in text else text
-    listing = source.client.list_project(name)
-    return pick_candidate(listing.candidates, text, target=target, unread=listing.failed).file
+    listing = source.client.list_project(_requirement(text).name)
+    prefer = source.holds if prefer_cached else None
+    return pick_candidate(listing.candidates, text, prefer, target=target, unread=listing.failed).file
 
 
-def resolve_item(text: str, source: ItemSource, target: Target, *, tolerate_unread: bool = True) -> Item:
-    """``text`` as an Item for ``target``; a remote wheel that cannot be read is kept, marked unread
-    (unless ``tolerate_unread`` is off, then its error is raised)."""
+def resolve_item(
+    text: str,
+    source: ItemSource,
+    target: Target | None,
+    *,
+    tolerate_unread: bool = True,
+    prefer_cached: bool = False,
+) -> Item:
+    """``text`` as an Item for ``target`` (None: this host); a remote wheel that cannot be read is kept,
+    marked unread (unless ``tolerate_unread`` is off, then its error is raised)."""
     path = Path(text)
     if path.is_file() and path.suffix == ".whl":
         from abiprobe.wheel import wheel_facts_from_path
@@ -109,22 +148,22 @@ def resolve_item(text: str, source: ItemSource, target: Target, *, tolerate_unre
         file = IndexFile(
             path.name, path.absolute().as_uri(), {"sha256": facts.sha256} if facts.sha256 else {}
         )
-        return Item(text, file, facts, local=path)
+        return Item(text, "wheel", file, facts, local=path)
     if path.is_dir():
         from abiprobe.host.installed import facts_from_directory
 
         facts = facts_from_directory(path)
         meta = facts.metadata
         filename = f"{meta.name.replace('-', '_')}-{meta.version}-py3-none-any.whl"
-        return Item(text, IndexFile(filename, path.absolute().as_uri()), facts)
+        return Item(text, "directory", IndexFile(filename, path.absolute().as_uri()), facts)
     if text.startswith(("http://", "https://")) or "==" in text:
-        file = remote_file(text, source, target)
+        file = remote_file(text, source, target, prefer_cached=prefer_cached)
         try:
-            return Item(text, file, source.remote_facts(file))
+            return Item(text, "remote", file, source.remote_facts(file))
         except UsageError:
             raise
         except AbiprobeError as exc:
             if not tolerate_unread:
                 raise
-            return Item(text, file, None, unread=str(exc))
+            return Item(text, "remote", file, None, unread=str(exc))
     raise UsageError(f"{text}: not a .whl file, a directory, a wheel URL or PROJECT==VERSION")

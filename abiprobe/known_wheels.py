@@ -15,6 +15,8 @@ from abiprobe.analyze.torch_abi import TorchRelease, releases_of
 from abiprobe.analyze.torch_diff import torch_libraries
 from abiprobe.errors import UsageError
 from abiprobe.facts import WheelFacts, WheelSummary
+from abiprobe.items import ItemSource, resolve_item
+from abiprobe.model.target import Target
 from abiprobe.store import entries as cache_entries
 from abiprobe.store.cache import Cache
 from abiprobe.store.reads import stored_facts, stored_summary
@@ -62,47 +64,37 @@ def cached_torch(cache_dir: Path | None) -> list[WheelFacts]:
     return cached_facts(cache_dir, _is_torch)
 
 
-def torch_facts_of(item: str, args: argparse.Namespace) -> WheelFacts:
-    """Facts of a torch named by ``torch==VERSION`` (cache first), a wheel file, URL or directory, or the
-    path of a Python interpreter with torch installed; one without torch's libraries is a usage error."""
-    path = Path(item)
+def torch_facts_of(text: str, source: ItemSource, target: Target | None) -> WheelFacts:
+    """Facts of a torch named by ``torch==VERSION`` (the wheel ``target`` would get, one whose facts are
+    cached first; without a target, this host's), a wheel file, URL or directory, or the path of a Python
+    interpreter with torch installed; one without torch's libraries is a usage error."""
+    path = Path(text)
     if path.is_file() and path.suffix != ".whl" and os.access(path, os.X_OK):
         from abiprobe.host.installed import installed_distributions
 
         found = installed_distributions(str(path), {"torch"})
         if not found:
-            raise UsageError(f"{item}: torch is not installed for this interpreter")
+            raise UsageError(f"{text}: torch is not installed for this interpreter")
         facts = found[0].facts
-    elif not path.exists() and (item.startswith(("http://", "https://")) or "==" in item):
-        from abiprobe.remote_inspect import inspect_remote
-
-        remote = argparse.Namespace(
-            cache_dir=args.cache_dir, index_url=args.index_url, offline=args.offline, json=True
-        )
-        facts = inspect_remote(item, remote, prefer_cached=True)
-    elif path.is_file() and path.suffix == ".whl":
-        from abiprobe.wheel import wheel_facts_from_path
-
-        facts = wheel_facts_from_path(path)
-    elif path.is_dir():
-        from abiprobe.host.installed import facts_from_directory
-
-        facts = facts_from_directory(path)
     else:
-        raise UsageError(f"{item}: not a .whl file, a directory, a wheel URL or PROJECT==VERSION")
+        item = resolve_item(text, source, target, tolerate_unread=False, prefer_cached=True)
+        assert item.facts is not None  # an unread item raised
+        facts = item.facts
     if not torch_libraries(facts):
-        raise UsageError(f"{item}: no torch libraries in it (torch/lib/*.so, torch/_C)")
+        raise UsageError(f"{text}: no torch libraries in it (torch/lib/*.so, torch/_C)")
     return facts
 
 
-def releases_from_args(items: Sequence[str], args: argparse.Namespace) -> tuple[TorchRelease, ...]:
+def torch_releases(
+    texts: Sequence[str], source: ItemSource, target: Target | None
+) -> tuple[TorchRelease, ...]:
     """The torch releases ``--torch`` names (``cached``: every one whose facts the cache holds)."""
     facts: list[WheelFacts] = []
-    for item in items:
-        if item == CACHED:
-            facts += cached_torch(args.cache_dir)
+    for text in texts:
+        if text == CACHED:
+            facts += cached_torch(source.cache.root)
         else:
-            facts.append(torch_facts_of(item, args))
+            facts.append(torch_facts_of(text, source, target))
     return releases_of(facts)
 
 

@@ -1,8 +1,8 @@
-"""`abiprobe inspect URL` / `inspect PROJECT==VERSION`: facts of a remote wheel, cache first."""
+"""A remote wheel named by URL or ``PROJECT==VERSION``: which index file it is for a target, its facts
+(cache first) and its members by range. :mod:`abiprobe.items` turns every item argument into one."""
 
 from __future__ import annotations
 
-import argparse
 import posixpath
 from collections.abc import Callable, Sequence
 from urllib.parse import unquote, urlsplit
@@ -13,8 +13,6 @@ from packaging.utils import canonicalize_name
 
 from abiprobe.errors import FetchError, UsageError
 from abiprobe.facts import WheelFacts
-from abiprobe.index.client import IndexClient
-from abiprobe.index.config import load_index_config
 from abiprobe.index.multi import IndexOutcome
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.target import Target
@@ -75,46 +73,12 @@ def pick_candidate(
     return best
 
 
-def _index_file(
-    target: str, args: argparse.Namespace, cache: Cache, http: Http, prefer_cached: bool
-) -> IndexFile:
-    if target.startswith(("http://", "https://")):
-        return index_file_from_url(target)
-    config = load_index_config(cli_indexes=args.index_url or [])
-    client = IndexClient(config.sources, cache, http, args.offline, strategy=config.strategy)
-    listing = client.list_project(_project_name(target))
-
-    prefer = (lambda c: WheelReads(http, cache, args.offline).holds(c.file)) if prefer_cached else None
-    return pick_candidate(listing.candidates, target, prefer, unread=listing.failed).file
-
-
-def _project_name(target: str) -> str:
-    try:
-        return Requirement(target).name
-    except InvalidRequirement as exc:
-        raise UsageError(f"{target}: not a project name or PROJECT==VERSION ({exc})") from None
-
-
-def remote_member(target: str, args: argparse.Namespace, member: str) -> bytes | None:
-    """One member of the wheel ``target`` names, read by range (None offline: nothing is fetched)."""
-    if args.offline:
-        return None
+def remote_member(file: IndexFile, http: Http, cache: Cache, member: str) -> bytes:
+    """One member of a remote wheel, read by range."""
     from abiprobe.net.remote_wheel import RemoteZip
 
-    cache = Cache(args.cache_dir)
-    with Http(progress=False) as http:
-        file = _index_file(target, args, cache, http, prefer_cached=False)
-        with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
-            return remote.read_members([member])[member].read()
-
-
-def inspect_remote(target: str, args: argparse.Namespace, *, prefer_cached: bool = False) -> WheelFacts:
-    """Facts of a wheel URL or ``PROJECT==VERSION``; ``prefer_cached``: of several wheels of that version,
-    one whose facts the cache already holds (any of torch's wheels shows the same libraries)."""
-    cache = Cache(args.cache_dir)
-    with Http(progress=not args.json) as http:
-        file = _index_file(target, args, cache, http, prefer_cached)
-        return facts_of_file(file, http, cache, offline=args.offline)
+    with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
+        return remote.read_members([member])[member].read()
 
 
 def facts_of_file(file: IndexFile, http: Http, cache: Cache, *, offline: bool) -> WheelFacts:

@@ -16,7 +16,8 @@ import jsonschema
 import pytest
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
-from support.torch_abi_stacks import TorchAbiStacks, torch_abi_stacks
+from support.indexserver import IndexServer
+from support.torch_abi_stacks import PLATFORM, TorchAbiStacks, torch_abi_stacks, torch_wheel
 from support.venvs import make_venv, pip_install
 
 from abiprobe.analyze.profiles import builtin_profile
@@ -144,6 +145,28 @@ def test_inspect_prints_and_documents_the_torch_range(
     out = " ".join(capsys.readouterr().out.split())
     assert "torch ABI: stable; range from its bytes: torch >= 2.12 (stable ABI floor)" in out
     assert "declared: torch==2.12.0; verdict too tight" in out
+
+
+def test_check_judges_the_torch_release_the_target_would_install_not_this_host_s(
+    built: TorchAbiStacks, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN torch==2.12.0 on an index as two wheels, one for this host's Python and one for another; their
+    # bytes differ (the other one lacks at::legacy_helper), so the verdict shows which one was judged
+    other_py = "cp312" if PY != "cp312" else "cp311"
+    for_target = torch_wheel(tmp_path / "t", "2.12.0", new=True, tag=f"{other_py}-{other_py}-{PLATFORM}")
+    with IndexServer() as server:
+        host_wheel = server.add_wheel(built.torch_old)
+        target_wheel = server.add_wheel(for_target)
+        # WHEN a kernel importing at::legacy_helper is checked for the other Python with --torch torch==2.12.0
+        argv = ["check", str(built.kernels["removed-unpinned"]), "--torch", "torch==2.12.0", "--no-deps"]
+        argv += ["--cuda", "13.0", "--python", other_py, "--platform", PLATFORM, "--json"]
+        main([*argv, "--index-url", server.index_url, "--cache-dir", str(tmp_path / "cache")])
+        # THEN the target's wheel was read, never the host's
+        assert (server.requests[target_wheel.path] > 0, server.requests[host_wheel.path]) == (True, 0)
+    doc = json.loads(capsys.readouterr().out)
+    (v,) = [v for v in doc["set_verdicts"] if v["explanation"].startswith("torch range")]
+    # AND the kernel's torch range is judged against it: no release of 2.12.0 it loads with
+    assert v["evidence"]["torch_range"]["loads_with"] == []
 
 
 def _diff(built: TorchAbiStacks, cache: Path, *extra: str) -> int:

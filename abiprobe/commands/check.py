@@ -144,37 +144,11 @@ def profile_from_args(args: argparse.Namespace, target: Target) -> Profile:
     return profile_for(target.machine, target.glibc)
 
 
-def collect_wheels(args: argparse.Namespace) -> list[WheelFacts]:
-    """Facts of every item (or of the installed environment with --installed)."""
-    if args.installed:
-        if args.items:
-            raise UsageError("give either WHEEL_OR_REQ items or --installed, not both")
-        from abiprobe.host.installed import installed_distributions
+def installed_wheels(args: argparse.Namespace) -> list[WheelFacts]:
+    """Facts of every distribution installed for ``--python`` (``--installed``)."""
+    from abiprobe.host.installed import installed_distributions
 
-        return [d.facts for d in installed_distributions(args.python)]
-    if not args.items:
-        raise UsageError("nothing to check: give wheel files, URLs, PROJECT==VERSION or --installed")
-    return [_facts_of(item, args) for item in args.items]
-
-
-def _facts_of(item: str, args: argparse.Namespace) -> WheelFacts:
-    path = Path(item)
-    if path.is_file() and path.suffix == ".whl":
-        from abiprobe.wheel import wheel_facts_from_path
-
-        return wheel_facts_from_path(path)
-    if path.is_dir():
-        from abiprobe.host.installed import facts_from_directory
-
-        return facts_from_directory(path)
-    if item.startswith(("http://", "https://")) or "==" in item:
-        from abiprobe.remote_inspect import inspect_remote
-
-        remote_args = argparse.Namespace(
-            cache_dir=args.cache_dir, index_url=args.index_url, offline=args.offline, json=args.json
-        )
-        return inspect_remote(item, remote_args)
-    raise UsageError(f"{item}: not a .whl file, a directory, a wheel URL or PROJECT==VERSION")
+    return [d.facts for d in installed_distributions(args.python)]
 
 
 def scoped(analysis: SetAnalysis, wheels: Sequence[WheelFacts], args: argparse.Namespace) -> SetAnalysis:
@@ -208,24 +182,31 @@ def scoped(analysis: SetAnalysis, wheels: Sequence[WheelFacts], args: argparse.N
 
 
 def run(args: argparse.Namespace) -> int:
+    from abiprobe.items import ItemSource
+
     target = target_from_args(args)
     profile = profile_from_args(args, target)
+    if args.installed and args.items:
+        raise UsageError("give either WHEEL_OR_REQ items or --installed, not both")
+    if not args.installed and not args.items:
+        raise UsageError("nothing to check: give wheel files, URLs, PROJECT==VERSION or --installed")
     releases: tuple[TorchRelease, ...] = ()
-    if args.torch:
-        from abiprobe.known_wheels import releases_from_args
-
-        releases = releases_from_args(args.torch, args)
     items = None
-    if args.installed or not args.items:
-        wheels = collect_wheels(args)
+    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
+        if args.torch:
+            from abiprobe.known_wheels import torch_releases
+
+            releases = torch_releases(args.torch, source, target)  # the torch wheels the target would get
+        if not args.installed:
+            from abiprobe.commands.itemset import gather
+
+            items = gather(args.items, target, source, no_deps=args.no_deps)
+    if items is None:
+        wheels = installed_wheels(args)
         analysis = scoped(analyze_set(wheels, target, profile, releases), wheels, args)
     else:
         from abiprobe.analyze.analysis import with_unread
-        from abiprobe.commands.itemset import gather
-        from abiprobe.items import ItemSource
 
-        with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
-            items = gather(args, target, source)
         wheels = items.facts
         analysis = analyze_set(wheels, target, profile, releases)
         analysis = scoped(with_unread(analysis, items.unread), wheels, args)

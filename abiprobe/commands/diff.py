@@ -57,8 +57,11 @@ def exit_code(diff: TorchDiff) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    old = torch_facts_of(args.old, args)
-    new = torch_facts_of(args.new, args)
+    from abiprobe.items import ItemSource
+
+    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=False) as source:
+        old = torch_facts_of(args.old, source, None)  # no target: the wheels this host would get
+        new = torch_facts_of(args.new, source, None)
     kernels = [] if args.no_kernels else cached_kernels(args.cache_dir)
     diff = diff_torch(old, new, kernels)
     doc = diff.to_json()

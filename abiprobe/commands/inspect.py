@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from abiprobe.analyze.torch_abi import TorchRelease, wheel_torch_range
 from abiprobe.analyze.variants import variant_document, variant_member
@@ -18,6 +18,9 @@ from abiprobe.binary.cuda_arch import parse_known_arch
 from abiprobe.errors import UsageError
 from abiprobe.facts import ElfFacts, WheelFacts
 from abiprobe.known_wheels import CACHED, add_torch_option
+
+if TYPE_CHECKING:
+    from abiprobe.items import Item, ItemSource
 
 INSPECT_SCHEMA_VERSION = 1
 
@@ -46,14 +49,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    arch = parse_known_arch(args.arch) if args.arch else None
-    sources = resolve_target(args)
-    releases: tuple[TorchRelease, ...] = ()
-    if any(isinstance(f, WheelFacts) and f.metadata.name.lower() != "torch" for _, f in sources):
-        from abiprobe.known_wheels import releases_from_args
+    from abiprobe.items import ItemSource
 
-        releases = releases_from_args(args.torch or [CACHED], args)
-    variants = {i: _variant_json(kind, f, args) for i, (kind, f) in enumerate(sources)}
+    arch = parse_known_arch(args.arch) if args.arch else None
+    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
+        sources, item = resolve_target(args.target, args.python, source)
+        releases: tuple[TorchRelease, ...] = ()
+        if any(isinstance(f, WheelFacts) and f.metadata.name.lower() != "torch" for _, f in sources):
+            from abiprobe.known_wheels import torch_releases
+
+            releases = torch_releases(args.torch or [CACHED], source, None)  # no target: this host's wheels
+        variants = {0: _variant_json(item, source)} if item is not None else {}
     doc = inspect_document(args.target, sources, arch, releases, variants)
     if args.json:
         json.dump(doc, sys.stdout, indent=2, sort_keys=True)
@@ -67,26 +73,22 @@ def run(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def resolve_target(args: argparse.Namespace) -> list[tuple[str, WheelFacts | ElfFacts]]:
-    """Turn TARGET into facts: (kind, facts) pairs."""
-    target: str = args.target
+def resolve_target(
+    target: str, python: str | None, source: ItemSource
+) -> tuple[list[tuple[str, WheelFacts | ElfFacts]], Item | None]:
+    """TARGET as (kind, facts) pairs, and the item when it names a wheel (a wheel file, a directory, a
+    URL or PROJECT==VERSION, resolved for this host: inspect has no target)."""
     path = Path(target)
-    if target.startswith(("http://", "https://")) or ("==" in target and not path.exists()):
-        from abiprobe.remote_inspect import inspect_remote
-
-        return [("remote", inspect_remote(target, args))]
-    if path.is_file():
-        if path.suffix == ".whl":
-            from abiprobe.wheel import wheel_facts_from_path
-
-            return [("wheel", wheel_facts_from_path(path))]
+    if path.is_file() and path.suffix != ".whl":
         from abiprobe.binary.objects import inspect_file
 
-        return [("file", inspect_file(path, str(path)))]
-    if path.is_dir():
-        from abiprobe.host.installed import facts_from_directory
+        return [("file", inspect_file(path, str(path)))], None
+    if path.is_file() or path.is_dir() or target.startswith(("http://", "https://")) or "==" in target:
+        from abiprobe.items import resolve_item
 
-        return [("directory", facts_from_directory(path))]
+        item = resolve_item(target, source, None, tolerate_unread=False)
+        assert item.facts is not None  # an unread item raised
+        return [(item.kind, item.facts)], item
     if path.exists():
         raise UsageError(f"{target}: neither a file nor a directory")
     if "/" in target or target.endswith((".so", ".whl", ".cubin")):
@@ -95,11 +97,11 @@ def resolve_target(args: argparse.Namespace) -> list[tuple[str, WheelFacts | Elf
 
     from abiprobe.host.installed import installed_distributions
 
-    found = installed_distributions(args.python, {canonicalize_name(target)})
+    found = installed_distributions(python, {canonicalize_name(target)})
     if not found:
-        where = args.python or sys.executable
+        where = python or sys.executable
         raise UsageError(f"{target}: not a file, and no distribution of that name is installed for {where}")
-    return [("installed", found[0].facts)]
+    return [("installed", found[0].facts)], None
 
 
 def object_document(obj: ElfFacts, arch: GpuArch | None) -> dict[str, Any]:
@@ -119,25 +121,11 @@ def object_document(obj: ElfFacts, arch: GpuArch | None) -> dict[str, Any]:
     return d
 
 
-def _variant_json(kind: str, facts: WheelFacts | ElfFacts, args: argparse.Namespace) -> bytes | None:
+def _variant_json(item: Item, source: ItemSource) -> bytes | None:
     """The bytes of the wheel's ``*.dist-info/variant.json`` (by range for a remote wheel), if it has one."""
-    if isinstance(facts, ElfFacts):
-        return None
-    member = variant_member(facts.files)
-    if member is None:
-        return None
-    if kind == "wheel":
-        import zipfile
-
-        with zipfile.ZipFile(args.target) as zf:
-            return zf.read(member)
-    if kind == "directory":
-        return (Path(args.target) / member).read_bytes()
-    if kind == "remote":
-        from abiprobe.remote_inspect import remote_member
-
-        return remote_member(args.target, args, member)
-    return None
+    assert item.facts is not None
+    member = variant_member(item.facts.files)
+    return None if member is None else source.member(item, member)
 
 
 def _torch_range(facts: WheelFacts, releases: Sequence[TorchRelease]) -> dict[str, Any] | None:

@@ -3,7 +3,7 @@ would install beside them for the target, each added wheel with the requirement 
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from abiprobe.facts import WheelFacts
@@ -50,10 +50,10 @@ class ItemSet:
         }
 
 
-def gather(args: argparse.Namespace, target: Target, source: ItemSource) -> ItemSet:
-    """The items for ``target`` and, unless ``args.no_deps``, their install closure."""
-    items = tuple(resolve_item(text, source, target) for text in args.items)
-    if args.no_deps:
+def gather(texts: Sequence[str], target: Target, source: ItemSource, *, no_deps: bool) -> ItemSet:
+    """The items for ``target`` and, unless ``no_deps``, their install closure."""
+    items = tuple(resolve_item(text, source, target) for text in texts)
+    if no_deps:
         return ItemSet(items)
     from abiprobe.solve.pipeline import Collector
     from abiprobe.store.reads import WheelReads
@@ -63,6 +63,6 @@ def gather(args: argparse.Namespace, target: Target, source: ItemSource) -> Item
         source.client, reads.info, target, metadata_for=reads.metadata, runtime_facts_for=reads.runtime_info
     )
     roots = [root_of(i.file, i.facts) for i in items]
-    closure = install_closure(roots, collector, target, pre=getattr(args, "pre", False), memo=source.cache)
+    closure = install_closure(roots, collector, target, memo=source.cache)
     trouble = tuple(dict.fromkeys(o.index for o in collector.outcomes if o.status == "failed"))
     return ItemSet(items, closure.added, closure.error, closure.impossible, trouble)

@@ -213,9 +213,8 @@ def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple
             raise UsageError(f"{i}: a directory cannot be installed; probe takes wheels")
     target = Target.parse(python=_target_python(args.python))
     into = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
-    wanted = argparse.Namespace(items=args.items, no_deps=args.no_deps or args.installed)
     with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
-        found = gather(wanted, target, source)
+        found = gather(args.items, target, source, no_deps=args.no_deps or args.installed)
         if found.unread:
             label, reason = found.unread[0]
             raise UsageError(f"{label}: cannot be installed, its wheel could not be read ({reason})")

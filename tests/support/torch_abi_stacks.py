@@ -68,13 +68,14 @@ class TorchAbiStacks:
     kernels: dict[str, Path]
 
 
-def _torch(out: Path, version: str, new: bool) -> Path:
-    d = out / f"torch-{version}"
+def torch_wheel(out: Path, version: str, new: bool, tag: str = TORCH_TAG) -> Path:
+    """A fixture torch ``version`` tagged ``tag``, with 2.12.0's exports, or 2.13.0's when ``new``."""
+    d = out / f"torch-{version}-{tag}"
     c10 = build_shared(d, "libc10.so", C10 % ("unsigned int" if new else "int"), soname="libc10.so", cxx=True)
     cpu_src = TORCH_CPU % {"legacy": "" if new else LEGACY, "shim": NEW_SHIM if new else ""}
     cpu = build_shared(d, "libtorch_cpu.so", cpu_src, soname="libtorch_cpu.so", cxx=True, link=[c10])
     files = {"torch/__init__.py": b"", "torch/lib/libc10.so": c10, "torch/lib/libtorch_cpu.so": cpu}
-    return build_wheel(out / "wheels", "torch", version, files, tag=TORCH_TAG)
+    return build_wheel(out / "wheels", "torch", version, files, tag=tag)
 
 
 def _kernel(out: Path, key: str, version: str, body: str, requires: list[str], link: list[Path]) -> Path:
@@ -107,9 +108,12 @@ def torch_abi_stacks(out: Path) -> TorchAbiStacks:
     """Build (once per process and directory) both torch releases and every kernel of ``KERNELS``."""
     if out in _BUILT:
         return _BUILT[out]
-    old = _torch(out, "2.12.0", new=False)
-    new = _torch(out, "2.13.0", new=True)
-    libs = [out / "torch-2.12.0" / "libc10.so", out / "torch-2.12.0" / "libtorch_cpu.so"]
+    old = torch_wheel(out, "2.12.0", new=False)
+    new = torch_wheel(out, "2.13.0", new=True)
+    libs = [
+        out / f"torch-2.12.0-{TORCH_TAG}" / "libc10.so",
+        out / f"torch-2.12.0-{TORCH_TAG}" / "libtorch_cpu.so",
+    ]
     kernels = {
         key: _kernel(out, key, version, body, requires, libs)
         for key, (version, body, requires) in KERNELS.items()
