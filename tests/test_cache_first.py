@@ -5,7 +5,6 @@ Each test is a case where two paths used to disagree, over real wheels on the lo
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import zipfile
@@ -22,9 +21,10 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
 from abiprobe.index.client import IndexClient
+from abiprobe.items import ItemSource, resolve_item
 from abiprobe.model.candidate import IndexFile
 from abiprobe.net.http import Http
-from abiprobe.remote_inspect import index_file_from_url, inspect_remote
+from abiprobe.remote_inspect import index_file_from_url
 from abiprobe.store.cache import Cache
 from abiprobe.store.reads import WheelReads
 
@@ -170,10 +170,10 @@ def test_a_wheel_whose_range_read_facts_are_cached_is_preferred_offline(
     assert main(["index", "ls", "mykernel", "--index", server.index_url, "--cache-dir", str(cache)]) == 0
     capsys.readouterr()
     # WHEN the version is asked for offline, preferring a wheel whose facts are cached
-    args = argparse.Namespace(cache_dir=cache, index_url=[server.index_url], offline=True, json=True)
-    facts = inspect_remote("mykernel==0.2.0", args, prefer_cached=True)
+    with ItemSource(cache, [server.index_url], offline=True, progress=False) as source:
+        item = resolve_item("mykernel==0.2.0", source, None, tolerate_unread=False, prefer_cached=True)
     # THEN the cached one answers (the cache's range-read facts used to count as not cached)
-    assert [e.soname for e in facts.elf] == ["libread.so.1"]
+    assert item.facts is not None and [e.soname for e in item.facts.elf] == ["libread.so.1"]
     assert best.path not in server.requests
 
 
