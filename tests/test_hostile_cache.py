@@ -78,7 +78,7 @@ def test_wrong_bytes_for_the_listed_hash_are_refused_and_stored_nowhere(
     assert Cache(cache).load_facts(served.sha256) is not None  # stored as verified facts
 
 
-def test_range_read_facts_are_unverified_and_reread_once_the_server_serves_other_bytes(
+def test_range_read_facts_are_unverified_and_reread_once_the_index_lists_the_file_anew(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a big wheel whose library is a small share of it, served with another build's bytes
@@ -99,11 +99,19 @@ def test_range_read_facts_are_unverified_and_reread_once_the_server_serves_other
         assert main(["cache", "verify", "--cache-dir", str(cache), "--json"]) == 0
         report = json.loads(capsys.readouterr().out)
         assert any(p["kind"] == "unverified" and "facts" in p["path"] for p in report["problems"])
-        # WHEN the server is fixed and a normal run asks again
+        # WHEN the server is fixed behind an unchanged listing (same URL, same sha256)
         served.served_from = None
         server.reset_counts()
         code, doc, _err = _inspect(capsys, server, cache)
-    # THEN the zip directory it now serves is not the one the facts were read through: they are read again
+        # THEN the page revalidated unchanged stands for the file as it did: nothing else is asked (the
+        # rule that lets a warm run ask for its pages only); the facts stay unverified
+        assert code == 0 and _sonames(doc) == ["libevil.so.1"]
+        assert set(server.requests) == {"/simple/mykernel/"}
+        # WHEN the index lists the fixed file anew (at another URL, the sha256 the same)
+        served.prefix = "fixed"
+        server.reset_counts()
+        code, doc, _err = _inspect(capsys, server, cache)
+    # THEN the zip directory it serves there is not the one the facts were read through: read again
     assert code == 0 and _sonames(doc) == ["libgood.so.1"]
     assert server.requests[served.path] >= 2  # the tail that showed the change, then the members
 

@@ -196,7 +196,13 @@ def test_a_runtime_library_whose_dynamic_section_comes_last_is_read_whole(
         assert not lib.gpu_unread
 
 
-def test_a_warm_solve_asks_about_a_range_read_wheel_with_its_pages_at_once(
+def _age_pages(cache: Path) -> None:
+    store = Cache(cache)
+    for page in store.stale_pages(-1.0):
+        store.touch_page(page.url, time.time() - 3600)
+
+
+def test_a_warm_solve_with_unchanged_pages_asks_for_the_pages_only_and_at_once(
     built: dict[str, Path], tmp_path: Path
 ) -> None:
     with IndexServer() as server:
@@ -208,9 +214,7 @@ def test_a_warm_solve_asks_about_a_range_read_wheel_with_its_pages_at_once(
         assert main(argv) == 0  # within the window: what a warm solve costs here without the network
         local = time.monotonic() - started
         # GIVEN every stored page past the freshness window, and an index slow to answer anything
-        store = Cache(tmp_path / "cache")
-        for page in store.stale_pages(-1.0):
-            store.touch_page(page.url, time.time() - 3600)
+        _age_pages(tmp_path / "cache")
         server.reset_counts()
         server.fail(match="/", delay=DELAY)
         # WHEN the stack is solved again
@@ -218,12 +222,36 @@ def test_a_warm_solve_asks_about_a_range_read_wheel_with_its_pages_at_once(
         assert main(argv) == 0
         seconds = time.monotonic() - started
         log = list(server.log)
-    # THEN besides the pages (all not modified) only the range-read wheel's tail was asked for: does the
-    # server still serve the zip directory its facts were read through
-    assert [(p, h.get("range")) for p, h, _s in log if not p.startswith("/simple/")] == [
-        (served.path, "bytes=-65536")
-    ]
-    assert {s for p, _h, s in log if p.startswith("/simple/")} == {304}
-    # AND all of it at once, not one request after another: the tail went out with the pages, not after
+    # THEN only the pages were asked for, conditionally, all "not modified": the page listing the
+    # range-read wheel lists it as before (same URL, same sha256), so its facts need no tail request
+    assert log and all(p.startswith("/simple/") for p, _h, _s in log), log
+    assert all("if-none-match" in h for _p, h, _s in log)
+    assert {s for _p, _h, s in log} == {304}
+    assert served.path not in {p for p, _h, _s in log}
+    # AND all at once, not one after another
     assert seconds < local + 1.5 * DELAY, (seconds, local)
-    assert [p for p, _h, _s in log].index(served.path) < len(log) - 1
+
+
+def test_a_range_read_wheel_listed_anew_is_asked_about_with_one_tail(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    with IndexServer() as server:
+        served = _solve_with(server, built, "front", tmp_path)
+        argv = solve_argv(
+            server.index_url, tmp_path / "cache", tmp_path / "m2", "--stack", str(built["stack"])
+        )
+        # GIVEN the index now lists the range-read wheel (same sha256) at another URL
+        served.prefix = "moved"
+        _age_pages(tmp_path / "cache")
+        server.reset_counts()
+        # WHEN the stack is solved again
+        assert main(argv) == 0
+        moved = [(p, h.get("range")) for p, h, _s in server.log if not p.startswith("/simple/")]
+        # THEN the wheel at its new URL was asked about with one tail request (the same zip directory:
+        # nothing else was read), and its old URL not at all
+        assert moved == [(served.path, "bytes=-65536")]
+        # AND a run with --refresh, whose pages count as new, asks again even though nothing changed
+        server.reset_counts()
+        assert main([*argv, "--refresh"]) == 0
+        asked = [(p, h.get("range")) for p, h, _s in server.log if not p.startswith("/simple/")]
+    assert asked == [(served.path, "bytes=-65536")]

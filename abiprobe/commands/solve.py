@@ -286,11 +286,14 @@ def listed_projects_key(sources: Sequence[IndexSource], stack: Stack) -> str:
 def revalidate_all(
     client: IndexClient, http: Http, cache: Cache, projects: Sequence[str], files: Sequence[IndexFile]
 ) -> None:
-    """Stale pages (conditionally) and range-read wheels' directories (one tail each), all at once; the
-    directories' answers are remembered by ``http`` for the rest of the run."""
-    with ThreadPoolExecutor(max(1, min(len(files), http.max_workers))) as pool:
-        tails = [pool.submit(served_directory, http, f, cache) for f in files]
-        client.revalidate(projects)
+    """Stale pages (conditionally), all at once; then the directories (one tail each, at once) of the
+    range-read wheels the index now lists otherwise than before (none when every page is unchanged),
+    remembered by ``http`` for the rest of the run. A wheel whose page is not stored is left to its
+    listing (``abiprobe.net.remote_wheel.trusted``)."""
+    client.revalidate(projects)
+    todo = [f for f in files if client.listing_as_before(f, unlisted=True) is False]
+    with ThreadPoolExecutor(max(1, min(len(todo), http.max_workers))) as pool:
+        tails = [pool.submit(served_directory, http, f, cache) for f in todo]
         for tail in tails:
             with contextlib.suppress(AbiprobeError):  # a failure is met again, and said, where it counts
                 tail.result()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion
 
 from abiprobe.binary.zipguard import SMALL_MEMBER_LIMIT
 from abiprobe.errors import FetchError, HashMismatchError, NotCachedError
@@ -72,7 +74,13 @@ class IndexClient:
         self.refresh = refresh
         self._not_before = time.time() if refresh else None
         self._answered: dict[tuple[str, str], PageFetch] = {}  # by revalidate(), for this client's life
+        # pages this run found as they were stored (a 304, or the very body again): read from the cache
+        self._unchanged: set[str] = set()
+        self._started = time.time()  # a page stored before this, reused unasked, is as it was stored
+        # each file a page read this run listed: listed as the stored page listed it (URL and sha256)?
+        self._as_before: dict[tuple[str, str], bool] = {}
         self.listed: set[str] = set()  # every project list_project was asked for
+        http.listed_as_before = self.listed_as_before
 
     def without(self, labels: Iterable[str]) -> IndexClient:
         """This client without the indexes labelled ``labels``, sharing what it listed and revalidated."""
@@ -89,14 +97,16 @@ class IndexClient:
         )
         other.refresh, other._not_before = self.refresh, self._not_before
         other._answered, other.listed = self._answered, self.listed
+        other._unchanged, other._started, other._as_before = self._unchanged, self._started, self._as_before
         return other
 
     def revalidate(self, projects: Iterable[str]) -> int:
         """Ask every index at once about the stored pages of ``projects`` that are older than the
         freshness window (conditionally, with their validators), in the order listings would read
         them: under ``first-index`` an index after one whose stored page lists the project is not asked.
-        A later listing uses these answers instead of asking again. Pages not stored are left to their
-        listing. Returns how many pages were asked for."""
+        A later listing uses these answers instead of asking again; a page found unchanged is parsed
+        only when a listing needs it. Pages not stored are left to their listing. Returns how many pages
+        were asked for."""
         if self.offline or self.cache is None:
             return 0
         todo: list[tuple[IndexSource, str]] = []
@@ -112,17 +122,27 @@ class IndexClient:
         # as many at once as the client keeps connections: a warm solve waits about one round trip
         workers = max(1, min(len(todo), 2 * self.http.max_workers))
         with ThreadPoolExecutor(workers) as pool:
-            fetched = list(pool.map(lambda sp: self._fetch_page(*sp), todo))
+            fetched = list(pool.map(lambda sp: self._fetch_page(*sp, parse_unchanged=False), todo))
         for (source, project), fetch in zip(todo, fetched, strict=True):
-            self._answered[(source.url, project)] = fetch
+            if fetch is not None:
+                self._answered[(source.url, project)] = fetch
         return len(todo)
 
     def fetch_page(self, source: IndexSource, project: str) -> PageFetch:
         """One index's page for ``project``; failures are reported in the result, not raised."""
         known = self._answered.get((source.url, str(canonicalize_name(project))))
-        return known if known is not None else self._fetch_page(source, project)
+        if known is not None:
+            return known
+        fetch = self._fetch_page(source, project)
+        assert fetch is not None
+        return fetch
 
-    def _fetch_page(self, source: IndexSource, project: str) -> PageFetch:
+    def _fetch_page(
+        self, source: IndexSource, project: str, *, parse_unchanged: bool = True
+    ) -> PageFetch | None:
+        """One page, asked for unless stored and fresh. Each file listed is noted (``_note``)
+        as listed the way the stored page listed it, or not; ``parse_unchanged`` False returns None for
+        a page found unchanged (it is read from the cache when a listing needs it)."""
         url = project_url(source, project)
         shown = display_url(url)
         index_url = display_url(source.url)
@@ -137,8 +157,12 @@ class IndexClient:
                 gone = "HTTP 404 (stored)"
                 return PageFetch(source, shown, "not-found", None, gone, True, False, stale, page.fetched_at)
             parsed = parse_page(page.body, page.content_type, shown, index_url, name)
+            if error is None and not self.offline:  # reused unasked: as stored before this run, or not
+                before = url in self._unchanged or (page.fetched_at < self._started and not self.refresh)
+                self._note(parsed.files, before)
             status: FetchStatus = "ok" if error is None else "failed"
-            return PageFetch(source, shown, status, parsed, error, True, False, stale, page.fetched_at)
+            revalidated = url in self._unchanged
+            return PageFetch(source, shown, status, parsed, error, True, revalidated, stale, page.fetched_at)
 
         if self.offline:
             if cached is None:
@@ -146,7 +170,7 @@ class IndexClient:
             return from_cache(cached, None)
         # a page that parsed with problems is asked for whole again: a 304 would keep its body and type
         usable = cached is not None and self._trusted(cached.problems, cached.fetched_at)
-        if usable and cached is not None and self._fresh(cached.fetched_at):
+        if usable and cached is not None and (self._fresh(cached.fetched_at) or url in self._unchanged):
             return from_cache(cached, None)
         headers = {"Accept": ACCEPT}
         if usable and cached is not None and cached.etag:
@@ -161,13 +185,25 @@ class IndexClient:
                 return from_cache(cached, reason)
             return PageFetch(source, shown, "failed", error=reason)
         now = time.time()
-        if response.status == 304 and cached is not None and usable:
+        same_body = (
+            response.status == 200
+            and cached is not None
+            and response.content == cached.body
+            and response.headers.get("content-type", "") == cached.content_type
+        )
+        if usable and cached is not None and not cached.missing and (response.status == 304 or same_body):
+            if self.cache is not None:  # unchanged: only the time it was last confirmed moves
+                self.cache.touch_page(url, now)
+            self._unchanged.add(url)
+            if not parse_unchanged:
+                return None
+            page = parse_page(cached.body, cached.content_type, shown, index_url, name)
+            self._note(page.files, True)
+            return PageFetch(source, shown, "ok", page, from_cache=True, revalidated=True, fetched_at=now)
+        if response.status == 304 and cached is not None and usable:  # still not listed there
             if self.cache is not None:
                 self.cache.touch_page(url, now)
-            if cached.missing:
-                return PageFetch(source, shown, "not-found", error="HTTP 404 (unchanged)", from_cache=True)
-            page = parse_page(cached.body, cached.content_type, shown, index_url, name)
-            return PageFetch(source, shown, "ok", page, from_cache=True, revalidated=True, fetched_at=now)
+            return PageFetch(source, shown, "not-found", error="HTTP 404 (unchanged)", from_cache=True)
         if response.status in (404, 410):
             if self.cache is not None:  # remembered like a page, so a fresh "not here" is not asked again
                 self.cache.store_page(
@@ -182,6 +218,7 @@ class IndexClient:
             page = parse_page(response.content, content_type, display_url(response.url), index_url, name)
         except FetchError as exc:
             return PageFetch(source, shown, "failed", error=str(exc))
+        self._note_changed(page, cached if usable else None, shown, index_url, name)
         if self.cache is not None:
             self.cache.store_page(
                 CachedPage(
@@ -195,6 +232,66 @@ class IndexClient:
                 )
             )
         return PageFetch(source, shown, "ok", page, fetched_at=now)
+
+    def _note(self, files: Iterable[IndexFile], as_before: bool) -> None:
+        """Record whether a page read this run lists each of ``files`` as the page stored before the run
+        did (the first answer for a file stands)."""
+        for f in files:
+            if f.sha256:
+                self._as_before.setdefault((display_url(f.url), f.sha256), as_before)
+
+    def listed_as_before(self, file: IndexFile) -> bool:
+        """Whether the index lists ``file`` (a wheel: same URL, same sha256) as it did before this run
+        (``listing_as_before`` is True)."""
+        return self.listing_as_before(file) is True
+
+    def listing_as_before(self, file: IndexFile, *, unlisted: bool = False) -> bool | None:
+        """Whether the index lists ``file`` as it did before this run: as a page read this run listed it,
+        else (a file a stored result names, its page not read) whether every stored page of its project
+        that a listing would read is one this run found unchanged or reuses unasked from before the run.
+        A page read this run that does not list the file answers ``unlisted``; a page not stored (asked
+        for when a listing needs it) leaves it open: None."""
+        if not file.sha256:
+            return False  # listed without a sha256: no listing says which bytes it names
+        noted = self._as_before.get((display_url(file.url), file.sha256))
+        if noted is not None:
+            return noted
+        try:
+            project = str(parse_wheel_filename(file.filename)[0])
+        except (InvalidWheelFilename, InvalidVersion):
+            return False
+        for source in sources_for(project, self.sources, self.pins):
+            url = project_url(source, project)
+            answered = self._answered.get((source.url, project))
+            if answered is not None and answered.page is not None:
+                return unlisted
+            record = self.cache.page_record(url) if self.cache is not None else None
+            if record is None:
+                return None
+            reused = (
+                not self.refresh
+                and not record.problems
+                and record.fetched_at < self._started
+                and self._fresh(record.fetched_at)
+            )
+            if url not in self._unchanged and not reused:
+                return False
+            if not record.missing and self.strategy == "first-index":
+                break
+        return True
+
+    def _note_changed(
+        self, page: ProjectPage, before: CachedPage | None, shown: str, index_url: str, name: str | None
+    ) -> None:
+        """A page with a new body: a file is listed as before only where the stored page (usable, so
+        not under ``refresh``) listed the very URL with the very sha256."""
+        old: set[tuple[str, str | None]] = set()
+        if before is not None and not before.missing:
+            with contextlib.suppress(FetchError):
+                parsed = parse_page(before.body, before.content_type, shown, index_url, name)
+                old = {(f.url, f.sha256) for f in parsed.files}
+        self._note([f for f in page.files if (f.url, f.sha256) in old], True)
+        self._note([f for f in page.files if (f.url, f.sha256) not in old], False)
 
     def _trusted(self, problems: bool, fetched_at: float) -> bool:
         """Whether a stored page may be revalidated or reused: it parsed cleanly, and (under

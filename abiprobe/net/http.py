@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -31,6 +31,9 @@ from abiprobe.net.filetransport import FileTransport
 from abiprobe.net.settings import Credential, NetworkSettings, network_settings
 from abiprobe.progress import DISPLAY
 from abiprobe.store.primitives import strip_credentials
+
+if TYPE_CHECKING:
+    from abiprobe.model.candidate import IndexFile
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -214,6 +217,9 @@ class Http:
         self._bytes = 0
         self._lock = threading.Lock()
         self._progress = progress
+        # set by the index client reading pages through this one: does the index list a file (same URL,
+        # same sha256) as it did before this run? (abiprobe.net.remote_wheel.listed_unchanged)
+        self.listed_as_before: Callable[[IndexFile], bool] | None = None
         if progress:
             DISPLAY.want(1)
         self.network = net = network if network is not None else network_settings()

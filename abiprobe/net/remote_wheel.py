@@ -7,7 +7,8 @@ that ignores ranges gets one full, sha256-checked download, and the host is reme
 Facts are stored under a sha256 only when it was verified: where the members to read are most of the
 file (or the file is small) the whole file is streamed in one range, hashed as the members inflate.
 Otherwise the facts are *unverified*: kept with the sha256 of the central directory they were read
-through, and trusted only while the server still serves that directory (``trusted``).
+through, and trusted (``trusted``) while the index lists the file as it did before this run (its page
+revalidated unchanged: same URL, same sha256), else only while the server still serves that directory.
 """
 
 from __future__ import annotations
@@ -540,6 +541,14 @@ def _remember_directory(http: Http, url: str, digest: str) -> None:
         _DIRECTORIES.setdefault(http, {})[display_url(url)] = digest
 
 
+def listed_unchanged(http: Http, file: IndexFile) -> bool:
+    """Whether the index lists ``file`` (same URL, same sha256) as it did before this run, so that its
+    page's bytes stand for the file's as they did then: the index client reading pages through ``http``
+    says (``Http.listed_as_before``); False when there is none."""
+    judge = http.listed_as_before
+    return judge is not None and judge(file)
+
+
 def served_directory(http: Http, file: IndexFile, cache: Cache | None = None) -> str | None:
     """The sha256 of the central directory the server serves for ``file`` now: one tail request, once per
     client; None for a host that ignores ranges (the file was downloaded whole instead)."""
@@ -555,9 +564,13 @@ def served_directory(http: Http, file: IndexFile, cache: Cache | None = None) ->
 def trusted(
     entry: WheelFacts | WheelSummary, http: Http, file: IndexFile, cache: Cache | None, *, offline: bool
 ) -> bool:
-    """Whether stored facts may answer for ``file``: verified ones always; range-read ones while the
-    server serves the very central directory they were read through (offline: as stored)."""
+    """Whether stored facts may answer for ``file``: verified ones always; range-read ones (offline: as
+    stored) without a request while the index lists the file as it did before this run (same URL, same
+    sha256: ``listed_unchanged``), else while the server serves the very central directory they were
+    read through (one 64 KiB tail request)."""
     if entry.verified or offline:
         return True
     recorded = entry.directory_sha256
-    return recorded is not None and recorded == served_directory(http, file, cache)
+    if recorded is None:
+        return False
+    return listed_unchanged(http, file) or recorded == served_directory(http, file, cache)

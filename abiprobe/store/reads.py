@@ -33,7 +33,7 @@ from abiprobe.errors import NotCachedError, WheelFormatError
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.model.candidate import IndexFile
 from abiprobe.net.http import Http
-from abiprobe.net.remote_wheel import RemoteZip, served_directory, trusted
+from abiprobe.net.remote_wheel import RemoteZip, listed_unchanged, served_directory, trusted
 from abiprobe.store.cache import Cache, MetadataEntry
 from abiprobe.store.localstate import local_sha256
 
@@ -95,9 +95,12 @@ class WheelReads:
 
     def _bound(self, entry: MetadataEntry, file: IndexFile) -> bool:
         """Whether an entry kept by ``file``'s URL or sha256 answers for it: checked against the sha256,
-        or read through the central directory the server still serves (offline: as stored)."""
+        or read through a central directory the index still vouches for (the wheel listed as before this
+        run) or the server still serves (offline: as stored)."""
         recorded = entry.directory_sha256
-        return recorded is None or self.offline or recorded == served_directory(self.http, file, self.cache)
+        if recorded is None or self.offline or listed_unchanged(self.http, file):
+            return True
+        return recorded == served_directory(self.http, file, self.cache)
 
     def _url_entry(self, file: IndexFile) -> MetadataEntry | None:
         """The entry a wheel listed without a sha256 keeps by URL, when it still answers for it."""

@@ -14,8 +14,9 @@ Usage::
 ``IndexServer(auth=("user", "secret"))`` answers 401 to any request without those Basic credentials.
 
 Pages negotiate JSON vs HTML on ``Accept`` (``server.formats`` limits what is offered), carry an ETag and
-Last-Modified and answer 304 to a matching revalidation. Files answer single ranges (``a-b``, ``a-``,
-``-n``) with 206 and Content-Range; ``<file>.metadata`` serves the wheel's METADATA (PEP 658). HEAD
+Last-Modified and answer 304 to a matching revalidation (``server.validators = False``: neither). Files
+answer single ranges (``a-b``, ``a-``, ``-n``) with 206 and Content-Range; ``<file>.metadata`` serves the
+wheel's METADATA (PEP 658). HEAD
 answers what GET would, without the body.
 ``add_wheel`` options shape the listing: ``href`` ("quoted" with %2B, "plus" with a literal +,
 "absolute"), ``wrong_hash``, ``duplicate_hashes`` (list the filename again with these hashes),
@@ -128,6 +129,7 @@ class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
     changed_at: int = 0
     auth: str | None = None  # the expected Authorization header value
+    validators: bool = True  # False: pages carry no ETag / Last-Modified and are never answered 304
 
 
 class IndexServer:
@@ -204,6 +206,21 @@ class IndexServer:
     @property
     def formats(self) -> set[str]:
         return self._state.formats
+
+    @property
+    def files(self) -> list[ServedFile]:
+        """What is served, in the order it was added (each may be changed in place)."""
+        with self._state.lock:
+            return list(self._state.files)
+
+    @property
+    def validators(self) -> bool:
+        return self._state.validators
+
+    @validators.setter
+    def validators(self, on: bool) -> None:
+        """Off: pages answer 200 with the whole body every time, as some mirrors do."""
+        self._state.validators = on
 
     def add_wheel(
         self, path: Path, *, project: str | None = None, metadata: bool = True, **options: Any
@@ -371,9 +388,9 @@ class _Handler(BaseHTTPRequestHandler):
         )
         body = _json_page(project or "", files, self) if use_json else _html_page(project, files, self)
         etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
-        validators = {"ETag": etag, "Last-Modified": modified}
+        validators = {"ETag": etag, "Last-Modified": modified} if self.state.validators else {}
         conditions = self.headers.get("If-None-Match"), self.headers.get("If-Modified-Since")
-        if _not_modified(*conditions, etag, modified):
+        if validators and _not_modified(*conditions, etag, modified):
             return self._send(path, 304, b"", None, fault, validators)
         ctype = JSON_TYPE if use_json else "text/html; charset=utf-8"
         if fault is not None and fault.body is not None:
