@@ -12,7 +12,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion
 
 from abiprobe.binary.zipguard import SMALL_MEMBER_LIMIT
-from abiprobe.errors import FetchError, HashMismatchError, NotCachedError
+from abiprobe.errors import FetchError, HashMismatchError
 from abiprobe.index.config import IndexSource, Strategy
 from abiprobe.index.multi import (
     FetchStatus,
@@ -28,6 +28,7 @@ from abiprobe.index.pep691 import ACCEPT, is_json_content_type, parse_json_page
 from abiprobe.model.candidate import NOT_CACHED, IndexFile, ProjectPage
 from abiprobe.net.http import Http, display_url
 from abiprobe.store.cache import Cache, CachedPage, is_stale
+from abiprobe.store.reads import cache_first
 
 DEFAULT_STALE_AFTER = 24 * 3600.0
 
@@ -342,15 +343,19 @@ class IndexClient:
         return tuple(out)
 
     def fetch_metadata(self, file: IndexFile) -> bytes:
-        """The wheel's PEP 658 core metadata, hash-checked, cached under the wheel's sha256."""
-        key = file.sha256 or file.metadata_url
-        if self.cache is not None:
-            hit = self.cache.load_metadata(key)
-            if hit is not None:
-                return hit
+        """The wheel's PEP 658 core metadata, hash-checked, cached under the wheel's sha256 (the cache-first
+        read of ``abiprobe.store.reads``)."""
+        key, cache = file.sha256 or file.metadata_url, self.cache
+        return cache_first(
+            lambda: cache.load_metadata(key) if cache is not None else None,
+            lambda: self._download_metadata(file),
+            lambda data: cache.store_metadata(key, data) if cache is not None else None,
+            offline=self.offline,
+            missing=lambda: f"{display_url(file.metadata_url)}: not in the cache (offline)",
+        )
+
+    def _download_metadata(self, file: IndexFile) -> bytes:
         shown = display_url(file.metadata_url)
-        if self.offline:
-            raise NotCachedError(f"{shown}: not in the cache (offline)")
         if not file.has_metadata:
             raise FetchError(f"{file.filename}: the index offers no PEP 658 metadata file")
         response = self.http.get(file.metadata_url, max_bytes=SMALL_MEMBER_LIMIT)
@@ -361,6 +366,4 @@ class IndexClient:
             actual = hashlib.sha256(response.content).hexdigest()
             if actual != expected:
                 raise HashMismatchError(f"{shown}: sha256 {actual} does not match the index's {expected}")
-        if self.cache is not None:
-            self.cache.store_metadata(key, response.content)
         return response.content

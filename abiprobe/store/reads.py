@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from abiprobe.analyze.loader import PRELOADED
 from abiprobe.binary.wheel_members import dist_info_dir
 from abiprobe.errors import NotCachedError, WheelFormatError
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
@@ -284,6 +283,8 @@ class WheelReads:
 def no_gpu_verdict(path: str) -> bool:
     """Whether no GPU-code verdict looks at the runtime library installed at ``path``: only the units
     (libraries torch preloads) are judged for their GPU code, what they need by DT_NEEDED is not."""
+    from abiprobe.analyze.loader import PRELOADED  # the loader's rules: not loaded with the index client
+
     return not PRELOADED.match(path)
 
 
