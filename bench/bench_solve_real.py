@@ -139,8 +139,8 @@ def naive_installs(cache: Path) -> dict[str, int]:
     from abiprobe.model.target import Target
     from abiprobe.net.http import Http
     from abiprobe.solve.candidates import FilterOptions
-    from abiprobe.solve.closure import Completion
     from abiprobe.solve.pipeline import solve
+    from abiprobe.solve.ports import SolveReads
     from abiprobe.store.cache import Cache
     from abiprobe.store.reads import WheelReads
 
@@ -153,21 +153,16 @@ def naive_installs(cache: Path) -> dict[str, int]:
     store = Cache(cache)
     with Http(progress=False) as http:
         client = IndexClient(config.sources, store, http, offline=True)
-        reads = WheelReads(http, store, offline=True)
-        result, providers = solve(
-            stack, target, profile_for(target.machine, target.glibc), client,
-            reads.info, FilterOptions(window=args.window), metadata_for=reads.metadata,
+        wheels = WheelReads(http, store, offline=True)
+        reads = SolveReads(client, wheels.info, store=store, metadata_for=wheels.metadata)
+        result = solve(
+            stack, target, profile_for(target.machine, target.glibc), reads, FilterOptions(),
+            window=args.window, installs="all",
         )  # fmt: skip
-        complete = Completion(providers.collector, target)
-        groups = {g.id: g for gs in result.matrix.groups.values() for g in gs}
         per_cell: list[int] = []
         union: dict[str, int] = {}
         for cell in result.matrix.cells:
-            picked = [groups[m] for m in cell.members]
-            wheels = [w for g in picked for w in g.wheels]
-            wheels += providers.wheels(next(g for g in picked if g.role == stack.roles[0]))
-            wheels += complete(wheels)
-            sizes = {w.filename: int(w.candidate.file.size or 0) for w in wheels}
+            sizes = {w.filename: int(w.candidate.file.size or 0) for w in result.install(cell.members).wheels}
             per_cell.append(sum(sizes.values()))
             union.update(sizes)
     return {

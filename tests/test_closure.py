@@ -12,8 +12,8 @@ from support.wheelbuild import build_wheel
 from abiprobe.facts import WheelInfo
 from abiprobe.model.candidate import Candidate, IndexFile, candidates_from_files
 from abiprobe.model.target import Target
-from abiprobe.solve.candidates import StackCandidate
-from abiprobe.solve.closure import ClosureError, Completion, resolve_closure
+from abiprobe.solve.candidates import FilterOptions, StackCandidate
+from abiprobe.solve.closure import ClosureError, complete_install, resolve_closure
 from abiprobe.wheel import wheel_facts_from_path
 
 TARGET = Target(cuda=(13, 0), python=(3, 12), platform="manylinux_2_28_x86_64")
@@ -51,7 +51,7 @@ def test_newest_allowed_versions_markers_for_the_target_and_extras(tmp_path: Pat
     wheels += [build_wheel(tmp_path, "extrapkg", "1.0", {"e.py": b""}, tag=PURE, requires_dist=extra_reqs)]
     wheels += [build_wheel(tmp_path, "fastlib", v, {f"f{v[0]}.py": b""}, tag=PURE) for v in ("1.0", "2.0")]
     listing = Files(wheels)
-    pins = resolve_closure([_root(listing, root)], listing, TARGET)
+    pins = resolve_closure([_root(listing, root)], listing, TARGET, FilterOptions())
     assert [(p.name, str(p.version)) for p in pins] == [
         ("dep", "2.5"),
         ("extrapkg", "1.0"),
@@ -64,7 +64,7 @@ def test_an_impossible_set_is_one_readable_line_and_adds_nothing(tmp_path: Path)
     dep = build_wheel(tmp_path, "dep", "1.0", {"dep.py": b""}, tag=PURE)
     listing = Files([root, dep])
     with pytest.raises(ClosureError, match=r"app 1.0 requires dep>=2"):
-        resolve_closure([_root(listing, root)], listing, TARGET)
-    complete = Completion(listing, TARGET)
-    assert complete([_root(listing, root)]) == []
-    assert complete.problems and "dep>=2" in complete.problems[0]
+        resolve_closure([_root(listing, root)], listing, TARGET, FilterOptions())
+    added, problem = complete_install([_root(listing, root)], listing, TARGET, FilterOptions())
+    assert added == []
+    assert problem is not None and "dep>=2" in problem

@@ -80,11 +80,6 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("abiprobe.solve.evaluate", "abiprobe.demangle"),
         ("abiprobe.analyze.torch_diff", "abiprobe.demangle"),
         ("abiprobe.render.inspect", "abiprobe.demangle"),
-        # The solve reads pages through the live HTTP client and index client instead of ports it declares.
-        ("abiprobe.solve.pipeline", "abiprobe.net.http"),
-        ("abiprobe.solve.pipeline", "abiprobe.index.client"),
-        ("abiprobe.solve.pipeline", "abiprobe.index.multi"),
-        ("abiprobe.solve.pipeline", "abiprobe.progress"),
     }
 )
 

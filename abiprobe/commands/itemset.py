@@ -55,14 +55,21 @@ def gather(texts: Sequence[str], target: Target, source: ItemSource, *, no_deps:
     items = tuple(resolve_item(text, source, target) for text in texts)
     if no_deps:
         return ItemSet(items)
+    from abiprobe.progress import wheel_work
+    from abiprobe.solve.candidates import FilterOptions
     from abiprobe.solve.pipeline import Collector
     from abiprobe.store.reads import WheelReads
 
     reads = WheelReads(source.http, source.cache, source.offline)
     collector = Collector(
-        source.client, reads.info, target, metadata_for=reads.metadata, runtime_facts_for=reads.runtime_info
+        source.client,
+        reads.info,
+        target,
+        metadata_for=reads.metadata,
+        runtime_facts_for=reads.runtime_info,
+        progress=wheel_work,
     )
     roots = [root_of(i.file, i.facts) for i in items]
-    closure = install_closure(roots, collector, target, memo=source.cache)
+    closure = install_closure(roots, collector, target, FilterOptions(), memo=source.cache)
     trouble = tuple(dict.fromkeys(o.index for o in collector.outcomes if o.status == "failed"))
     return ItemSet(items, closure.added, closure.error, closure.impossible, trouble)

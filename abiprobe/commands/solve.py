@@ -27,11 +27,12 @@ from abiprobe.model.candidate import IndexFile, parse_upload_time
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http, display_url
 from abiprobe.net.remote_wheel import served_directory
+from abiprobe.progress import wheel_work
 from abiprobe.report.matrix_json import index_state, matrix_document
 from abiprobe.solve.candidates import FilterOptions
-from abiprobe.solve.closure import Completion
 from abiprobe.solve.outputs import output_files
-from abiprobe.solve.pipeline import RuntimeProviders, solve
+from abiprobe.solve.pipeline import solve
+from abiprobe.solve.ports import SolveReads
 from abiprobe.solve.result import SolveResult
 from abiprobe.solve.stack import Stack, default_stack, load_stack_file
 from abiprobe.store.cache import Cache, default_cache_root
@@ -205,14 +206,11 @@ def run(args: argparse.Namespace) -> int:
     stack = build_stack(args)
     config = index_config(args, target)
     profile = load_profile(args.profile) if args.profile else profile_for(target.machine, target.glibc)
-    options = FilterOptions(
-        pre=args.pre,
-        window=None if args.all_versions else args.window,
-        exclude_newer=exclude_newer(args.exclude_newer),
-    )
+    options = FilterOptions(pre=args.pre, exclude_newer=exclude_newer(args.exclude_newer))
     cache = Cache(args.cache_dir or default_cache_root())
+    probing = args.probe or args.emit_probe_jobs is not None
     with Http(progress=not args.json) as http:
-        reads = WheelReads(http, cache, offline=args.offline)
+        wheels = WheelReads(http, cache, offline=args.offline)
         client = IndexClient(
             config.sources,
             cache,
@@ -229,45 +227,44 @@ def run(args: argparse.Namespace) -> int:
         if not args.offline:
             revalidate_all(client, http, cache, [*stack.project_names(), *listed_before(cache, listed_key)],
                            range_read_before(cache, listed_key))  # fmt: skip
-        result, providers = solve(
+        reads = SolveReads(
+            client,
+            wheels.info,
+            store=cache,
+            metadata_for=wheels.metadata,
+            runtime_facts_for=wheels.runtime_info,
+            index_urls={s.label: display_url(s.url) for s in client.sources},
+            progress=wheel_work,
+        )
+        result = solve(
             stack,
             target,
             profile,
-            client,
-            reads.info,
+            reads,
             options,
+            window=None if args.all_versions else args.window,
             runtime=not args.no_runtime,
-            metadata_for=reads.metadata,
-            runtime_facts_for=reads.runtime_info,
+            installs=args.probe_cells if probing else "chosen",
         )
-        # the rest of an install (numpy, sympy, ...): for the lock and the probe jobs, resolved on demand
-        complete = None
-        if not args.no_runtime:
-            complete = Completion(providers.collector, target, pre=args.pre, memo=cache)
-        doc = matrix_document(result)
-        if args.probe:
-            doc = probe_here(args, doc, result, providers, complete)
-        if args.emit_probe_jobs:
-            from abiprobe.probe.jobs import emit_from_solve
-
-            runtime = None if args.no_runtime else providers.wheels
-            emit_from_solve(args, doc, result.matrix.groups, runtime, complete)
-        if not args.no_write:
-            files = output_files(
-                args.out_dir,
-                matrix_name(result.matrix.target),
-                result,
-                doc,
-                providers,
-                complete,
-                lock_path=args.lock,
-                find_links={display_url(s.url) for s in config.sources if s.kind == "find-links"},
-            )
-            for path, text in files.items():
-                write_text_atomic(path, text)
-        if not args.offline:
-            remember_listed(cache, listed_key, providers.collector.client.listed)
-            remember_range_read(cache, listed_key, providers.collector.unverified_files())
+    doc = matrix_document(result)
+    if args.probe:
+        doc = probe_here(args, doc, result)
+    if args.emit_probe_jobs:
+        emit_probe_jobs(args, doc, result)
+    if not args.no_write:
+        files = output_files(
+            args.out_dir,
+            matrix_name(result.matrix.target),
+            result,
+            doc,
+            lock_path=args.lock,
+            find_links={display_url(s.url) for s in config.sources if s.kind == "find-links"},
+        )
+        for path, text in files.items():
+            write_text_atomic(path, text)
+    if not args.offline:
+        remember_listed(cache, listed_key, client.listed)
+        remember_range_read(cache, listed_key, result.range_read)
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:
@@ -343,13 +340,7 @@ def remember_listed(cache: Cache, key: str, projects: Iterable[str]) -> None:
         cache.store_analysis(key, [{"project": n} for n in names])
 
 
-def probe_here(
-    args: argparse.Namespace,
-    doc: dict[str, Any],
-    result: SolveResult,
-    providers: RuntimeProviders,
-    complete: Completion | None,
-) -> dict[str, Any]:
+def probe_here(args: argparse.Namespace, doc: dict[str, Any], result: SolveResult) -> dict[str, Any]:
     """Run the probe jobs of the selected cells on this host and merge their verdicts into the matrix."""
     import tempfile
 
@@ -357,17 +348,23 @@ def probe_here(
     from abiprobe.probe.job_runner import run_job
     from abiprobe.probe.jobs import merge_results, probe_jobs
 
-    runtime = (lambda _g: ()) if args.no_runtime else providers.wheels
     archs = args.probe_arch or ([] if result.matrix.target.arch else ["sm90"])
-    cells = args.probe_cells
-    jobs = probe_jobs(doc, result.matrix.groups, runtime, archs=archs, cells=cells, complete=complete)[
-        "include"
-    ]
+    jobs = probe_jobs(doc, result, archs=archs, cells=args.probe_cells)["include"]
     wheels_dir = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
     python = f"{result.matrix.target.python[0]}.{result.matrix.target.python[1]}"
     results = [run_job(job, wheels_dir, ProbeOptions(python=python)) for job in jobs]
     merged, _report = merge_results(doc, results)
     return merged
+
+
+def emit_probe_jobs(args: argparse.Namespace, doc: dict[str, Any], result: SolveResult) -> None:
+    """``--emit-probe-jobs FILE [--probe-arch A]... [--probe-cells C]``: the job file, and how many."""
+    from abiprobe.probe.jobs import probe_jobs
+
+    jobs = probe_jobs(doc, result, archs=args.probe_arch, cells=args.probe_cells)
+    write_text_atomic(args.emit_probe_jobs, json.dumps(jobs, indent=1) + "\n")
+    if not args.json:
+        print(f"  probe jobs: {len(jobs['include'])} written to {args.emit_probe_jobs}")
 
 
 SHOWN_LINES = 10

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from abiprobe import __version__
 from abiprobe.binary.cuda_arch import parse_known_arch
@@ -22,15 +22,12 @@ from abiprobe.jsondoc import load_versioned
 from abiprobe.model.verdict import Verdict, worst
 from abiprobe.report.matrix_json import wheel_entry
 from abiprobe.solve.candidates import StackCandidate
-from abiprobe.solve.matrix import Group, explain
-from abiprobe.store.primitives import write_text_atomic
+from abiprobe.solve.matrix import explain
+from abiprobe.solve.result import CellSelection, SolveResult
 
 JOBS_KIND = "abiprobe-probe-jobs"
 RESULT_KIND = "abiprobe-probe-job-result"
 JOBS_SCHEMA_VERSION = 1
-CellSelection = Literal["chosen", "ok", "all"]
-RuntimeWheels = Callable[[Group], Sequence[StackCandidate]]
-Completer = Callable[[Sequence[StackCandidate]], Sequence[StackCandidate]]
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -74,32 +71,23 @@ def _selected(doc: dict[str, Any], cells: CellSelection) -> list[dict[str, Any]]
 
 def probe_jobs(
     doc: dict[str, Any],
-    groups: Mapping[str, tuple[Group, ...]],
-    runtime: RuntimeWheels,
+    result: SolveResult,
     *,
     archs: Sequence[str] = (),
     cells: CellSelection = "chosen",
     labels: Callable[[str], list[str]] = default_runner_labels,
-    complete: Completer | None = None,
 ) -> dict[str, Any]:
-    """The job document for the selected cells of a matrix × each GPU arch (default: the target's)."""
+    """The job document for the selected cells of a matrix × each GPU arch (default: the target's); each
+    job installs the cell's whole install as the solve resolved it (``result.installs``)."""
     target = doc["target"]
-    base_role = doc["axes"]["rows"]
-    by_id = {(g.role, g.id): g for gs in groups.values() for g in gs}
-    role_of = {g.id: g.role for gs in groups.values() for g in gs}
     major, minor = target["python"][2:3], target["python"][3:]
     wanted = list(archs) or ([target["arch"]] if target["arch"] else [])
     if not wanted:
         raise UsageError("the target has no GPU arch: pass --probe-arch")
     jobs = []
     for cell in _selected(doc, cells):
-        picked = [by_id[(role_of[m], m)] for m in cell["members"]]
-        wheels = [w for g in picked for w in g.wheels]
-        base = next(g for g in picked if g.role == base_role)
-        runtime_wheels = [w for w in runtime(base) if w.filename not in {x.filename for x in wheels}]
-        if complete is not None:  # numpy, sympy, ...: what an install with dependencies would add
-            have = {x.filename for x in (*wheels, *runtime_wheels)}
-            runtime_wheels += [w for w in complete([*wheels, *runtime_wheels]) if w.filename not in have]
+        install = result.install(cell["members"])
+        wheels, added = install.stack, install.added  # added: runtime wheels, numpy, sympy, ...
         order = list(dict.fromkeys(t for w in wheels for t in _tops(w)))
         for arch in wanted:
             a = parse_known_arch(arch)
@@ -113,7 +101,7 @@ def probe_jobs(
                     "target": job_target,
                     "cell": {"row": cell["row"], "col": cell["col"]},
                     "python": f"{major}.{minor}",
-                    "wheels": [_wheel(w) for w in (*wheels, *runtime_wheels)],
+                    "wheels": [_wheel(w) for w in (*wheels, *added)],
                     "import_order": order,
                     "expected": cell["status"],
                     "expected_gpu": cell["checks"].get("gpu_arch", "ok") if job_target == target else None,
@@ -127,43 +115,6 @@ def probe_jobs(
         "matrix": target["key"],
         "include": jobs,
     }
-
-
-def write_probe_jobs(
-    path: Path,
-    doc: dict[str, Any],
-    groups: Mapping[str, tuple[Group, ...]],
-    runtime: RuntimeWheels,
-    *,
-    archs: Sequence[str] = (),
-    cells: CellSelection = "chosen",
-    complete: Completer | None = None,
-) -> int:
-    """Write the job file; returns how many jobs it holds."""
-    jobs = probe_jobs(doc, groups, runtime, archs=archs, cells=cells, complete=complete)
-    write_text_atomic(path, json.dumps(jobs, indent=1) + "\n")
-    return len(jobs["include"])
-
-
-def emit_from_solve(
-    args: Any,
-    doc: dict[str, Any],
-    groups: Mapping[str, tuple[Group, ...]],
-    runtime: RuntimeWheels | None,
-    complete: Completer | None = None,
-) -> None:
-    """``solve --emit-probe-jobs FILE [--probe-arch A]... [--probe-cells C]``."""
-    n = write_probe_jobs(
-        args.emit_probe_jobs,
-        doc,
-        groups,
-        runtime or (lambda _g: ()),
-        archs=args.probe_arch,
-        cells=args.probe_cells,
-        complete=complete,
-    )
-    if not args.json:
-        print(f"  probe jobs: {n} written to {args.emit_probe_jobs}")
 
 
 def _load(path: Path, kind: str) -> dict[str, Any]:

@@ -206,12 +206,12 @@ class Exclusion:
 
 @dataclass(frozen=True)
 class FilterOptions:
-    """Candidate filtering switches: pre-releases, yanked files, how many versions per package, and files
-    uploaded after a moment (``exclude_newer``, as uv's option: the index's upload time decides)."""
+    """Which listed files may be candidates: pre-releases, yanked files, and files uploaded after a moment
+    (``exclude_newer``, as uv's option: the index's upload time decides; it admits stack wheels only, see
+    :func:`prefilter`). Made once per solve from the command line and passed down as it is."""
 
     pre: bool = False
     yanked: bool = False
-    window: int | None = 3
     exclude_newer: datetime | None = None
 
 
@@ -223,12 +223,15 @@ def prefilter(
     options: FilterOptions,
     *,
     explain: bool = True,
+    stack_wheel: bool = True,
 ) -> tuple[list[StackCandidate], list[Exclusion]]:
     """Cheap checks (no facts): tags, Requires-Python, yanked, pre-release, specifier, CUDA label.
 
     Keeps the best-tagged wheel of each version, newest version first; a filename listed with several
     hashes (``duplicate``) keeps each of them, to be judged by its own bytes. Without ``explain`` no
-    exclusions are written (a dependency's page lists thousands of other platforms' files).
+    exclusions are written (a dependency's page lists thousands of other platforms' files). Upload
+    times (``options.exclude_newer``) are judged for a ``stack_wheel`` only: the rest of an install is
+    resolved as the indexes list it now.
     """
     rank = {tag: i for i, tag in enumerate(target.supported_tags())}
     best: dict[tuple[Version, str], StackCandidate] = {}
@@ -245,7 +248,7 @@ def prefilter(
             where = f"{target.python_tag} {target.platform}"
             drop(c, "tags", f"tags {c.tags_summary()} do not install on {where}")
             continue
-        why = _cheap_reason(c, specifier, target, options)
+        why = _cheap_reason(c, specifier, target, options, stack_wheel)
         if why is not None:
             drop(c, *why)
             continue
@@ -258,12 +261,12 @@ def prefilter(
 
 
 def _cheap_reason(
-    c: Candidate, specifier: SpecifierSet, target: Target, options: FilterOptions
+    c: Candidate, specifier: SpecifierSet, target: Target, options: FilterOptions, stack_wheel: bool
 ) -> tuple[str, str] | None:
     if c.file.is_yanked and not options.yanked:
         reason = c.file.yanked_reason
         return "metadata", "yanked" + (f": {reason}" if reason else "")
-    if options.exclude_newer is not None:
+    if options.exclude_newer is not None and stack_wheel:
         uploaded = parse_upload_time(c.file.upload_time)
         if uploaded is None:
             return "metadata", "the index gives no upload time, so --exclude-newer cannot admit it"
@@ -294,13 +297,14 @@ def select_window(
     ordered: Sequence[StackCandidate],
     facts_for: Callable[[StackCandidate], WheelInfo | None],
     target: Target,
-    options: FilterOptions,
+    window: int | None,
 ) -> tuple[list[StackCandidate], list[Exclusion]]:
-    """Walk newest first, fetching facts, until ``window`` candidates fit the target's CUDA major."""
+    """Walk newest first, fetching facts, until ``window`` candidates fit the target's CUDA major (all of
+    them when ``window`` is None)."""
     kept: list[StackCandidate] = []
     excluded: list[Exclusion] = []
     for sc in ordered:
-        if options.window is not None and len(kept) >= options.window:
+        if window is not None and len(kept) >= window:
             break
         info = facts_for(sc)
         variant = infer_variant(sc.candidate, info.summary if info else None, target)

@@ -28,6 +28,7 @@ from abiprobe.model.candidate import Candidate, IndexFile, candidates_from_files
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter
+from abiprobe.solve.ports import AnalysisStore
 
 
 class ClosureError(AbiprobeError):
@@ -75,19 +76,21 @@ def _ident(name: str, extras: frozenset[str]) -> str:
     return f"{name}[{','.join(sorted(extras))}]" if extras else name
 
 
-class _Provider(AbstractProvider):  # type: ignore[type-arg]
+class _ClosureAdapter(AbstractProvider):  # type: ignore[type-arg]
+    """resolvelib's view of the indexes: every listed wheel of a project is a candidate."""
+
     def __init__(
         self,
         roots: Mapping[NormalizedName, StackCandidate],
         listing: Listing,
         target: Target,
-        pre: bool,
+        options: FilterOptions,
         follow: Callable[[str], bool] | None,
         roots_win: bool = False,
     ) -> None:
         self.roots, self.listing, self.target, self.follow = roots, listing, target, follow
         self.roots_win = roots_win
-        self.options = FilterOptions(pre=pre, window=None)
+        self.options = options
         self._listed: dict[str, list[Candidate]] = {}
         self._requires: dict[str, tuple[str, ...]] = {}
 
@@ -101,7 +104,9 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
     def _wheels(self, name: NormalizedName) -> list[Candidate]:
         if name not in self._listed:
             listed = self.listing.candidates(name)
-            kept, _ = prefilter("closure", listed, SpecifierSet(), self.target, self.options, explain=False)
+            kept, _ = prefilter(
+                "closure", listed, SpecifierSet(), self.target, self.options, explain=False, stack_wheel=False
+            )
             self._listed[name] = [sc.candidate for sc in kept]
         return self._listed[name]
 
@@ -148,14 +153,6 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
         return self._requires[key]
 
 
-class MemoStore(Protocol):
-    """Where a resolution outlives the run (``abiprobe.store.cache.Cache``'s stored analyses)."""
-
-    def load_analysis(self, key: str) -> list[dict[str, Any]] | None: ...
-
-    def store_analysis(self, key: str, verdicts: list[dict[str, Any]]) -> None: ...
-
-
 class _Recording:
     """A listing that notes which projects a resolution looked at."""
 
@@ -171,12 +168,16 @@ class _Recording:
         return self.listing.metadata(file)
 
 
-def _memo_key(roots: Sequence[StackCandidate], target: Target, pre: bool, scope: str) -> str | None:
+def _memo_key(
+    roots: Sequence[StackCandidate], target: Target, options: FilterOptions, scope: str
+) -> str | None:
     shas = [r.key for r in roots]
     if any(len(s) != 64 for s in shas):
         return None
-    doc = {"kind": "closure", "code": code_digest(__name__), "roots": sorted(shas), "target": target.key(),
-           "pre": pre, "scope": scope}  # fmt: skip
+    doc: dict[str, Any] = {"kind": "closure", "code": code_digest(__name__), "roots": sorted(shas),
+                           "target": target.key(), "pre": options.pre, "scope": scope}  # fmt: skip
+    if options.yanked:
+        doc["yanked"] = True
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -198,11 +199,11 @@ def resolve_closure(
     roots: Sequence[StackCandidate],
     listing: Listing,
     target: Target,
+    options: FilterOptions,
     *,
-    pre: bool = False,
     follow: Callable[[str], bool] | None = None,
     scope: str = "all",
-    memo: MemoStore | None = None,
+    memo: AnalysisStore | None = None,
     roots_win: bool = False,
 ) -> list[Pin]:
     """Every wheel the roots need beyond themselves, sorted by name (roots excluded); with ``follow``,
@@ -213,9 +214,8 @@ def resolve_closure(
     With ``memo`` (and a listing that can tell its pages' identity without reading them) an earlier
     answer is reused while every page it looked at is still the same page: a warm solve then parses
     no dependency's listing."""
-    key = (
-        _memo_key(roots, target, pre, f"{scope}+roots" if roots_win else scope) if memo is not None else None
-    )
+    scoped = f"{scope}+roots" if roots_win else scope
+    key = _memo_key(roots, target, options, scoped) if memo is not None else None
     identity = getattr(listing, "identity", None)
     if key is not None and memo is not None and identity is not None:
         for entry in memo.load_analysis(key) or []:
@@ -226,7 +226,7 @@ def resolve_closure(
                 except (KeyError, TypeError, ValueError, InvalidVersion):
                     break
     recording = _Recording(listing)
-    pins = _resolve(roots, recording, target, pre, follow, roots_win)
+    pins = _resolve(roots, recording, target, options, follow, roots_win)
     if key is not None and memo is not None and identity is not None:
         seen = {p: identity(p) for p in sorted(recording.projects)}
         if all(ids is not None for ids in seen.values()):
@@ -242,17 +242,17 @@ def _resolve(
     roots: Sequence[StackCandidate],
     listing: Listing,
     target: Target,
-    pre: bool,
+    options: FilterOptions,
     follow: Callable[[str], bool] | None,
     roots_win: bool = False,
 ) -> list[Pin]:
     by_name = {canonicalize_name(str(r.name)): r for r in roots}
-    provider = _Provider(by_name, listing, target, pre, follow, roots_win)
+    adapter = _ClosureAdapter(by_name, listing, target, options, follow, roots_win)
     wanted = [
         Req(n, frozenset(), SpecifierSet(), "the chosen set", root=r.filename) for n, r in by_name.items()
     ]
     try:
-        result = Resolver(provider, BaseReporter()).resolve(wanted, max_rounds=2000)
+        result = Resolver(adapter, BaseReporter()).resolve(wanted, max_rounds=2000)
     except ResolutionImpossible as exc:
         causes = "; ".join(sorted({c.requirement.why for c in exc.causes})) or "no candidates"
         raise ClosureError(f"the chosen set's dependencies cannot be completed: {causes}") from None
@@ -276,24 +276,17 @@ def _why(criteria: Mapping[str, Any], name: str) -> str:
     return "; ".join(dict.fromkeys(whys))
 
 
-class Completion:
-    """``complete(wheels)``: the dependency wheels that make ``wheels`` a whole install (memoised);
-    when that is impossible the reason is kept in ``problems`` and nothing is added."""
-
-    def __init__(
-        self, listing: Listing, target: Target, *, pre: bool = False, memo: MemoStore | None = None
-    ) -> None:
-        self.listing, self.target, self.pre, self.memo = listing, target, pre, memo
-        self.problems: list[str] = []
-        self._memo: dict[tuple[str, ...], list[StackCandidate]] = {}
-
-    def __call__(self, wheels: Sequence[StackCandidate]) -> list[StackCandidate]:
-        key = tuple(sorted(w.filename for w in wheels))
-        if key not in self._memo:
-            try:
-                pins = resolve_closure(wheels, self.listing, self.target, pre=self.pre, memo=self.memo)
-                self._memo[key] = [StackCandidate("dependency", p.candidate, 0) for p in pins]
-            except AbiprobeError as exc:
-                self.problems.append(str(exc))
-                self._memo[key] = []
-        return self._memo[key]
+def complete_install(
+    wheels: Sequence[StackCandidate],
+    listing: Listing,
+    target: Target,
+    options: FilterOptions,
+    *,
+    memo: AnalysisStore | None = None,
+) -> tuple[list[StackCandidate], str | None]:
+    """The dependency wheels that make ``wheels`` a whole install, or none and why that is impossible."""
+    try:
+        pins = resolve_closure(wheels, listing, target, options, memo=memo)
+    except AbiprobeError as exc:
+        return [], str(exc)
+    return [StackCandidate("dependency", p.candidate, 0) for p in pins], None

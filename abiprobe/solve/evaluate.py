@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
 
 from packaging.utils import canonicalize_name
 
@@ -31,6 +30,7 @@ from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict, unread_verdicts, unsettled
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group
+from abiprobe.solve.ports import AnalysisStore
 
 RuntimeFor = Callable[[Group], Sequence[WheelFacts]]
 RuntimeKeys = Callable[[Group], Sequence[WheelSummary]]
@@ -39,14 +39,6 @@ Unread = Callable[[Group], Sequence[tuple[str, str]]]
 ANALYSIS_STORE_VERSION = 1
 # Stored verdicts are keyed by the code of this module's import closure (derived, never listed by hand).
 VERDICT_ENTRY = "abiprobe.solve.evaluate"
-
-
-class VerdictStore(Protocol):
-    """Where verdicts outlive a run (``abiprobe.store.cache.Cache``): a warm re-solve simulates no loader."""
-
-    def load_analysis(self, key: str) -> list[dict[str, Any]] | None: ...
-
-    def store_analysis(self, key: str, verdicts: list[dict[str, Any]]) -> None: ...
 
 
 def _no_reader(_group: Group) -> Sequence[tuple[str, str]]:
@@ -61,7 +53,7 @@ class StaticEvaluator:
         target: Target,
         profile: Profile,
         runtime_for: RuntimeFor,
-        store: VerdictStore | None = None,
+        store: AnalysisStore | None = None,
         runtime_keys: RuntimeKeys | None = None,
         torch_candidates: Sequence[StackCandidate] = (),
         unread: Unread = _no_reader,

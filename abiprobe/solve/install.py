@@ -17,8 +17,9 @@ from abiprobe.errors import AbiprobeError
 from abiprobe.facts import WheelFacts, WheelInfo
 from abiprobe.model.candidate import IndexFile, candidates_from_files
 from abiprobe.model.target import Target
-from abiprobe.solve.candidates import StackCandidate
-from abiprobe.solve.closure import ClosureError, Listing, MemoStore, resolve_closure
+from abiprobe.solve.candidates import FilterOptions, StackCandidate
+from abiprobe.solve.closure import ClosureError, Listing, resolve_closure
+from abiprobe.solve.ports import AnalysisStore
 from abiprobe.solve.reach import PartialReader, Reach
 
 
@@ -67,14 +68,14 @@ def install_closure(
     roots: Sequence[StackCandidate],
     reader: InstallReader,
     target: Target,
+    options: FilterOptions,
     *,
-    pre: bool = False,
-    memo: MemoStore | None = None,
+    memo: AnalysisStore | None = None,
 ) -> InstallClosure:
     """Every wheel an install of ``roots`` for ``target`` adds, with what the loader reaches of each read."""
     try:
         # the items as named, whatever the others pin: a pin that forbids one is judged as ``blocked``
-        pins = resolve_closure(roots, reader, target, pre=pre, scope="install", memo=memo, roots_win=True)
+        pins = resolve_closure(roots, reader, target, options, scope="install", memo=memo, roots_win=True)
     except ClosureError as exc:
         return InstallClosure(error=str(exc), impossible=True)
     except AbiprobeError as exc:

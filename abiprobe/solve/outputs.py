@@ -20,9 +20,7 @@ from abiprobe.report.matrix_html import render_html
 from abiprobe.report.matrix_json import dumps
 from abiprobe.report.matrix_md import render_markdown
 from abiprobe.solve.candidates import StackCandidate
-from abiprobe.solve.closure import Completion
 from abiprobe.solve.lock import locked_wheels, render_lock
-from abiprobe.solve.pipeline import RuntimeProviders
 from abiprobe.solve.pylock import pylock_document, pylock_name, render_pylock
 from abiprobe.solve.result import SolveResult
 
@@ -35,21 +33,14 @@ class LockSet:
     note: str = ""
 
 
-def lock_set(result: SolveResult, providers: RuntimeProviders, complete: Completion | None) -> LockSet | None:
-    """Stack wheels, the runtime wheels torch pins, then the rest of the install (``complete``;
-    without it, the stack wheels alone); None when no set was chosen."""
-    chosen = result.resolution.chosen
+def lock_set(result: SolveResult) -> LockSet | None:
+    """Stack wheels, the runtime wheels torch pins, then the rest of the install (a solve without runtime
+    wheels: the stack wheels alone); None when no set was chosen."""
+    chosen = result.chosen_ids
     if chosen is None:
         return None
-    m = result.matrix
-    wheels = [w for role in m.stack.roles for w in m.group(role, chosen[role]).wheels]
-    note = ""
-    if complete is not None:
-        wheels += providers.wheels(m.group(m.stack.roles[0], chosen[m.stack.roles[0]]))
-        wheels += complete(wheels)
-        if complete.problems:
-            note = f"incomplete: {complete.problems[-1]}"
-    return LockSet(wheels, note)
+    install = result.install(chosen)
+    return LockSet(list(install.wheels), install.note)
 
 
 def chosen_table(doc: Mapping[str, Any], note: str = "") -> dict[str, Any]:
@@ -93,8 +84,6 @@ def output_files(
     name: str,
     result: SolveResult,
     doc: dict[str, Any],
-    providers: RuntimeProviders,
-    complete: Completion | None,
     *,
     lock_path: Path | None = None,
     find_links: Collection[str] = (),
@@ -107,7 +96,7 @@ def output_files(
         out / f"{name}.md": markdown,
         out / f"{name}.html": html,
     }
-    locked = lock_set(result, providers, complete)
+    locked = lock_set(result)
     if locked is None:
         return files
     target = result.matrix.target

@@ -1,7 +1,10 @@
-"""One solve, edge to edge: list candidates, fetch facts, build the matrix, resolve, explain near misses.
+"""One solve: list candidates, fetch facts, build the matrix, resolve, explain near misses, and resolve
+the whole install of the sets the lock and the probe jobs need.
 
-I/O comes in through an ``IndexClient`` and a ``facts_for(IndexFile)`` function, so tests drive it with
-a local index server and the bench counts bytes; everything after collection is pure.
+Everything it reads comes in through the ports of :mod:`abiprobe.solve.ports` (``SolveReads``: the
+index, the facts readers, the verdict store, progress), wired in by ``abiprobe.commands``; tests drive it
+with a local index server and the bench counts bytes. It returns one value (``SolveResult``): nothing
+it read through stays live after it returns.
 """
 
 from __future__ import annotations
@@ -18,14 +21,10 @@ from packaging.version import Version
 from abiprobe.analyze.profiles import Profile
 from abiprobe.errors import AbiprobeError
 from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
-from abiprobe.index.client import IndexClient
-from abiprobe.index.multi import IndexOutcome
 from abiprobe.model.candidate import NOT_CACHED, Candidate, IndexFile
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import STATUS_ORDER
-from abiprobe.net.http import display_url
-from abiprobe.progress import wheel_work
 from abiprobe.solve.candidates import (
     Exclusion,
     FilterOptions,
@@ -36,20 +35,28 @@ from abiprobe.solve.candidates import (
     public_version,
     select_window,
 )
-from abiprobe.solve.closure import resolve_closure
+from abiprobe.solve.closure import complete_install, resolve_closure
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, Matrix, MatrixBuilder, build_groups
 from abiprobe.solve.override import override_set
+from abiprobe.solve.ports import (
+    AnalysisStore,
+    FactsFor,
+    IndexReader,
+    MetadataFor,
+    PageOutcome,
+    Progress,
+    RuntimeFactsFor,
+    SolveReads,
+    no_progress,
+)
 from abiprobe.solve.provider import build_picks, resolve, rules_out
 from abiprobe.solve.providers import ProviderChoice, choose_provider, named_tags, ranked_providers
 from abiprobe.solve.reach import Reach
-from abiprobe.solve.result import EmptyRole, IndexStatus, NearMiss, SolveResult
+from abiprobe.solve.result import CellSelection, EmptyRole, IndexStatus, NearMiss, SetInstall, SolveResult
 from abiprobe.solve.stack import Stack
 from abiprobe.solve.twins import twin_report
 
-FactsFor = Callable[[IndexFile], WheelInfo | WheelFacts]
-# a runtime wheel's facts with at least the binaries (installed paths) the predicate accepts read
-RuntimeFactsFor = Callable[[IndexFile, Callable[[str], bool]], WheelInfo]
 # wheels whose facts are read at once: a cold read is CPU-bound (TLS, inflate, hashing), and reads
 # overlap on two cores because zlib, hashlib and socket reads release the GIL
 PREFETCH_WORKERS = 3
@@ -60,12 +67,13 @@ _RUNTIME_PREFIXES = ("nvidia-", "cuda-toolkit")
 class Collector:
     """Lists projects and fetches facts, remembering index outcomes and problems along the way."""
 
-    client: IndexClient
+    index: IndexReader
     facts_for: FactsFor
     target: Target
-    metadata_for: Callable[[IndexFile], bytes] | None = None  # METADATA where no PEP 658 file is offered
+    metadata_for: MetadataFor | None = None  # METADATA where no PEP 658 file is offered
     runtime_facts_for: RuntimeFactsFor | None = None  # partial reads of runtime wheels; else facts_for
-    outcomes: list[IndexOutcome] = field(default_factory=list)
+    progress: Progress = no_progress
+    outcomes: list[PageOutcome] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     _facts: dict[tuple[str, str], WheelInfo | None] = field(default_factory=dict)
     _errors: dict[tuple[str, str], str] = field(default_factory=dict)  # file -> why it could not be read
@@ -73,27 +81,26 @@ class Collector:
     # wheels listed with several hashes whose bytes match none of theirs: a finding, not a failed read
     unreadable_twins: dict[tuple[str, str], str] = field(default_factory=dict)
     _listings: dict[str, tuple[Candidate, ...]] = field(default_factory=dict)
-    asked: dict[str, tuple[IndexOutcome, ...]] = field(default_factory=dict)
+    asked: dict[str, tuple[PageOutcome, ...]] = field(default_factory=dict)
 
     def candidates(self, project: str) -> tuple[Candidate, ...]:
         name = str(canonicalize_name(project))
         if name not in self._listings:
-            listing = self.client.list_project(name)
+            listing = self.index.list_project(name)
             self.outcomes.extend(listing.outcomes)
-            self.asked[name] = listing.outcomes
+            self.asked[name] = tuple(listing.outcomes)
             self._listings[name] = listing.candidates
             self._skip_dead(listing.outcomes)
         return self._listings[name]
 
-    def _skip_dead(self, outcomes: Sequence[IndexOutcome]) -> None:
+    def _skip_dead(self, outcomes: Sequence[PageOutcome]) -> None:
         """An index that could not be reached once is not asked again during this solve."""
-        c = self.client
-        if c.offline:  # a page missing from the cache says nothing about the index's other pages
+        if self.index.offline:  # a page missing from the cache says nothing about the index's other pages
             return
         dead = {o.index for o in outcomes if o.status == "failed" and not o.from_cache}
         if not dead:
             return
-        self.client = c.without(dead)
+        self.index = self.index.without(dead)
 
     def unverified_files(self) -> list[IndexFile]:
         """The listed files whose facts came from range reads: each solve asks the server whether it still
@@ -108,13 +115,13 @@ class Collector:
         return [files[k] for k in sorted(keys) if k in files]
 
     def identity(self, project: str) -> tuple[str, ...] | None:
-        """The identity of the pages a listing of ``project`` would be read from (see IndexClient)."""
-        return self.client.page_identity(project)
+        """The identity of the pages a listing of ``project`` would be read from (see IndexReader)."""
+        return self.index.page_identity(project)
 
     def metadata(self, file: IndexFile) -> bytes:
         """Core metadata: the index's PEP 658 file, else the METADATA read from the wheel itself."""
         if file.has_metadata:
-            return self.client.fetch_metadata(file)
+            return self.index.fetch_metadata(file)
         if self.metadata_for is not None:
             return self.metadata_for(file)
         got = self.facts_for(file)
@@ -163,7 +170,7 @@ class Collector:
         todo = list({_file_key(sc): sc for sc in todo}.values())
         if len(todo) < 2:
             return
-        with wheel_work(len(todo)) as work, ThreadPoolExecutor(min(PREFETCH_WORKERS, len(todo))) as pool:
+        with self.progress(len(todo)) as work, ThreadPoolExecutor(min(PREFETCH_WORKERS, len(todo))) as pool:
 
             def one(sc: StackCandidate) -> None:
                 work.started(sc.filename)
@@ -212,9 +219,9 @@ class Collected:
     excluded: tuple[Exclusion, ...]
 
 
-def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Collected:
-    """Each role's windowed candidates (all its names together), their version-matched companions, and
-    for a shim companion the per-architecture provider the target loads."""
+def collect(stack: Stack, collector: Collector, options: FilterOptions, window: int | None) -> Collected:
+    """Each role's ``window`` newest candidates (all its names together), their version-matched
+    companions, and for a shim companion the per-architecture provider the target loads."""
     target = collector.target
     excluded: list[Exclusion] = []
     cores: dict[str, list[StackCandidate]] = {}
@@ -231,11 +238,11 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions) -> Colle
         ordered.sort(key=lambda s: s.version, reverse=True)
         by_role[member.role] = ordered
     # the newest few of every role at once; select_window then reads on only where one is excluded
-    collector.prefetch([sc for ordered in by_role.values() for sc in ordered[: options.window]])
+    collector.prefetch([sc for ordered in by_role.values() for sc in ordered[:window]])
     provider_found: dict[str, dict[str, list[StackCandidate]]] = {}
     for member in stack.members:
         ordered = by_role[member.role]
-        kept, dropped = select_window(member.role, ordered, collector.facts, target, options)
+        kept, dropped = select_window(member.role, ordered, collector.facts, target, window)
         cores[member.role] = kept
         excluded += dropped
         wanted = {public_version(c.version) for c in kept}
@@ -284,7 +291,7 @@ def _companion_candidates(
     excluded = [d for d in dropped if d.check != "tags"]
     listed = [c for c in listed if public_version(c.version) in wanted]
     collector.prefetch(listed)
-    found, dropped = select_window(role, listed, collector.facts, target, replace(options, window=None))
+    found, dropped = select_window(role, listed, collector.facts, target, None)
     return found, excluded + dropped
 
 
@@ -296,7 +303,7 @@ def _reachable_tags(tags: set[str], target: Target) -> list[str]:
 
 
 def _asked(collector: Collector) -> str:
-    return ", ".join(s.label for s in collector.client.sources) or "no index"
+    return ", ".join(s.label for s in collector.index.sources) or "no index"
 
 
 def _with_providers(
@@ -328,7 +335,7 @@ def _with_providers(
     return out
 
 
-class RuntimeProviders:
+class RuntimeWheels:
     """The nvidia wheels a base (torch) wheel pins, found on the indexes, with their facts.
 
     Choosing them needs summaries only; their full facts are loaded when an analysis really runs. Of each
@@ -337,9 +344,10 @@ class RuntimeProviders:
     engines (a gigabyte) stay unread: no static verdict looks at them.
     """
 
-    def __init__(self, collector: Collector, options: FilterOptions) -> None:
+    def __init__(self, collector: Collector, options: FilterOptions, store: AnalysisStore | None) -> None:
         self.collector = collector
-        self.options = replace(options, window=1)
+        self.options = options
+        self.store = store
         self._picked: dict[str, StackCandidate | None] = {}
         self._chosen: dict[str, tuple[StackCandidate, ...]] = {}
         self._unread: dict[str, tuple[tuple[str, str], ...]] = {}
@@ -355,7 +363,7 @@ class RuntimeProviders:
         return self._reach.settle(chosen)
 
     def __call__(self, base: Group) -> Sequence[WheelFacts]:
-        """Full facts of the providers (loads them)."""
+        """Full facts of the runtime wheels (loads them)."""
         return tuple(f for sc in self.wheels(base) if (f := sc.facts) is not None)
 
     def unread(self, base: Group) -> Sequence[tuple[str, str]]:
@@ -390,10 +398,10 @@ class RuntimeProviders:
                 roots,
                 self.collector,
                 target,
-                pre=self.options.pre,
+                self.options,
                 follow=lambda n: n.startswith(_RUNTIME_PREFIXES),
                 scope="runtime",
-                memo=self.collector.client.cache,
+                memo=self.store,
             )
         except AbiprobeError as exc:
             self.collector.problems.append(f"runtime wheels of {base.id} picked one pin at a time: {exc}")
@@ -440,7 +448,7 @@ class RuntimeProviders:
             target = self.collector.target
             every_version = self.collector.candidates(req.name)
             listed, _ = prefilter("runtime", every_version, req.specifier, target, self.options)
-            kept, _ = select_window("runtime", listed, self._info, target, self.options)
+            kept, _ = select_window("runtime", listed, self._info, target, 1)
             self._picked[key] = kept[0] if kept else None
         return self._picked[key]
 
@@ -453,11 +461,11 @@ def _requirements_with_extras(
 
 
 def index_statuses(
-    outcomes: Sequence[IndexOutcome], roots: Mapping[str, str] | None = None
+    outcomes: Sequence[PageOutcome], roots: Mapping[str, str] | None = None
 ) -> tuple[IndexStatus, ...]:
     """One line per index over the whole solve: answered when some page came back (live or from the
     cache, whose oldest fetch time is kept), what failed, and which pages an offline run lacked."""
-    by_index: dict[str, list[IndexOutcome]] = {}
+    by_index: dict[str, list[PageOutcome]] = {}
     for o in outcomes:
         by_index.setdefault(o.index, []).append(o)
     out = []
@@ -531,40 +539,88 @@ def empty_roles(
     return tuple(out)
 
 
+def install_sets(matrix: Matrix, chosen: Sequence[str] | None, cells: CellSelection) -> list[tuple[str, ...]]:
+    """The sets whose whole install is resolved: the chosen one (the lock's), and the cells probe jobs
+    may be made for (``cells``: those whose members are all chosen, every passing one, or all)."""
+    out = [tuple(chosen)] if chosen is not None else []
+    if cells == "all":
+        out += [c.members for c in matrix.cells]
+    elif cells == "ok":
+        out += [c.members for c in matrix.cells if c.status == "ok"]
+    elif chosen is not None:
+        out += [c.members for c in matrix.cells if set(c.members) <= set(chosen)][:1]
+    return list(dict.fromkeys(out))
+
+
+def _installs(
+    matrix: Matrix,
+    sets: Sequence[tuple[str, ...]],
+    collector: Collector,
+    runtime: RuntimeWheels | None,
+    options: FilterOptions,
+    store: AnalysisStore | None,
+) -> dict[tuple[str, ...], SetInstall]:
+    """Each set's stack wheels, the runtime wheels its base pins, and the rest of its install (without
+    ``runtime``: the stack wheels alone)."""
+    roles = {g.id: g for gs in matrix.groups.values() for g in gs}
+    completed: dict[tuple[str, ...], tuple[list[StackCandidate], str | None]] = {}
+    out: dict[tuple[str, ...], SetInstall] = {}
+    for members in sets:
+        groups = [roles[m] for m in members]
+        stack_wheels = tuple(w for g in groups for w in g.wheels)
+        if runtime is None:
+            out[members] = SetInstall(stack_wheels)
+            continue
+        names = {w.filename for w in stack_wheels}
+        pinned = tuple(w for w in runtime.wheels(groups[0]) if w.filename not in names)
+        roots = [*stack_wheels, *pinned]
+        key = tuple(sorted(w.filename for w in roots))
+        if key not in completed:
+            completed[key] = complete_install(roots, collector, matrix.target, options, memo=store)
+        rest, problem = completed[key]
+        have = names | {w.filename for w in pinned}
+        note = f"incomplete: {problem}" if problem else ""
+        added = tuple(w for w in rest if w.filename not in have)
+        out[members] = SetInstall(stack_wheels, pinned, added, note)
+    return out
+
+
 def solve(
     stack: Stack,
     target: Target,
     profile: Profile,
-    client: IndexClient,
-    facts_for: FactsFor,
+    reads: SolveReads,
     options: FilterOptions,
     *,
+    window: int | None = 3,
     runtime: bool = True,
-    metadata_for: Callable[[IndexFile], bytes] | None = None,
-    runtime_facts_for: RuntimeFactsFor | None = None,
-) -> tuple[SolveResult, RuntimeProviders]:
-    """Collect, build the matrix from pairwise analyses, resolve, and explain what lost."""
-    collector = Collector(client, facts_for, target, metadata_for, runtime_facts_for)
-    collected = collect(stack, collector, options)
-    providers = RuntimeProviders(collector, options)
+    installs: CellSelection = "chosen",
+) -> SolveResult:
+    """Collect, build the matrix from pairwise analyses, resolve, explain what lost, and resolve the
+    whole install of the chosen set (and of the cells ``installs`` selects for probe jobs)."""
+    collector = Collector(
+        reads.index, reads.facts_for, target, reads.metadata_for, reads.runtime_facts_for, reads.progress
+    )
+    collected = collect(stack, collector, options, window)
+    runtime_wheels = RuntimeWheels(collector, options, reads.store)
     torch_rows = [g.core for g in collected.groups.get(stack.roles[0], ())]
     if runtime:
         evaluator = StaticEvaluator(
             target,
             profile,
-            providers,
-            store=client.cache,
-            runtime_keys=providers.summaries,
+            runtime_wheels,
+            store=reads.store,
+            runtime_keys=runtime_wheels.summaries,
             torch_candidates=torch_rows,
             unread=collector.unread,
-            runtime_unread=providers.unread,
+            runtime_unread=runtime_wheels.unread,
         )
     else:
         evaluator = StaticEvaluator(
             target,
             profile,
             lambda _g: (),
-            store=client.cache,
+            store=reads.store,
             torch_candidates=torch_rows,
             unread=collector.unread,
         )
@@ -576,16 +632,25 @@ def solve(
     matrix.stats.analyses_run = evaluator.analyses_run
     matrix.stats.analyses_stored = evaluator.analyses_stored
     override = override_set(matrix, builder, resolution)
-    labels = {s.label: display_url(s.url) for s in client.sources}
-    result = SolveResult(
+    labels = reads.index_urls
+    # what the indexes answered for the matrix (the rest of an install is said in its lock's note)
+    indexes = index_statuses(collector.outcomes, labels)
+    problems = tuple(dict.fromkeys(collector.problems))
+    empty = empty_roles(stack, collected.groups, collector, labels)
+    twins = twin_report(matrix, resolution.chosen, collector.unreadable_twins)
+    chosen = None if resolution.chosen is None else [resolution.chosen[r] for r in stack.roles]
+    sets = install_sets(matrix, chosen, installs)
+    whole = _installs(matrix, sets, collector, runtime_wheels if runtime else None, options, reads.store)
+    return SolveResult(
         matrix=matrix,
         resolution=resolution,
-        indexes=index_statuses(collector.outcomes, labels),
+        indexes=indexes,
         excluded=collected.excluded,
         near_misses=misses,
-        problems=tuple(dict.fromkeys(collector.problems)),
+        problems=problems,
         override=override,
-        empty_roles=empty_roles(stack, collected.groups, collector, labels),
-        twins=twin_report(matrix, resolution.chosen, collector.unreadable_twins),
+        empty_roles=empty,
+        twins=twins,
+        installs=whole,
+        range_read=tuple(collector.unverified_files()),
     )
-    return result, providers

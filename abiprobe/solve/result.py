@@ -1,17 +1,22 @@
-"""What a solve produced: the matrix, the chosen set, which indexes answered, and what was ruled out."""
+"""What a solve produced: the matrix, the chosen set, which indexes answered, what was ruled out, and
+the whole install of each set the lock and the probe jobs are made from. A value: nothing here reads."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from abiprobe.solve.candidates import Exclusion
+from abiprobe.model.candidate import IndexFile
+from abiprobe.solve.candidates import Exclusion, StackCandidate
 from abiprobe.solve.matrix import Matrix
 from abiprobe.solve.override import OverrideSet
 from abiprobe.solve.provider import Resolution
 from abiprobe.solve.twins import TwinFile
 
 EXIT_FOUND, EXIT_NONE, EXIT_INCOMPLETE = 0, 1, 3
+# which sets of the matrix get their whole install resolved (beside the chosen one, always)
+CellSelection = Literal["chosen", "ok", "all"]
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,29 @@ class EmptyRole:
 
 
 @dataclass(frozen=True)
+class SetInstall:
+    """Every wheel an install of one set gets: the stack wheels (by role), the runtime wheels its base
+    pins, then the rest of the install (numpy, sympy, ...); ``note`` says why it could not be completed."""
+
+    stack: tuple[StackCandidate, ...]
+    runtime: tuple[StackCandidate, ...] = ()
+    rest: tuple[StackCandidate, ...] = ()
+    note: str = ""
+
+    @property
+    def wheels(self) -> tuple[StackCandidate, ...]:
+        return (*self.stack, *self.runtime, *self.rest)
+
+    @property
+    def added(self) -> tuple[StackCandidate, ...]:
+        """What the install brings beside the stack wheels."""
+        return (*self.runtime, *self.rest)
+
+
+@dataclass(frozen=True)
 class SolveResult:
+    """One solve, as a value: the lock, the matrix files and the probe jobs are made from it alone."""
+
     matrix: Matrix
     resolution: Resolution
     indexes: tuple[IndexStatus, ...] = ()
@@ -98,6 +125,23 @@ class SolveResult:
     override: OverrideSet | None = None  # the newest set that loads if declared pins were overridden
     empty_roles: tuple[EmptyRole, ...] = ()
     twins: tuple[TwinFile, ...] = ()
+    # the whole install of the chosen set and of each set selected for probing, by member ids
+    installs: Mapping[tuple[str, ...], SetInstall] = field(default_factory=dict)
+    # the listed files whose facts came from range reads (the next solve asks whether they still hold)
+    range_read: tuple[IndexFile, ...] = ()
+
+    @property
+    def chosen_ids(self) -> tuple[str, ...] | None:
+        """The chosen set's group ids in stack order (None: no set was chosen)."""
+        chosen = self.resolution.chosen
+        return None if chosen is None else tuple(chosen[r] for r in self.matrix.stack.roles)
+
+    def install(self, members: Sequence[str]) -> SetInstall:
+        """The whole install of the set with these group ids (in stack order)."""
+        try:
+            return self.installs[tuple(members)]
+        except KeyError:
+            raise KeyError(f"no install was resolved for {' + '.join(members)}") from None
 
     @property
     def complete(self) -> bool:

@@ -1,0 +1,133 @@
+"""The ports a solve reads through, declared by the core and implemented at the edges.
+
+``abiprobe.commands`` wires them in: the index client (``abiprobe.index.client.IndexClient``) is an
+:class:`IndexReader`, the cache (``abiprobe.store.cache.Cache``) an :class:`AnalysisStore`, the facts
+readers of the store edge are :data:`FactsFor` / :data:`RuntimeFactsFor` / :data:`MetadataFor`, and the
+terminal's progress display (``abiprobe.progress.wheel_work``) a :data:`Progress`. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from abiprobe.facts import WheelFacts, WheelInfo
+from abiprobe.model.candidate import Candidate, IndexFile
+
+
+class PageOutcome(Protocol):
+    """What one index answered for one project page (``abiprobe.index.multi.IndexOutcome``)."""
+
+    @property
+    def index(self) -> str: ...  # the index's label
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...  # "failed" when the index gave no page
+
+    @property
+    def error(self) -> str | None: ...
+
+    @property
+    def from_cache(self) -> bool: ...
+
+    @property
+    def fetched_at(self) -> float | None: ...
+
+    @property
+    def candidates(self) -> int: ...  # how many files of the project the page listed
+
+
+class ProjectPages(Protocol):
+    """A project's candidates over every index asked, and what each index answered."""
+
+    @property
+    def candidates(self) -> tuple[Candidate, ...]: ...
+
+    @property
+    def outcomes(self) -> Sequence[PageOutcome]: ...
+
+
+class NamedIndex(Protocol):
+    @property
+    def label(self) -> str: ...
+
+
+class IndexReader(Protocol):
+    """The indexes a solve lists projects on: listings, the identity of the pages a listing would be
+    read from (None: it would ask the index), PEP 658 metadata, and itself less some indexes."""
+
+    @property
+    def offline(self) -> bool: ...
+
+    @property
+    def sources(self) -> Sequence[NamedIndex]: ...
+
+    def list_project(self, project: str) -> ProjectPages: ...
+
+    def page_identity(self, project: str) -> tuple[str, ...] | None: ...
+
+    def fetch_metadata(self, file: IndexFile) -> bytes: ...
+
+    def without(self, labels: Iterable[str]) -> IndexReader: ...
+
+
+class AnalysisStore(Protocol):
+    """Where verdicts and resolutions outlive a run: a warm re-solve simulates no loader."""
+
+    def load_analysis(self, key: str) -> list[dict[str, Any]] | None: ...
+
+    def store_analysis(self, key: str, verdicts: list[dict[str, Any]]) -> None: ...
+
+
+# a listed wheel's facts (the cache, else a read of the wheel)
+FactsFor = Callable[[IndexFile], WheelInfo | WheelFacts]
+# a runtime wheel's facts with at least the binaries (installed paths) the predicate accepts read
+RuntimeFactsFor = Callable[[IndexFile, Callable[[str], bool]], WheelInfo]
+# a wheel's METADATA where its index offers no PEP 658 file
+MetadataFor = Callable[[IndexFile], bytes]
+
+
+class WorkProgress(Protocol):
+    """Wheels of one batch started and finished (by file name)."""
+
+    def started(self, name: str) -> None: ...
+
+    def finished(self, name: str) -> None: ...
+
+
+# the progress of reading ``total`` wheels at once
+Progress = Callable[[int], AbstractContextManager[WorkProgress]]
+
+
+class _Silent:
+    def started(self, name: str) -> None:
+        pass
+
+    def finished(self, name: str) -> None:
+        pass
+
+
+@contextmanager
+def no_progress(total: int) -> Iterator[WorkProgress]:
+    """Progress nobody is shown."""
+    yield _Silent()
+
+
+@dataclass(frozen=True)
+class SolveReads:
+    """Everything a solve reads, each through its port: the indexes, the wheels' facts (and a runtime
+    wheel's partial facts, and METADATA where no PEP 658 file is offered), where verdicts are stored,
+    how each index is shown (label -> URL) and where reading progress goes."""
+
+    index: IndexReader
+    facts_for: FactsFor
+    store: AnalysisStore | None = None
+    metadata_for: MetadataFor | None = None
+    runtime_facts_for: RuntimeFactsFor | None = None
+    index_urls: Mapping[str, str] = field(default_factory=dict)
+    progress: Progress = no_progress
