@@ -20,7 +20,7 @@ from abiprobe.report.matrix_json import dumps, matrix_document, matrix_schema
 from abiprobe.report.matrix_md import render_markdown
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group, MatrixBuilder
-from abiprobe.solve.provider import Resolution
+from abiprobe.solve.resolver import Resolution
 from abiprobe.solve.result import IndexStatus, SolveResult
 from abiprobe.solve.stack import default_stack
 

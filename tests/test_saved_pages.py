@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.arch_wheel_stacks import arch_wheel_stack
 from support.indexserver import IndexServer, ServedFile
-from support.provider_stacks import provider_stack
 from support.saved_pages import serve_saved
 from support.solve_stacks import solve_stack
 from support.stacks import PURE_TAG, PY_TAG
@@ -37,7 +37,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         {"flashinfer_cubin/__init__.py": b"# another build\n"},
         tag=PURE_TAG,
     )
-    return {**base, "k043": kernel, "cubin_other": other_cubin, **provider_stack(out / "providers")}
+    return {**base, "k043": kernel, "cubin_other": other_cubin, **arch_wheel_stack(out / "providers")}
 
 
 def _solve(tmp: Path, indexes: list[str], *extra: str) -> tuple[int, dict[str, Any]]:

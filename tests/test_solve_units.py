@@ -23,7 +23,7 @@ from abiprobe.solve.candidates import (
     variant_from_requirements,
 )
 from abiprobe.solve.matrix import Group
-from abiprobe.solve.provider import build_picks, resolve
+from abiprobe.solve.resolver import build_picks, resolve
 from abiprobe.solve.stack import default_stack, load_stack_file
 
 TARGET = Target(cuda=(13, 0), python=(3, 12), platform="manylinux_2_28_x86_64")
@@ -232,20 +232,20 @@ def test_kernel_role_falls_back_to_the_old_name_when_the_new_one_fails() -> None
 
 def test_providers_rank_exact_then_family_then_unsuffixed_nearest_first() -> None:
     from abiprobe.binary.cuda_arch import parse_arch
-    from abiprobe.solve.providers import ranked_providers
+    from abiprobe.solve.arch_wheels import ranked_arch_wheels
 
     tags = ["sm80", "sm89", "sm90a", "sm100a", "sm103a", "sm120", "sm120f", "sm121", "sm121a"]
-    assert [p.tag for p in ranked_providers(tags, parse_arch("sm_121"))] == [
+    assert [p.tag for p in ranked_arch_wheels(tags, parse_arch("sm_121"))] == [
         "sm121a",
         "sm120f",
         "sm121",
         "sm120",
     ]
-    assert [p.tag for p in ranked_providers(tags, parse_arch("sm_120"))] == ["sm120f", "sm120"]
-    assert [p.tag for p in ranked_providers(tags, parse_arch("sm_90"))] == ["sm90a"]
+    assert [p.tag for p in ranked_arch_wheels(tags, parse_arch("sm_120"))] == ["sm120f", "sm120"]
+    assert [p.tag for p in ranked_arch_wheels(tags, parse_arch("sm_90"))] == ["sm90a"]
     # sm100a's SASS runs on exactly 10.0, never on 10.3; sm80's on every 8.x
-    assert [p.tag for p in ranked_providers(tags, parse_arch("sm_103"))] == ["sm103a"]
-    assert [p.tag for p in ranked_providers(tags, parse_arch("sm_86"))] == ["sm80"]
+    assert [p.tag for p in ranked_arch_wheels(tags, parse_arch("sm_103"))] == ["sm103a"]
+    assert [p.tag for p in ranked_arch_wheels(tags, parse_arch("sm_86"))] == ["sm80"]
 
 
 def test_every_provider_of_a_shim_belongs_to_its_role_by_name() -> None:

@@ -257,20 +257,20 @@ def provider_verdicts(
     wheels: Sequence[WheelFacts], target: Target, judged: Collection[str], stack: Stack | None = None
 ) -> list[Verdict]:
     """For each shim of the set with per-architecture providers beside it: the GPU code of the provider
-    the target loads (flashinfer's own order, :func:`abiprobe.solve.providers.ranked_providers`), or a
+    the target loads (flashinfer's own order, :func:`abiprobe.solve.arch_wheels.ranked_arch_wheels`), or a
     warning that none of them serves the target's GPU."""
-    from abiprobe.solve.providers import ranked_providers
+    from abiprobe.solve.arch_wheels import ranked_arch_wheels
 
     stack = stack if stack is not None else default_stack()
     names = {canonicalize_name(w.metadata.name) for w in wheels}
     out: list[Verdict] = []
-    for c in (c for m in stack.members for c in m.companions if c.providers is not None):
-        spec = c.providers
+    for c in (c for m in stack.members for c in m.companions if c.arch_wheels is not None):
+        spec = c.arch_wheels
         assert spec is not None
         present = {t: w for w in wheels if (t := spec.tag_of(w.metadata.name)) is not None}
         if c.name not in names or not present or target.arch is None:
             continue
-        ranked = ranked_providers(present, target.arch)
+        ranked = ranked_arch_wheels(present, target.arch)
         if ranked:
             out += first_use_gpu_verdicts(present[ranked[0].tag], target, judged)
             continue

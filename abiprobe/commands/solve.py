@@ -392,7 +392,7 @@ def print_summary(args: argparse.Namespace, result: SolveResult) -> None:
             table.add_row(ident, label)
         console.print(table)
         for role in result.matrix.stack.roles:
-            for p in result.matrix.group(role, chosen[role]).providers if role in chosen else ():
+            for p in result.matrix.group(role, chosen[role]).arch_wheels if role in chosen else ():
                 what = f"{p.chosen}: {p.reason}" if p.chosen else f"no provider: {p.reason}"
                 console.print(f"  provider of {p.shim}: {escape(what)}")
     else:

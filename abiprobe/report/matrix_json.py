@@ -53,7 +53,7 @@ def _group(g: Group) -> dict[str, Any]:
         "id": g.id,
         "wheels": [wheel_entry(w) for w in g.wheels],
         "missing_companions": list(g.missing),
-        "providers": [p.to_json() for p in g.providers],
+        "providers": [p.to_json() for p in g.arch_wheels],
     }
 
 

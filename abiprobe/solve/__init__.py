@@ -1,4 +1,4 @@
-"""Core: candidates, the resolvelib provider, the matrix, the closure and the lock.
+"""Core: candidates, the matrix, the resolver, the closure and the lock.
 
 The core (``model``, ``binary``, ``analyze``, ``solve``, ``report``, ``render``) never imports an
 edge (``net``, ``store``, ``index``, ``installers``, ``host``, ``probe``, ``commands``, the CLI): it is

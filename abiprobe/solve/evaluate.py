@@ -1,7 +1,7 @@
 """The matrix's Evaluator over the static analysis: the base set alone, and one group on top of it.
 
 A member group's wheels are analysed with :func:`analyze_extension` on top of the base wheel plus its
-runtime providers (the nvidia wheels torch preloads), so the base's global state is simulated once.
+runtime wheels (the nvidia wheels torch preloads), so the base's global state is simulated once.
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ class StaticEvaluator:
         shas = [[w.summary.sha256 if w.summary is not None else "" for w in g.wheels] for g in groups]
         own = [w.summary for w in base.wheels if w.summary is not None]
         runtime = self.runtime_keys(base) if self.runtime_keys is not None else self.runtime_for(base)
-        providers = [*own, *runtime]
-        if any(not sha for group in shas for sha in group) or any(not p.sha256 for p in providers):
+        loaded = [*own, *runtime]
+        if any(not sha for group in shas for sha in group) or any(not p.sha256 for p in loaded):
             return None
         if self.runtime_unread(base):  # not stored: a set missing a wheel is keyed like one without it
             return None
@@ -88,7 +88,7 @@ class StaticEvaluator:
             "code": code_digest(VERDICT_ENTRY),
             "kind": kind,
             "groups": shas,
-            "providers": sorted(p.sha256 for p in providers),
+            "providers": sorted(p.sha256 for p in loaded),
             "target": self.target.key(),
             "profile": self.profile.digest(),
             # which symbols count as "signature changed" needs the demangler to split signatures
@@ -112,13 +112,13 @@ class StaticEvaluator:
         self.store.store_analysis(key, [v.to_json(rendered=False) for v in verdicts])
         return verdicts
 
-    def _providers(self, base: Group) -> list[WheelFacts]:
+    def _base_set(self, base: Group) -> list[WheelFacts]:
         own = [w.facts for w in base.wheels if w.facts is not None]
         return [*own, *self.runtime_for(base)]
 
     def base(self, base: Group) -> Sequence[Verdict]:
         key = self._key("base", [base], base)
-        return self._remembered(key, lambda: self._base(base, self._providers(base)))
+        return self._remembered(key, lambda: self._base(base, self._base_set(base)))
 
     def _missing(self, *groups: Group) -> list[tuple[str, str]]:
         """Every wheel the analysis of ``groups`` (the base first) needs but could not read."""
@@ -130,17 +130,17 @@ class StaticEvaluator:
         unknown = [v for label, reason in missing for v in unread_verdicts(label, reason)]
         return unsettled(verdicts, [label for label, _ in missing]) + unknown
 
-    def _base(self, base: Group, providers: list[WheelFacts]) -> list[Verdict]:
+    def _base(self, base: Group, loaded: list[WheelFacts]) -> list[Verdict]:
         missing = self._missing(base)
-        if not providers:
+        if not loaded:
             return self._settle([], missing)
-        analysis = analyze_set(providers, self.target, self.profile)
+        analysis = analyze_set(loaded, self.target, self.profile)
         keep = [v for v in analysis.verdicts if v.check != "requires"]
         return self._settle(keep, missing)
 
     def pair(self, base: Group, member: Group) -> Sequence[Verdict]:
         key = self._key("pair", [base, member], base)
-        return self._remembered(key, lambda: self._pair(base, member, self._providers(base)))
+        return self._remembered(key, lambda: self._pair(base, member, self._base_set(base)))
 
     def releases(self) -> tuple[TorchRelease, ...]:
         """The matrix's torch rows as releases (their facts are loaded once, on the first cold pair)."""
@@ -148,7 +148,7 @@ class StaticEvaluator:
             self._releases = releases_of(f for c in self.torch_candidates if (f := c.facts) is not None)
         return self._releases
 
-    def _pair(self, base: Group, member: Group, providers: list[WheelFacts]) -> list[Verdict]:
+    def _pair(self, base: Group, member: Group, loaded: list[WheelFacts]) -> list[Verdict]:
         wheels = [w.facts for w in member.wheels if w.facts is not None]
         verdicts: list[Verdict] = [
             *metadata_verdicts(wheels),
@@ -157,14 +157,14 @@ class StaticEvaluator:
             *cuda_claim_verdicts(wheels, self.target),
         ]
         for w in wheels:
-            for unit in analyze_extension(w, providers, self.target, self.profile, self.cache):
+            for unit in analyze_extension(w, loaded, self.target, self.profile, self.cache):
                 verdicts.extend(unit.verdicts)
         # the provider flashinfer picks for the target: its modules' GPU code, from its own bytes
-        chosen = {p.chosen for p in member.providers if p.chosen}
+        chosen = {p.chosen for p in member.arch_wheels if p.chosen}
         judged = {v.subject for v in verdicts if v.check == "gpu_arch"}
         for w in wheels:
             if canonicalize_name(w.metadata.name) in chosen:
                 verdicts += first_use_gpu_verdicts(w, self.target, judged)
-        torch = [p for p in providers if p.metadata.name.lower() == "torch"]
+        torch = [p for p in loaded if p.metadata.name.lower() == "torch"]
         verdicts += torch_range_verdicts([*torch, *wheels], self.releases())
         return self._settle(verdicts, self._missing(base, member))

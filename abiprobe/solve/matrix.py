@@ -19,8 +19,8 @@ from abiprobe.analyze.checks import files_verdicts_of
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import CHECKS, STATUS_ORDER, Status, Verdict, worst
+from abiprobe.solve.arch_wheels import ArchWheelChoice
 from abiprobe.solve.candidates import StackCandidate
-from abiprobe.solve.providers import ProviderChoice
 from abiprobe.solve.stack import Stack
 
 
@@ -28,14 +28,14 @@ from abiprobe.solve.stack import Stack
 class Group:
     """One pick for a role: the core wheel plus its version-locked companions (``missing``: none found).
 
-    ``providers``: for each shim companion, the per-architecture provider the target loads (its wheel is
+    ``arch_wheels``: for each shim companion, the per-architecture wheel the target loads (its wheel is
     among ``companions``) and why, or why there is none."""
 
     role: str
     core: StackCandidate
     companions: tuple[StackCandidate, ...] = ()
     missing: tuple[str, ...] = ()
-    providers: tuple[ProviderChoice, ...] = ()
+    arch_wheels: tuple[ArchWheelChoice, ...] = ()
 
     @property
     def id(self) -> str:
@@ -243,7 +243,7 @@ def _missing_companions(g: Group) -> tuple[Verdict, ...]:
     )
     no_provider = tuple(
         Verdict("gpu_arch", "warn", p.reason, subject=p.shim, evidence={"provider": p.to_json()})
-        for p in g.providers
+        for p in g.arch_wheels
         if p.chosen is None
     )
     return missing + no_provider

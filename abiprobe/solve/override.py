@@ -20,7 +20,7 @@ from abiprobe.hosts import neutral
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.verdict import Verdict
 from abiprobe.solve.matrix import Group, Matrix, MatrixBuilder
-from abiprobe.solve.provider import Resolution, build_picks, resolve
+from abiprobe.solve.resolver import Resolution, build_picks, resolve
 
 OVERRIDES_FILE = "overrides.txt"
 

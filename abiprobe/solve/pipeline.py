@@ -25,6 +25,7 @@ from abiprobe.model.candidate import NOT_CACHED, Candidate, IndexFile
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import STATUS_ORDER
+from abiprobe.solve.arch_wheels import ArchWheelChoice, choose_arch_wheel, named_tags, ranked_arch_wheels
 from abiprobe.solve.candidates import (
     Exclusion,
     FilterOptions,
@@ -50,9 +51,8 @@ from abiprobe.solve.ports import (
     SolveReads,
     no_progress,
 )
-from abiprobe.solve.provider import build_picks, resolve, rules_out
-from abiprobe.solve.providers import ProviderChoice, choose_provider, named_tags, ranked_providers
 from abiprobe.solve.reach import Reach
+from abiprobe.solve.resolver import build_picks, resolve, rules_out
 from abiprobe.solve.result import CellSelection, EmptyRole, IndexStatus, NearMiss, SetInstall, SolveResult
 from abiprobe.solve.stack import Stack
 from abiprobe.solve.twins import twin_report
@@ -239,7 +239,7 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions, window: 
         by_role[member.role] = ordered
     # the newest few of every role at once; select_window then reads on only where one is excluded
     collector.prefetch([sc for ordered in by_role.values() for sc in ordered[:window]])
-    provider_found: dict[str, dict[str, list[StackCandidate]]] = {}
+    arch_found: dict[str, dict[str, list[StackCandidate]]] = {}
     for member in stack.members:
         ordered = by_role[member.role]
         kept, dropped = select_window(member.role, ordered, collector.facts, target, window)
@@ -252,17 +252,17 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions, window: 
                 listed_companions.add(comp.name)
             companions.setdefault(member.role, {})[comp.name] = found
             excluded += dropped
-            if comp.providers is not None:
+            if comp.arch_wheels is not None:
                 versions = {public_version(c.version) for c in found}
                 # the shims' Requires-Dist names every provider of their release (a legacy shim none)
-                tags = {t for c in found for t in named_tags(c, comp.providers)}
+                tags = {t for c in found for t in named_tags(c, comp.arch_wheels)}
                 for tag in sorted(_reachable_tags(tags, target)):
-                    provider = str(comp.providers.name(tag))
-                    got, dropped = _companion_candidates(member.role, provider, versions, collector, options)
-                    provider_found.setdefault(comp.name, {})[tag] = got
+                    arch_name = str(comp.arch_wheels.name(tag))
+                    got, dropped = _companion_candidates(member.role, arch_name, versions, collector, options)
+                    arch_found.setdefault(comp.name, {})[tag] = got
                     excluded += dropped
     groups = build_groups(cores, companions, stack, matching_companions, listed_companions)
-    groups = _with_providers(groups, stack, provider_found, target, _asked(collector))
+    groups = _with_arch_wheels(groups, stack, arch_found, target, _asked(collector))
     required = {c.name for m in stack.members for c in m.companions if c.required}
     final: dict[str, tuple[Group, ...]] = {}
     for role, gs in groups.items():
@@ -299,14 +299,14 @@ def _reachable_tags(tags: set[str], target: Target) -> list[str]:
     """Provider tags whose code could run on the target (all of them when the target has no GPU arch)."""
     if target.arch is None:
         return sorted(tags)
-    return [r.tag for r in ranked_providers(tags, target.arch)]
+    return [r.tag for r in ranked_arch_wheels(tags, target.arch)]
 
 
 def _asked(collector: Collector) -> str:
     return ", ".join(s.label for s in collector.index.sources) or "no index"
 
 
-def _with_providers(
+def _with_arch_wheels(
     groups: Mapping[str, tuple[Group, ...]],
     stack: Stack,
     found: Mapping[str, Mapping[str, Sequence[StackCandidate]]],
@@ -316,21 +316,21 @@ def _with_providers(
     """Each group's shim companions get the provider the target loads (added to the companions)."""
     out: dict[str, tuple[Group, ...]] = {}
     for member in stack.members:
-        shims = {c.name: c.providers for c in member.companions if c.providers is not None}
+        shims = {c.name: c.arch_wheels for c in member.companions if c.arch_wheels is not None}
         updated = []
         for g in groups.get(member.role, ()):
             extra: list[StackCandidate] = []
-            choices: list[ProviderChoice] = []
+            choices: list[ArchWheelChoice] = []
             for comp in g.companions:
                 spec = shims.get(comp.name)
                 if spec is None:
                     continue
-                choice, wheel = choose_provider(comp, spec, found.get(comp.name, {}), target.arch, where)
+                choice, wheel = choose_arch_wheel(comp, spec, found.get(comp.name, {}), target.arch, where)
                 if choice is not None:
                     choices.append(choice)
                 if wheel is not None:
                     extra.append(wheel)
-            updated.append(replace(g, companions=(*g.companions, *extra), providers=tuple(choices)))
+            updated.append(replace(g, companions=(*g.companions, *extra), arch_wheels=tuple(choices)))
         out[member.role] = tuple(updated)
     return out
 

@@ -11,7 +11,7 @@ from abiprobe.model.candidate import IndexFile
 from abiprobe.solve.candidates import Exclusion, StackCandidate
 from abiprobe.solve.matrix import Matrix
 from abiprobe.solve.override import OverrideSet
-from abiprobe.solve.provider import Resolution
+from abiprobe.solve.resolver import Resolution
 from abiprobe.solve.twins import TwinFile
 
 EXIT_FOUND, EXIT_NONE, EXIT_INCOMPLETE = 0, 1, 3

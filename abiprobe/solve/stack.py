@@ -35,24 +35,24 @@ VERSION_MATCHES: tuple[VersionMatch, ...] = ("public", "exact")
 class Companion:
     """A wheel whose version must equal its core's; ``required`` companions must be found on an index.
 
-    ``providers``: the per-architecture wheels this companion (a shim) pins to its own version, of which
-    the target loads the one its package's own selection order picks (see :mod:`abiprobe.solve.providers`).
+    ``arch_wheels``: the per-architecture wheels this companion (a shim) pins to its own version, of which
+    the target loads the one its package's own selection order picks (see :mod:`abiprobe.solve.arch_wheels`).
     """
 
     name: NormalizedName
     required: bool = False
     match: VersionMatch = "public"
-    providers: ArchProviders | None = None
+    arch_wheels: ArchWheels | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "required": self.required, "match": self.match}
-        if self.providers is not None:
-            out["providers"] = self.providers.to_json()
+        if self.arch_wheels is not None:
+            out["providers"] = self.arch_wheels.to_json()
         return out
 
 
 @dataclass(frozen=True)
-class ArchProviders:
+class ArchWheels:
     """Per-architecture provider wheels named ``<prefix><tag>`` (``flashinfer-jit-cache-sm120f``).
 
     ``tags`` are the providers known to exist; those a shim's Requires-Dist names are added at solve time.
@@ -144,20 +144,23 @@ class StackMember:
 
     def all_names(self) -> tuple[NormalizedName, ...]:
         """Cores and companions, and the providers known by tag (others are matched by prefix)."""
-        providers = tuple(
-            c.providers.name(t) for c in self.companions if c.providers is not None for t in c.providers.tags
+        arch_wheels = tuple(
+            c.arch_wheels.name(t)
+            for c in self.companions
+            if c.arch_wheels is not None
+            for t in c.arch_wheels.tags
         )
-        return self.names + tuple(c.name for c in self.companions) + providers
+        return self.names + tuple(c.name for c in self.companions) + arch_wheels
 
     def owns(self, name: str) -> bool:
         """Whether a distribution belongs to this role: a core, a companion, or any provider by prefix."""
         wanted = canonicalize_name(name)
-        return wanted in self.all_names() or self.provider_of(wanted) is not None
+        return wanted in self.all_names() or self.arch_wheel_of(wanted) is not None
 
-    def provider_of(self, name: str) -> tuple[Companion, str] | None:
+    def arch_wheel_of(self, name: str) -> tuple[Companion, str] | None:
         """The shim companion whose provider ``name`` is, and the provider's architecture tag."""
         for c in self.companions:
-            if c.providers is not None and (tag := c.providers.tag_of(name)) is not None:
+            if c.arch_wheels is not None and (tag := c.arch_wheels.tag_of(name)) is not None:
                 return c, tag
         return None
 
@@ -219,11 +222,11 @@ class Stack:
             for c in m.companions:
                 if c.name == wanted:
                     return CompanionRule(wanted, m.primary, c.match)
-            found = m.provider_of(wanted)
+            found = m.arch_wheel_of(wanted)
             if found is not None:
                 shim = found[0]
-                assert shim.providers is not None
-                return CompanionRule(wanted, m.primary, "public", shim.name, shim.providers.error)
+                assert shim.arch_wheels is not None
+                return CompanionRule(wanted, m.primary, "public", shim.name, shim.arch_wheels.error)
         return None
 
     def with_constraint(self, requirement: str) -> Stack:
@@ -307,7 +310,7 @@ def default_stack() -> Stack:
                     Companion(canonicalize_name("flashinfer-cubin"), match="exact"),
                     Companion(
                         canonicalize_name("flashinfer-jit-cache"),
-                        providers=ArchProviders(
+                        arch_wheels=ArchWheels(
                             "flashinfer-jit-cache-", FLASHINFER_PROVIDER_TAGS, FLASHINFER_VERSION_ERROR
                         ),
                     ),
@@ -367,7 +370,7 @@ def _companion_from(c: Any, role: str) -> Companion:
     if match not in VERSION_MATCHES:
         choices = ", ".join(VERSION_MATCHES)
         raise UsageError(f"stack file: role {role}: companion match must be one of {choices}")
-    providers = None
+    arch_wheels = None
     raw = c.get("providers")
     if raw is not None:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("prefix"), str):
@@ -376,8 +379,8 @@ def _companion_from(c: Any, role: str) -> Companion:
         bad = [t for t in tags if not _PROVIDER_TAG.fullmatch(t)]
         if bad:
             raise UsageError(f"stack file: role {role}: provider tags look like sm90a, not {bad[0]!r}")
-        providers = ArchProviders(raw["prefix"], tags, str(raw.get("error", ArchProviders.error)))
-    return Companion(canonicalize_name(str(c["name"])), bool(c.get("required", False)), match, providers)
+        arch_wheels = ArchWheels(raw["prefix"], tags, str(raw.get("error", ArchWheels.error)))
+    return Companion(canonicalize_name(str(c["name"])), bool(c.get("required", False)), match, arch_wheels)
 
 
 def load_stack_file(path: Path, base: Stack | None = None) -> Stack:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.arch_wheel_stacks import arch_wheel_stack
 from support.indexserver import IndexServer
-from support.provider_stacks import provider_stack
 from support.solve_stacks import solve_argv, solve_stack
 from support.stacks import PY_TAG
 
@@ -20,7 +20,7 @@ from abiprobe.cli import main
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = solve_stack(tmp_path_factory.mktemp("solve-stack")).wheels
-    own = provider_stack(tmp_path_factory.mktemp("provider-stack"))
+    own = arch_wheel_stack(tmp_path_factory.mktemp("provider-stack"))
     return {**{k: base[k] for k in ("torch_29", "runtime", "k040")}, **own}
 
 

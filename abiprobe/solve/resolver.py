@@ -1,4 +1,4 @@
-"""A thin resolvelib provider over the matrix: wheels are candidates, static verdicts are dependencies.
+"""The stack resolved by resolvelib over the matrix: wheels are candidates, static verdicts are dependencies.
 
 Each role is one identifier (so ``sglang-kernel`` and ``sgl-kernel`` are never both picked); companions
 are pinned to their core's exact wheel; CUDA is a virtual identifier with one candidate, the target,
@@ -72,7 +72,7 @@ class Resolution:
     conflicts: tuple[str, ...] = ()
 
 
-class StackProvider(AbstractProvider[Need, Pick, str]):
+class ResolverAdapter(AbstractProvider[Need, Pick, str]):
     """resolvelib adapter: picks come pre-built from the matrix groups; no I/O happens here."""
 
     def __init__(self, picks: Mapping[str, Sequence[Pick]], order: Sequence[str]) -> None:
@@ -191,7 +191,7 @@ def _requires_needs(g: Group, stack: Stack, target: Target) -> list[Need]:
 
 def resolve(stack: Stack, picks: Mapping[str, Sequence[Pick]], target: Target) -> Resolution:
     """Newest passing set by stack order (torch first), or the conflicts that rule every set out."""
-    provider = StackProvider(picks, [CUDA_ID, *stack.roles])
+    adapter = ResolverAdapter(picks, [CUDA_ID, *stack.roles])
     roots: list[Need] = [
         Need(
             CUDA_ID,
@@ -202,7 +202,7 @@ def resolve(stack: Stack, picks: Mapping[str, Sequence[Pick]], target: Target) -
     for m in stack.members:
         roots.append(Need(m.role, f"stack role {m.role} {m.specifier}".strip(), m.specifier))
     try:
-        result = Resolver(provider, BaseReporter()).resolve(roots, max_rounds=2000)
+        result = Resolver(adapter, BaseReporter()).resolve(roots, max_rounds=2000)
     except ResolutionImpossible as exc:
         return Resolution(None, tuple(_describe_causes(exc.causes)))
     chosen = {ident: pick.label for ident, pick in result.mapping.items() if ident != CUDA_ID}

@@ -27,7 +27,7 @@ VERSION = "0.7.0"
 JIT_TAG = f"cp39-abi3-{PLATFORM}"
 
 
-def provider_wheel(out: Path, tag: str, version: str, code_for: str | None = None) -> Path:
+def arch_wheel(out: Path, tag: str, version: str, code_for: str | None = None) -> Path:
     """``flashinfer-jit-cache-<tag> <version>``: one module with SASS for ``tag`` (or ``code_for``) alone."""
     d = out / f"{tag}-{version}"
     fatbin = build_fatbin(d, "norm", PROVIDER_GENCODES[code_for or tag])
@@ -37,7 +37,7 @@ def provider_wheel(out: Path, tag: str, version: str, code_for: str | None = Non
     return build_wheel(out / "wheels", f"flashinfer-jit-cache-{tag}", version, files, tag=JIT_TAG)
 
 
-def build_provider_stack(out: Path) -> dict[str, Path]:
+def build_arch_wheel_stack(out: Path) -> dict[str, Path]:
     """Wheels by key: ``fi``, ``cubin``, ``shim`` and ``provider_<tag>``, plus ``provider_sm120f_071``."""
     w = out / "wheels"
     local = f"{VERSION}+cu130"
@@ -63,17 +63,17 @@ def build_provider_stack(out: Path) -> dict[str, Path]:
         ),
     }
     for tag in PROVIDER_GENCODES:
-        wheels[f"provider_{tag}"] = provider_wheel(out, tag, local)
-    wheels["provider_sm120f_071"] = provider_wheel(out / "next", "sm120f", "0.7.1+cu130")
-    wheels["provider_sm121a_mislabelled"] = provider_wheel(out / "wrong", "sm121a", local, code_for="sm90a")
+        wheels[f"provider_{tag}"] = arch_wheel(out, tag, local)
+    wheels["provider_sm120f_071"] = arch_wheel(out / "next", "sm120f", "0.7.1+cu130")
+    wheels["provider_sm121a_mislabelled"] = arch_wheel(out / "wrong", "sm121a", local, code_for="sm90a")
     return wheels
 
 
 _BUILT: dict[str, dict[str, Path]] = {}
 
 
-def provider_stack(out: Path) -> dict[str, Path]:
+def arch_wheel_stack(out: Path) -> dict[str, Path]:
     """Build once per process."""
     if "stack" not in _BUILT:
-        _BUILT["stack"] = build_provider_stack(out)
+        _BUILT["stack"] = build_arch_wheel_stack(out)
     return _BUILT["stack"]

@@ -1,4 +1,8 @@
-"""Which per-architecture provider wheel a target loads, by the providing package's own selection order.
+"""Which per-architecture wheel of a shim a target loads, by the shim's package's own selection order.
+
+flashinfer calls these wheels *providers*; in abiprobe's code they are *arch wheels* (the word "provider"
+is kept for flashinfer's term, and for the stack file's and the matrix document's keys).
+
 
 flashinfer-jit-cache is a shim; each GPU target gets a provider wheel ``flashinfer-jit-cache-<tag>``
 (flashinfer-ai/flashinfer ``docs/design_docs/jit_cache_provider_wheels.md``, names from
@@ -22,20 +26,20 @@ from abiprobe.binary.cuda_arch import GpuArch, parse_arch, sass_runs_on
 from abiprobe.errors import UsageError
 from abiprobe.facts import GpuCode
 from abiprobe.solve.candidates import StackCandidate
-from abiprobe.solve.stack import ArchProviders
+from abiprobe.solve.stack import ArchWheels
 
-ProviderKind = Literal["exact", "family", "unsuffixed"]
-_KINDS: dict[str, ProviderKind] = {"a": "exact", "f": "family", "": "unsuffixed"}
-_ORDER: tuple[ProviderKind, ...] = ("exact", "family", "unsuffixed")
+ArchMatch = Literal["exact", "family", "unsuffixed"]
+_KINDS: dict[str, ArchMatch] = {"a": "exact", "f": "family", "": "unsuffixed"}
+_ORDER: tuple[ArchMatch, ...] = ("exact", "family", "unsuffixed")
 
 
 @dataclass(frozen=True)
-class RankedProvider:
+class RankedArchWheel:
     """A provider tag whose code runs on the target, with the kind of match that ranks it."""
 
     tag: str
     arch: GpuArch
-    kind: ProviderKind
+    kind: ArchMatch
 
     def reason(self, target: GpuArch) -> str:
         where = f"sm_{target.sm}"
@@ -54,21 +58,21 @@ def tag_arch(tag: str) -> GpuArch | None:
         return None
 
 
-def ranked_providers(tags: Iterable[str], target: GpuArch) -> tuple[RankedProvider, ...]:
+def ranked_arch_wheels(tags: Iterable[str], target: GpuArch) -> tuple[RankedArchWheel, ...]:
     """The tags whose SASS runs on ``target``, in the order flashinfer prefers them: exact, family,
     unsuffixed; within a kind the nearest architecture first."""
-    found: dict[str, RankedProvider] = {}
+    found: dict[str, RankedArchWheel] = {}
     for tag in tags:
         arch = tag_arch(tag)
         if arch is None:
             continue
         if sass_runs_on(GpuCode("sass", arch.sm, arch.variant), target):
-            found[tag] = RankedProvider(tag, arch, _KINDS[arch.variant])
+            found[tag] = RankedArchWheel(tag, arch, _KINDS[arch.variant])
     return tuple(sorted(found.values(), key=lambda p: (_ORDER.index(p.kind), target.sm - p.arch.sm, p.tag)))
 
 
 @dataclass(frozen=True)
-class ProviderChoice:
+class ArchWheelChoice:
     """For one shim wheel: the provider the target loads (``chosen``, a distribution name) and why, or
     why none; ``asked`` are the provider projects considered, in selection order."""
 
@@ -81,7 +85,7 @@ class ProviderChoice:
         return {"shim": self.shim, "chosen": self.chosen, "reason": self.reason, "asked": list(self.asked)}
 
 
-def named_tags(shim: StackCandidate, providers: ArchProviders) -> tuple[str, ...]:
+def named_tags(shim: StackCandidate, arch_wheels: ArchWheels) -> tuple[str, ...]:
     """The provider tags a shim wheel's Requires-Dist names (a legacy monolithic wheel names none)."""
     if shim.summary is None:
         return ()
@@ -91,36 +95,36 @@ def named_tags(shim: StackCandidate, providers: ArchProviders) -> tuple[str, ...
             name = Requirement(text).name
         except InvalidRequirement:
             continue
-        tag = providers.tag_of(name)
+        tag = arch_wheels.tag_of(name)
         if tag is not None and tag not in tags:
             tags.append(tag)
     return tuple(tags)
 
 
-def choose_provider(
+def choose_arch_wheel(
     shim: StackCandidate,
-    providers: ArchProviders,
+    arch_wheels: ArchWheels,
     found: Mapping[str, Sequence[StackCandidate]],
     target: GpuArch | None,
     where: str,
-) -> tuple[ProviderChoice | None, StackCandidate | None]:
+) -> tuple[ArchWheelChoice | None, StackCandidate | None]:
     """The provider wheel of ``shim``'s exact version the target loads, by flashinfer's order.
 
     ``found`` holds each provider tag's candidates. None when the shim is a legacy wheel that names no
     providers and none exist at its version (its own files hold the kernels)."""
-    tags = list(dict.fromkeys([*named_tags(shim, providers), *found]))
+    tags = list(dict.fromkeys([*named_tags(shim, arch_wheels), *found]))
     # of twin files (one filename, other hashes) the one whose bytes were read first
     same = {
         t: sorted((c for c in found.get(t, ()) if c.version == shim.version), key=lambda c: c.info is None)
         for t in tags
     }
-    if not named_tags(shim, providers) and not any(same.values()):
+    if not named_tags(shim, arch_wheels) and not any(same.values()):
         return None, None
     if target is None:
         why = "no GPU architecture given: which provider loads cannot be known"
-        return ProviderChoice(str(shim.name), None, why), None
-    ranked = ranked_providers(tags, target)
-    asked = tuple(str(providers.name(r.tag)) for r in ranked)
+        return ArchWheelChoice(str(shim.name), None, why), None
+    ranked = ranked_arch_wheels(tags, target)
+    asked = tuple(str(arch_wheels.name(r.tag)) for r in ranked)
     passed: list[str] = []
     for r in ranked:
         wheels = same.get(r.tag) or []
@@ -128,11 +132,11 @@ def choose_provider(
             reason = r.reason(target)
             if passed:
                 reason += f" (no {', '.join(passed)} {shim.version} found)"
-            return ProviderChoice(str(shim.name), str(providers.name(r.tag)), reason, asked), wheels[0]
+            return ArchWheelChoice(str(shim.name), str(arch_wheels.name(r.tag)), reason, asked), wheels[0]
         passed.append(r.tag)
     if not ranked:
         why = f"no {shim.name} provider targets sm_{target.sm} (known: {', '.join(tags) or 'none'})"
     else:
         why = f"no {', '.join(asked)} {shim.version} found on {where}"
     why += ": flashinfer compiles its kernels at run time (JIT) instead"
-    return ProviderChoice(str(shim.name), None, why, asked), None
+    return ArchWheelChoice(str(shim.name), None, why, asked), None
