@@ -15,7 +15,10 @@ are not). Printed for each run:
   previous call's module but was seen before is one return;
 - ``longest chain``: the most nested frames one object of ``run``'s passes through as an argument,
   unbroken from ``run`` (each abiprobe frame's nearest abiprobe caller had it as an argument too), for
-  ``args`` and its fields alone and for every value of ``run``'s, with the frames.
+  ``args`` and its fields alone and for every value of ``run``'s, with the frames;
+- ``after solve() returned``: the calls into the reading side (the solve's collector and closure, the
+  index client, HTTP, the store's reads) once ``solve()`` has returned, by function: the lock, the
+  matrix files and the probe jobs should be made from its value alone.
 
 Usage: ``python tools/call_chain.py [--keep DIR]`` (needs ``cc``, as the tests do).
 """
@@ -39,6 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 PACKAGE = str(ROOT / "abiprobe")
 
+# modules that read (the solve's collector and closure, the index client, HTTP, the store's reads)
+_READING = ("solve/pipeline.py", "solve/closure.py", "solve/reach.py", "index/", "net/", "store/reads.py")
 # values whose identity says nothing about where they came from
 _ATOMS = (bool, int, float, type(None))
 
@@ -90,6 +95,7 @@ class Trace:
     names: dict[int, str] = field(default_factory=dict)  # tracked id -> what it is
     strict_name: str = ""
     broad_name: str = ""
+    after_solve: Counter[str] = field(default_factory=Counter)  # reading-side calls after solve() returned
 
     def returns(self) -> Counter[str]:
         out: Counter[str] = Counter()
@@ -106,8 +112,10 @@ class Trace:
 class Tracer:
     """A profile function that follows ``run``'s values down the abiprobe frames of the main thread."""
 
-    def __init__(self, entry: Callable[..., Any]) -> None:
+    def __init__(self, entry: Callable[..., Any], solve: Callable[..., Any]) -> None:
         self.entry = entry.__code__
+        self.solve = solve.__code__
+        self.solved = False
         self.trace = Trace()
         self.nodes: dict[int, Node] = {}  # id(frame) -> node, for live frames
         self.run_frame: FrameType | None = None
@@ -135,6 +143,8 @@ class Tracer:
         elif event == "return":
             if frame is self.run_frame:
                 self.run_frame = None
+            elif frame.f_code is self.solve:
+                self.solved = True
             self.nodes.pop(id(frame), None)
 
     def _caller_node(self, frame: FrameType) -> Node | None:
@@ -166,6 +176,8 @@ class Tracer:
         module = _module(frame)
         if module is None:
             return
+        if self.solved and module.startswith(_READING):
+            self.trace.after_solve[f"{module}:{frame.f_code.co_name}"] += 1
         parent = self._caller_node(frame)
         if parent is None:
             return
@@ -200,8 +212,9 @@ class Tracer:
 def traced_solve(argv: list[str]) -> tuple[int, Trace]:
     from abiprobe.cli import main
     from abiprobe.commands import solve
+    from abiprobe.solve import pipeline
 
-    tracer = Tracer(solve.run)
+    tracer = Tracer(solve.run, pipeline.solve)
     threading.setprofile(None)
     sys.setprofile(tracer)
     try:
@@ -227,6 +240,10 @@ def report(label: str, rc: int, trace: Trace) -> None:
         print(f"longest chain ({what}): {len(chain)} frames, carrying {name}")
         for step in chain:
             print(f"    {step}")
+    after = trace.after_solve
+    print(f"after solve() returned: {sum(after.values())} reading-side calls, {len(after)} functions")
+    for where, n in after.most_common():
+        print(f"  {n:5d}  {where}")
 
 
 def main() -> int:
