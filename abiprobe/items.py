@@ -83,7 +83,7 @@ class ItemSource:
     def __enter__(self) -> ItemSource:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *_exc: object) -> None:
         if self._http is not None:
             self._http.close()
 

@@ -80,7 +80,7 @@ class ByteSource:
     def __enter__(self) -> ByteSource:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.close()
 
     def close(self) -> None:
