@@ -42,11 +42,10 @@ EDGE: tuple[str, ...] = (
     # index client and installer configuration
     "abiprobe.index",
     "abiprobe.installers",
-    # host: installed environments, local wheels and trees, ldconfig, the C++ runtime, snapshots
+    # host: installed environments, local wheels and trees, ldconfig, snapshots
     "abiprobe.host",
     "abiprobe.wheel",
     "abiprobe.items",
-    "abiprobe.demangle",
     # probe: venvs, subprocesses, jobs
     "abiprobe.probe",
     # cli: argv, printing, progress
@@ -71,17 +70,7 @@ SHARED: tuple[str, ...] = (
 )
 
 # (core module, edge module it imports): each a violation still standing. May only shrink.
-ALLOWED: frozenset[tuple[str, str]] = frozenset(
-    {
-        # Demangling calls the host's libstdc++ (ctypes) when a verdict's text is shown: a pure
-        # demangler, or rendering moved to the CLI, removes these.
-        ("abiprobe.model.verdict", "abiprobe.demangle"),
-        ("abiprobe.analyze.explain", "abiprobe.demangle"),
-        ("abiprobe.solve.evaluate", "abiprobe.demangle"),
-        ("abiprobe.analyze.torch_diff", "abiprobe.demangle"),
-        ("abiprobe.render.inspect", "abiprobe.demangle"),
-    }
-)
+ALLOWED: frozenset[tuple[str, str]] = frozenset()
 
 
 def _within(module: str, prefix: str) -> bool:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import re
 import signal
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
+
+from abiprobe.binary.cxxnames import demangle
 
 Outcome = Literal[
     "ok",
@@ -43,23 +43,6 @@ class Failure:
     detail: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 
-def _demangler() -> Callable[[str], str]:
-    try:
-        module = importlib.import_module("abiprobe.demangle")
-    except ImportError:
-        return lambda name: name
-    fn: Callable[[str], str] = module.demangle
-    return fn
-
-
-def demangle_symbol(name: str) -> str:
-    """Demangle with abiprobe.demangle when present; a name it cannot read comes back unchanged."""
-    try:
-        return _demangler()(name)
-    except Exception:
-        return name
-
-
 def classify_message(message: str, exc_type: str = "", last_frame: str = "") -> Failure:
     """Classify an exception's text as the loader's words or a plain Python exception."""
     first = message.strip().splitlines()[0] if message.strip() else exc_type
@@ -72,7 +55,7 @@ def classify_message(message: str, exc_type: str = "", last_frame: str = "") -> 
         return Failure("symbol_version", first, detail)
     if m := _UNDEFINED.search(message):
         symbol = m.group("symbol")
-        demangled = demangle_symbol(symbol)
+        demangled = demangle(symbol)
         detail = {"symbol": symbol, "demangled": demangled}
         if m.group("file"):
             detail["file"] = m.group("file")

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from abiprobe.demangle import demangle_many
+from abiprobe.binary.cxxnames import demangle_many
 
 _STATUS_STYLE = {"native": "green", "jit": "yellow", "none": "red"}
 

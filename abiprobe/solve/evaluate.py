@@ -24,7 +24,6 @@ from abiprobe.analyze.profiles import Profile
 from abiprobe.analyze.torch_abi import TorchRelease, releases_of, torch_range_verdicts
 from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.codedigest import code_digest
-from abiprobe.demangle import demangler_available
 from abiprobe.facts import WheelFacts, WheelSummary
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict, unread_verdicts, unsettled
@@ -91,8 +90,6 @@ class StaticEvaluator:
             "providers": sorted(p.sha256 for p in loaded),
             "target": self.target.key(),
             "profile": self.profile.digest(),
-            # which symbols count as "signature changed" needs the demangler to split signatures
-            "demangler": demangler_available(),
         }
         if kind == "pair" and self.torch_candidates:
             doc["torch_releases"] = sorted(
