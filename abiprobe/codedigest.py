@@ -12,12 +12,14 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import re
 from pathlib import Path
 
 PACKAGE = "abiprobe"
 _ROOT = Path(__file__).resolve().parent
 
 
+@functools.lru_cache(maxsize=4096)
 def _module_file(name: str, root: Path = _ROOT) -> Path | None:
     """The source file of an abiprobe module or package, None when there is none."""
     parts = name.split(".")
@@ -35,8 +37,58 @@ def _is_package(name: str, root: Path) -> bool:
     return f is not None and f.name == "__init__.py"
 
 
+# What may import a module, found by pattern rather than by parsing (parsing every module on each run cost
+# a warm solve a tenth of a second): anything that reads like an import counts, in code, strings or
+# comments alike, so the patterns can only add modules to the closure, never miss one the parser would see
+# (tests/test_code_digest.py holds them to the parser over every module).
+_FROM = re.compile(r"\bfrom\s+(\.*[\w.]*)\s+import\s*(\([^)]*\)|[^\n]*)")
+_IMPORT = re.compile(r"\bimport\s+((?:[\w.]+(?:\s+as\s+\w+)?\s*,\s*)*[\w.]+)")
+_IMPORT_MODULE = re.compile(r"\bimport_module\(\s*[\"']([\w.]+)[\"']")
+_NAME = re.compile(r"[\w.]+")
+
+
+def _import_lines(source: str) -> str:
+    """The lines that say ``import`` (backslash continuations joined first), each with the lines an open
+    parenthesis carries it over (parentheses in strings only carry more lines along)."""
+    lines = source.replace("\\\n", " ").splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if "import" in lines[i]:
+            depth = lines[i].count("(") - lines[i].count(")")
+            out.append(lines[i])
+            while depth > 0 and i + 1 < len(lines):
+                i += 1
+                depth += lines[i].count("(") - lines[i].count(")")
+                out.append(lines[i])
+        i += 1
+    return "\n".join(out)
+
+
 def _imports(name: str, source: str, root: Path) -> set[str]:
     """abiprobe modules one module's source may import (anywhere in it, at any depth)."""
+    package = name if _is_package(name, root) else name.rpartition(".")[0]
+    found: set[str] = set()
+    source = _import_lines(source)
+    for match in _FROM.finditer(source):
+        module, names = match.groups()
+        level = len(module) - len(module.lstrip("."))
+        if level:
+            anchor = package.split(".")
+            anchor = anchor[: len(anchor) - (level - 1)]
+            base = ".".join([*anchor, *([module[level:]] if module[level:] else [])])
+        else:
+            base = module
+        found.add(base)
+        found.update(f"{base}.{n}" for n in _NAME.findall(names))
+    for match in _IMPORT.finditer(source):
+        found.update(_NAME.findall(match.group(1)))
+    found.update(_IMPORT_MODULE.findall(source))
+    return {m for m in found if m.split(".")[0] == PACKAGE and _module_file(m, root) is not None}
+
+
+def _parsed_imports(name: str, source: str, root: Path) -> set[str]:
+    """What :func:`_imports` finds, the parser's way (the reference the patterns are tested against)."""
     package = name if _is_package(name, root) else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):

@@ -14,6 +14,7 @@ from support.solve_stacks import serve, solve_argv, solve_stack
 from support.stacks import PY_TAG
 
 import abiprobe
+from abiprobe import codedigest
 from abiprobe.codedigest import import_closure
 from abiprobe.solve.evaluate import VERDICT_ENTRY
 
@@ -92,3 +93,27 @@ def test_editing_any_module_on_the_verdict_path_runs_the_analyses_again(tmp_path
     assert (runs.pop("(cold)") > 0, runs.pop("(none)")) == (True, 0)
     assert {m: n for m, n in runs.items() if m not in OFF_PATH and n == 0} == {}
     assert {m: runs[m] for m in OFF_PATH} == dict.fromkeys(OFF_PATH, 0)
+
+
+def test_the_import_patterns_find_every_import_the_parser_finds_in_every_module() -> None:
+    # GIVEN every module of the package, and sources written to trip a line-based reader
+    root = Path(abiprobe.__file__).parent
+    tricky = {
+        "abiprobe.solve.x": "if True: import abiprobe.facts\nfrom . import (\n    matrix,  # (\n    stack)\n",
+        "abiprobe.analyze.y": "x = 1; from abiprobe.model \\\n import target\n"
+        "import_module('abiprobe.errors')",
+    }
+    modules = {p: p.relative_to(root).with_suffix("").parts for p in root.rglob("*.py")}
+    sources = {
+        ".".join(("abiprobe", *parts)).removesuffix(".__init__"): p.read_text()
+        for p, parts in modules.items()
+    }
+    assert len(sources) > 100
+    # WHEN both readers list what each may import
+    for name, source in {**sources, **tricky}.items():
+        parsed = codedigest._parsed_imports(name, source, root)
+        # THEN the patterns miss nothing (they may find more: a name in a docstring only adds a file)
+        assert parsed <= codedigest._imports(name, source, root), name
+    assert codedigest._imports("abiprobe.solve.x", tricky["abiprobe.solve.x"], root) >= {
+        "abiprobe.facts", "abiprobe.solve.matrix", "abiprobe.solve.stack"
+    }  # fmt: skip
