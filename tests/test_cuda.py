@@ -16,6 +16,7 @@ from elftools.elf.elffile import ELFFile
 from support.cbuild import build_shared
 from support.nvbuild import CudaFixtures, cuda_fixtures, need_nvcc
 
+from abiprobe.binary.bounded import ByteSource
 from abiprobe.binary.cuda import (
     GpuArch,
     arch_verdict,
@@ -254,6 +255,24 @@ def with_section_field(path: Path, name: str, field: str, value: int) -> bytes:
         header_at = elf["e_shoff"] + index * elf["e_shentsize"]
     struct.pack_into("<Q", data, header_at + {"sh_offset": 24, "sh_size": 32}[field], value)
     return bytes(data)
+
+
+def test_every_bounded_read_past_its_end_raises_never_returns_short(cuda: CudaFixtures) -> None:
+    # GIVEN a real library and the window its .nv_fatbin section is read through
+    data = cuda.multi_so.read_bytes()
+    offset, section = section_bytes(cuda.multi_so, ".nv_fatbin")
+    src = ByteSource(data, "x.so")
+    read = src.window(offset, len(section), "section .nv_fatbin")
+    assert read(0, 16) == section[:16]
+    # WHEN a read runs past the window's end, or past the file's, THEN the same kind of error, never b""
+    with pytest.raises(ElfFormatError) as past_window:
+        read(len(section) - 4, 16)
+    assert str(past_window.value) == (
+        f"x.so: truncated ELF: 16 bytes at {len(section) - 4:#x} run past the end of section .nv_fatbin"
+        f" ({len(section)} bytes)"
+    )
+    with pytest.raises(ElfFormatError, match=r"^x\.so: truncated ELF: tail runs past end of file$"):
+        src.read(len(data) - 4, 16, "tail")
 
 
 def test_fatbin_section_past_the_end_is_one_labelled_elf_error(cuda: CudaFixtures) -> None:
