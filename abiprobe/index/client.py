@@ -28,6 +28,7 @@ from abiprobe.index.pep691 import ACCEPT, is_json_content_type, parse_json_page
 from abiprobe.model.candidate import NOT_CACHED, IndexFile, ProjectPage
 from abiprobe.net.http import Http, display_url
 from abiprobe.store.cache import Cache, CachedPage, is_stale
+from abiprobe.store.entries import PageRecord
 from abiprobe.store.reads import cache_first
 
 DEFAULT_STALE_AFTER = 24 * 3600.0
@@ -80,6 +81,7 @@ class IndexClient:
         self._started = time.time()  # a page stored before this, reused unasked, is as it was stored
         # each file a page read this run listed: listed as the stored page listed it (URL and sha256)?
         self._as_before: dict[tuple[str, str], bool] = {}
+        self._records: dict[str, PageRecord | None] = {}  # page records read, by URL
         self.listed: set[str] = set()  # every project list_project was asked for
         http.listed_as_before = self.listed_as_before
 
@@ -99,6 +101,7 @@ class IndexClient:
         other.refresh, other._not_before = self.refresh, self._not_before
         other._answered, other.listed = self._answered, self.listed
         other._unchanged, other._started, other._as_before = self._unchanged, self._started, self._as_before
+        other._records = self._records
         return other
 
     def revalidate(self, projects: Iterable[str]) -> int:
@@ -113,7 +116,7 @@ class IndexClient:
         todo: list[tuple[IndexSource, str]] = []
         for project in dict.fromkeys(str(canonicalize_name(p)) for p in projects):
             for source in sources_for(project, self.sources, self.pins):
-                record = self.cache.page_record(project_url(source, project))
+                record = self._record(project_url(source, project))
                 if record is None:
                     break  # listed on demand; what follows depends on its answer
                 if not (self._trusted(record.problems, record.fetched_at) and self._fresh(record.fetched_at)):
@@ -195,6 +198,7 @@ class IndexClient:
         if usable and cached is not None and not cached.missing and (response.status == 304 or same_body):
             if self.cache is not None:  # unchanged: only the time it was last confirmed moves
                 self.cache.touch_page(url, now)
+                self._forget(url)
             self._unchanged.add(url)
             if not parse_unchanged:
                 return None
@@ -204,6 +208,7 @@ class IndexClient:
         if response.status == 304 and cached is not None and usable:  # still not listed there
             if self.cache is not None:
                 self.cache.touch_page(url, now)
+                self._forget(url)
             return PageFetch(source, shown, "not-found", error="HTTP 404 (unchanged)", from_cache=True)
         if response.status in (404, 410):
             if self.cache is not None:  # remembered like a page, so a fresh "not here" is not asked again
@@ -211,6 +216,7 @@ class IndexClient:
                     CachedPage(shown, b"", "", response.headers.get("etag"),
                                response.headers.get("last-modified"), now, missing=True)
                 )  # fmt: skip
+                self._forget(url)
             return PageFetch(source, shown, "not-found", error=f"HTTP {response.status}")
         if response.status != 200:
             return PageFetch(source, shown, "failed", error=f"HTTP {response.status}")
@@ -232,7 +238,19 @@ class IndexClient:
                     problems=bool(page.problems),
                 )
             )
+            self._forget(url)
         return PageFetch(source, shown, "ok", page, fetched_at=now)
+
+    def _record(self, url: str) -> PageRecord | None:
+        """The stored record of the page at ``url`` (read once per run: this client's own writes drop it)."""
+        if self.cache is None:
+            return None
+        if url not in self._records:
+            self._records[url] = self.cache.page_record(url)
+        return self._records[url]
+
+    def _forget(self, url: str) -> None:
+        self._records.pop(url, None)
 
     def _note(self, files: Iterable[IndexFile], as_before: bool) -> None:
         """Record whether a page read this run lists each of ``files`` as the page stored before the run
@@ -266,7 +284,7 @@ class IndexClient:
             answered = self._answered.get((source.url, project))
             if answered is not None and answered.page is not None:
                 return unlisted
-            record = self.cache.page_record(url) if self.cache is not None else None
+            record = self._record(url)
             if record is None:
                 return None
             reused = (
@@ -330,7 +348,7 @@ class IndexClient:
             return None
         out = []
         for source in sources_for(project, self.sources, self.pins):
-            record = self.cache.page_record(project_url(source, project))
+            record = self._record(project_url(source, project))
             if record is None and self.offline:
                 continue
             if record is None:

@@ -222,23 +222,35 @@ class Http:
         self.listed_as_before: Callable[[IndexFile], bool] | None = None
         if progress:
             DISPLAY.want(1)
-        self.network = net = network if network is not None else network_settings()
+        self.network = network if network is not None else network_settings()
+        self._timeout, self._netrc_path, self._transport = timeout, netrc_path, transport
+        self._client: httpx.Client | None = None  # made on the first request: an offline run makes none
+
+    @property
+    def client(self) -> httpx.Client:
+        """The ``httpx.Client`` (its TLS context and transports are built the first time it is needed)."""
+        with self._lock:
+            if self._client is None:
+                self._client = self._make_client()
+            return self._client
+
+    def _make_client(self) -> httpx.Client:
+        net, timeout = self.network, self._timeout
         verify = net.ssl_context()
         limits = httpx.Limits(
             max_connections=self.max_workers * 2, max_keepalive_connections=self.max_workers
         )
-        mounts = _mounts(net if transport is None else NetworkSettings(), verify, limits)
-        self.client = httpx.Client(
+        mounts = _mounts(net if self._transport is None else NetworkSettings(), verify, limits)
+        netrc_path = self._netrc_path if self._netrc_path is not None else net.netrc
+        return httpx.Client(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             follow_redirects=True,
             max_redirects=MAX_REDIRECTS,
-            auth=_CredentialsAuth(
-                netrc_path if netrc_path is not None else net.netrc, net.credentials, net.keyring == "on"
-            ),
+            auth=_CredentialsAuth(netrc_path, net.credentials, net.keyring == "on"),
             headers={"User-Agent": f"abiprobe/{__version__}"},
             verify=verify,
             limits=limits,
-            transport=transport,
+            transport=self._transport,
             mounts=mounts,
             trust_env=False,
         )
@@ -374,7 +386,10 @@ class Http:
         if self._progress:
             self._progress = False
             DISPLAY.want(-1)
-        self.client.close()
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
     def __enter__(self) -> Http:
         return self
