@@ -24,6 +24,7 @@ against a baseline measured in the same run:
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import resource
@@ -225,8 +226,9 @@ IMPORT_ALL = r"""
 import importlib, importlib.metadata as md, json, sys, time
 out = {}
 for name in sys.argv[1:]:
-    tops = sorted({f.parts[0] for f in md.distribution(name).files or () if len(f.parts) > 1
-                   and f.parts[1] == "__init__.py"})
+    files = md.distribution(name).files or ()
+    tops = sorted({f.parts[0] for f in files if len(f.parts) > 1 and f.parts[1] == "__init__.py"}
+                  | {f.stem for f in files if len(f.parts) == 1 and f.suffix == ".py"})
     for top in tops:
         started = time.perf_counter()
         try:
@@ -239,6 +241,18 @@ print(json.dumps(out))
 """
 
 
+def python312() -> str:
+    """A Python 3.12 interpreter that runs (a version manager's shim that cannot is skipped)."""
+    candidates = [
+        shutil.which("python3.12") or "",
+        *sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.12*/bin/python3.12"))),
+    ]
+    for c in candidates:
+        if c and subprocess.run([c, "-c", "pass"], capture_output=True, check=False).returncode == 0:
+            return c
+    sys.exit("the naive loop needs a Python 3.12 interpreter (none runs here)")
+
+
 def naive_loop(cells: list[dict[str, Any]], groups: dict[str, list[str]], work: Path) -> dict[str, Any]:
     """The naive loop, run for real: per cell a fresh ``uv venv``, ``uv pip install`` of the cell's set
     (the default index, the target's platform), an import of every package the set installs, the venv
@@ -248,13 +262,14 @@ def naive_loop(cells: list[dict[str, Any]], groups: dict[str, list[str]], work: 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
     env.update(UV_CACHE_DIR=str(work / "uv-cache"), UV_NO_CONFIG="1", UV_PYTHON_DOWNLOADS="never")
     rows: list[dict[str, Any]] = []
+    interpreter = python312()
     with CountingProxy() as proxy:
         env.update(HTTPS_PROXY=proxy.url, HTTP_PROXY=proxy.url, ALL_PROXY=proxy.url)
         for cell in cells:
             venv = work / "venv"
             pins = [p for m in cell["members"] for p in groups[m]]
             before, started = proxy.received, time.perf_counter()
-            subprocess.run([uv, "venv", "-q", "--python", "3.12", str(venv)], env=env, check=True)
+            subprocess.run([uv, "venv", "-q", "--python", interpreter, str(venv)], env=env, check=True)
             python = venv / "bin" / "python"
             install = subprocess.run(
                 [uv, "pip", "install", "-q", "--python", str(python), "--python-platform",
@@ -282,6 +297,12 @@ def naive_loop(cells: list[dict[str, Any]], groups: dict[str, list[str]], work: 
     shutil.rmtree(work / "uv-cache", ignore_errors=True)
     return {"cells_run": len(rows), "bytes": total, "seconds": round(sum(r["seconds"] for r in rows), 1),
             "cells": rows}  # fmt: skip
+
+
+def save(path: Path | None, results: dict[str, Any]) -> None:
+    """What is measured so far, written as it comes (a later phase may fail or be stopped)."""
+    if path is not None:
+        path.write_text(json.dumps(results, indent=1))
 
 
 def ratio(a: float, b: float) -> float | None:
@@ -327,7 +348,9 @@ def main() -> int:
         os.environ["ABIPROBE_LOCAL_DIR"] = str(t / "local")
         if not args.skip_cold:
             results["cold"] = run(t / "cold", t / "local-cold")
+            save(args.json, results)
             results.update(read_floor(t / "cold"))
+            save(args.json, results)
             shutil.rmtree(t / "cold")
         export_committed_cache(t / "fresh")
         cache = t / "fresh" / "wheel_index_cache"
@@ -336,6 +359,7 @@ def main() -> int:
             results["warm_online_window_passed"] = fastest(cache, t / "local", "--window-passed")
             results["warm_online_in_window"] = fastest(cache, t / "local")
             results["warm_offline"] = fastest(cache, t / "local", "--offline")
+            save(args.json, results)
         results.update(naive_installs(cache))
         cells = doc["cells"] if args.naive_cells < 0 else doc["cells"][: args.naive_cells]
         if cells:
