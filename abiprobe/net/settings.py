@@ -13,6 +13,7 @@ a 401 unless pip's ``keyring-provider`` is ``disabled``.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import ssl
 from collections.abc import Mapping
@@ -131,9 +132,11 @@ def _keyring_state(pip: Mapping[str, Setting]) -> str:
     provider = pip.get("keyring-provider")
     if provider is not None and provider.value.strip() == "disabled":
         return f"off: disabled ({provider.origin})"
-    try:
-        importlib.import_module("keyring")
-    except ImportError:
+    try:  # found, not imported: only a 401 needs it
+        found = importlib.util.find_spec("keyring") is not None
+    except (ImportError, ValueError, AttributeError):  # blocked in sys.modules, or a broken spec
+        found = False
+    if not found:
         return "off: the keyring package is not installed (pip install 'abiprobe[keyring]')"
     return "on"
 
