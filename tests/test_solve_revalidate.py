@@ -91,3 +91,23 @@ def test_a_project_that_appears_after_a_not_found_is_seen_past_the_window(tmp_pa
                 server.add_wheel(wheel)
         _age(tmp_path / "cache")
         assert _solve(server, tmp_path / "cache", tmp_path / "m2") == 0
+
+
+def test_the_stored_pages_after_an_index_that_is_down_are_revalidated_at_once(tmp_path: Path) -> None:
+    stack = solve_stack(tmp_path / "stack")
+    with IndexServer() as server:
+        serve(server, stack)
+        # GIVEN a solve whose first index is down (its host does not resolve): no page of it is stored
+        dead = ["--extra-index", "http://no-such-index.invalid/simple/"]
+        assert _solve(server, tmp_path / "cache", tmp_path / "m1", *dead) == 3
+        assert _age(tmp_path / "cache") >= 8
+        # WHEN it is solved again past the window, against a live index that takes DELAY per page
+        server.reset_counts()
+        server.fail(match="/simple/", delay=DELAY)
+        started = time.monotonic()
+        assert _solve(server, tmp_path / "cache", tmp_path / "m2", *dead) == 3
+        seconds = time.monotonic() - started
+        asked = [path for path, _h, _s in server.log]
+    # THEN the live index's stored pages were asked about at once, not one listing after another
+    assert len(asked) >= 8 and len(asked) == len(set(asked))
+    assert seconds < len(asked) * DELAY / 2, (seconds, len(asked))

@@ -107,22 +107,27 @@ class IndexClient:
     def revalidate(self, projects: Iterable[str]) -> int:
         """Ask every index at once about the stored pages of ``projects`` that are older than the
         freshness window (conditionally, with their validators), in the order listings would read
-        them: under ``first-index`` an index after one whose stored page lists the project is not asked.
+        them: under ``first-index`` an index after one whose stored page lists the project is not asked
+        unless it is of the same pool (``first_index_admits``).
         A later listing uses these answers instead of asking again; a page found unchanged is parsed
-        only when a listing needs it. Pages not stored are left to their listing. Returns how many pages
-        were asked for."""
+        only when a listing needs it. A page not stored is left to its listing, and the stored pages of
+        later indexes are asked about all the same (an index that was down stores none). Returns how
+        many pages were asked for."""
         if self.offline or self.cache is None:
             return 0
         todo: list[tuple[IndexSource, str]] = []
         for project in dict.fromkeys(str(canonicalize_name(p)) for p in projects):
+            found_in: str | None = None  # first-index: the pool of the first stored page listing it
             for source in sources_for(project, self.sources, self.pins):
+                if self.strategy == "first-index" and not first_index_admits(found_in, source.pool):
+                    continue
                 record = self._record(project_url(source, project))
-                if record is None:
-                    break  # listed on demand; what follows depends on its answer
+                if record is None:  # never stored (an index that was down): its listing asks it again;
+                    continue  # the stored pages after it were read by an earlier run, so are asked now
                 if not (self._trusted(record.problems, record.fetched_at) and self._fresh(record.fetched_at)):
                     todo.append((source, project))
-                if not record.missing and self.strategy == "first-index":
-                    break
+                if not record.missing and found_in is None:
+                    found_in = source.pool
         # as many at once as the client keeps connections: a warm solve waits about one round trip
         workers = max(1, min(len(todo), 2 * self.http.max_workers))
         with ThreadPoolExecutor(workers) as pool:
@@ -279,7 +284,10 @@ class IndexClient:
             project = str(parse_wheel_filename(file.filename)[0])
         except (InvalidWheelFilename, InvalidVersion):
             return False
+        found_in: str | None = None
         for source in sources_for(project, self.sources, self.pins):
+            if self.strategy == "first-index" and not first_index_admits(found_in, source.pool):
+                continue
             url = project_url(source, project)
             answered = self._answered.get((source.url, project))
             if answered is not None and answered.page is not None:
@@ -295,8 +303,8 @@ class IndexClient:
             )
             if url not in self._unchanged and not reused:
                 return False
-            if not record.missing and self.strategy == "first-index":
-                break
+            if not record.missing and found_in is None:
+                found_in = source.pool
         return True
 
     def _note_changed(
