@@ -140,6 +140,9 @@ _BUILTINS: dict[str, str] = {
     "y": "unsigned long long",
     "z": "...",
 }
+_BUILTIN_NODES = {code: _Node(BUILTIN, text=name, num=ord(code)) for code, name in _BUILTINS.items()}
+_QUALS = frozenset("rVK")
+_D_QUALS = frozenset("xoOw")
 _INT_SUFFIX = {"i": "", "j": "u", "l": "l", "m": "ul", "x": "ll", "y": "ull"}
 _D_BUILTINS = {
     "d": "decimal64",
@@ -258,7 +261,7 @@ class _Parser:
         return c
 
     def expect(self, c: str) -> None:
-        if self.peek() != c:
+        if self.s[self.i] != c:
             raise _Fail
         self.i += 1
 
@@ -427,9 +430,10 @@ class _Parser:
 
     def prefix(self) -> _Node:
         node: _Node | None = None
+        s = self.s
         while True:
-            c = self.peek()
-            if c == "D" and self.peek(1) in ("T", "t"):
+            c = s[self.i]
+            if c == "D" and s[self.i + 1] in ("T", "t"):
                 if node is not None:
                     raise _Fail
                 node = self.type()
@@ -453,12 +457,12 @@ class _Parser:
                 continue
             else:
                 node = self.unqualified_name(node)
-            if self.peek() == "E":
+            if s[self.i] == "E":
                 return node
-            self.add_sub(node)
+            self.subs.append(node)
 
     def unqualified_name(self, scope: _Node | None) -> _Node:
-        c = self.peek()
+        c = self.s[self.i]
         if c in _DIGITS:
             node = self.source_name()
         elif c in _LOWER:
@@ -488,7 +492,7 @@ class _Parser:
                 raise _Fail
         else:
             raise _Fail
-        if self.peek() == "B":
+        if self.s[self.i] == "B":
             node = self.abi_tags(node)
         if scope is not None:
             node = _Node(QUAL, scope, node)
@@ -503,7 +507,11 @@ class _Parser:
         return node
 
     def source_name(self) -> _Node:
-        length = self.number()
+        s = self.s
+        start = self.i
+        while s[self.i] in _DIGITS:
+            self.i += 1
+        length = int(s[start : self.i]) if self.i > start else 0
         if length <= 0 or self.i + length > self.n:
             raise _Fail
         ident = self.s[self.i : self.i + length]
@@ -626,8 +634,8 @@ class _Parser:
     # types
 
     def next_is_type_qual(self) -> bool:
-        c = self.peek()
-        return c in ("r", "V", "K") or (c == "D" and self.peek(1) in ("x", "o", "O", "w"))
+        c = self.s[self.i]
+        return c in _QUALS or (c == "D" and self.s[self.i + 1] in _D_QUALS)
 
     def cv_qualifiers(self, member_fn: bool) -> tuple[_Node | None, _Node | None]:
         """The qualifier chain, outermost first: (head, the innermost one whose ``left`` is to be set)."""
@@ -677,7 +685,12 @@ class _Parser:
         return sub
 
     def type(self) -> _Node:
-        if self.next_is_type_qual():
+        c = self.s[self.i]
+        builtin = _BUILTIN_NODES.get(c)
+        if builtin is not None:  # the commonest case first; builtins are leaves, shared by every parse
+            self.i += 1
+            return builtin
+        if c in _QUALS or (c == "D" and self.s[self.i + 1] in _D_QUALS):
             head, tail = self.cv_qualifiers(False)
             assert head is not None and tail is not None
             inner = self.function_type() if self.peek() == "F" else self.type()
@@ -689,13 +702,8 @@ class _Parser:
                 node = inner
             self.add_sub(node)
             return node
-        c = self.peek()
         can_subst = True
-        if c in _BUILTINS:
-            self.i += 1
-            node = _Node(BUILTIN, text=_BUILTINS[c], num=ord(c))
-            can_subst = False
-        elif c == "u":
+        if c == "u":
             self.i += 1
             node = _Node(VENDOR_TYPE, self.source_name())
             if self.peek() == "I":
@@ -784,11 +792,12 @@ class _Parser:
 
     def parmlist(self) -> _Node:
         items: list[_Node] = []
+        s = self.s
         while True:
-            c = self.peek()
+            c = s[self.i]
             if c in ("\0", "E", ".", "Q"):
                 break
-            if c in ("R", "O") and self.peek(1) == "E":
+            if c in ("R", "O") and s[self.i + 1] == "E":
                 break
             items.append(self.type())
         if not items:
@@ -827,16 +836,17 @@ class _Parser:
             self.i += 1
             return _Node(TARGLIST)
         items: list[_Node] = []
+        s = self.s
         while True:
             items.append(self.template_arg())
-            if self.peek() in ("E", "Q"):
+            if s[self.i] in ("E", "Q"):
                 break
         self.expect("E")
         self.last_name = hold
         return _chain(TARGLIST, items)
 
     def template_arg(self) -> _Node:
-        c = self.peek()
+        c = self.s[self.i]
         if c == "X":
             self.i += 1
             node = self.expression()
@@ -1060,6 +1070,17 @@ class _Printer:
         k = dc.kind
         if k in (NAME, SUB_STD, BUILTIN, AUTO):
             self.w(dc.text)
+        elif k in (ARGLIST, TARGLIST):
+            if dc.left is not None:
+                self.comp(dc.left)
+            if dc.right is not None:
+                self.w(", ")
+                mark = len(self.out)
+                self.comp(dc.right)
+                if len(self.out) == mark:
+                    self.out.pop()
+        elif k in _MODIFIERS:
+            self.modifier(dc)
         elif k in (QUAL, LOCAL):
             self.comp(dc.left)
             self.w("::")
@@ -1132,15 +1153,6 @@ class _Printer:
             if not mod.printed:
                 self.print_mod(dc)
             self.mods = mod.next
-        elif k in (ARGLIST, TARGLIST):
-            if dc.left is not None:
-                self.comp(dc.left)
-            if dc.right is not None:
-                self.w(", ")
-                mark = len(self.out)
-                self.comp(dc.right)
-                if len(self.out) == mark:
-                    self.out.pop()
         elif k == LITERAL:
             self.literal(dc)
         elif k == LAMBDA:
@@ -1216,8 +1228,6 @@ class _Printer:
             self.comp(dc.left)
             self.w("-in-")
             self.comp(dc.right)
-        elif k in _MODIFIERS:
-            self.modifier(dc)
         else:
             raise _Fail
 
