@@ -946,8 +946,10 @@ class _Parser:
             if t.kind == BUILTIN and t.text == "decltype(nullptr)" and self.peek() == "E":
                 self.i += 1
                 return t
-            if (t.kind == BUILTIN and t.num in (0, ord("v"), ord("z"))) or t.kind == AUTO:
-                raise _Fail  # nullptr, void, auto literals: not read
+            if (
+                t.kind == BUILTIN and t.num in (0, ord("v"), ord("z")) and t.text != "half"
+            ) or t.kind == AUTO:
+                raise _Fail  # nullptr, void, auto, decimal and char8/16/32 literals: not read
             negative = self.peek() == "n"
             if negative:
                 self.i += 1
