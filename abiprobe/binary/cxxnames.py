@@ -5,9 +5,10 @@ mangling chapter and prints in the GNU toolchain's style (``__cxa_demangle`` of 
 ``DMGL_VERBOSE``: ``std::string``, ``char const*``, ``(anonymous namespace)``, ``{lambda(int)#1}``,
 ``[abi:cxx11]``, ``> >``, and libstdc++'s quirks: names over 1,024 characters refused, ``>>`` after an
 empty pack), so a verdict reads the same on every host. What it does not read with certainty comes back
-unchanged: expressions other than literals, parameters, names, braced initialisers, member access and
-plain unary/binary operators; vector and _FloatN types; C++20 modules; template parameter declarations;
-inheriting constructors; vendor operators. A name shown mangled is honest, a wrongly demangled one is not.
+unchanged: expressions other than literals, parameters, names, braced initialisers, member access, calls,
+sizeof and plain unary/binary operators; vector and _FloatN types; C++20 modules; template parameter
+declarations; inheriting constructors; vendor operators. A name shown mangled is honest, a wrongly
+demangled one is not.
 ``tests/test_cxxnames.py`` compares it with libstdc++ on the C++ symbols of the committed wheel facts
 (``bench/bench_demangle.py`` on all of them), on a g++ build and on damaged names.
 """
@@ -188,7 +189,7 @@ _STD_SUBS: dict[str, tuple[str, str, str]] = {
 }
 
 # Operators read in expressions: the plain prefix ones and the plain infix ones.
-_UNARY = frozenset({"ad", "de", "ng", "nt", "co", "ps"})
+_UNARY = frozenset({"ad", "de", "ng", "nt", "co", "ps", "sz"})
 _BINARY = frozenset(
     [
         "pl",
@@ -858,8 +859,8 @@ class _Parser:
             return self.template_args()
         return self.type()
 
-    # expressions: literals, parameters, names, braced initialisers, plain unary and binary operators;
-    # and member access; anything else (calls, casts, sizeof, folds, new/delete) is not read
+    # expressions: literals, parameters, names, braced initialisers, plain unary and binary operators,
+    # member access, calls and sizeof; anything else (casts, folds, new/delete, throw) is not read
 
     def expression(self) -> _Node:
         was = self.is_expression
@@ -907,6 +908,13 @@ class _Parser:
                 raise _Fail
             return _Node(INIT_LIST, t, self.exprlist("E"))
         code = c + c2
+        if code == "st":  # sizeof (type)
+            op = self.operator_name()
+            return _Node(UNARY, op, self.type(), num=1)  # num 1: the operand is a type
+        if code == "cl":  # a call: callee, then the arguments up to E
+            op = self.operator_name()
+            callee = self.expression_1()
+            return _Node(BINARY, op, _Node(ARGLIST, callee, self.exprlist("E")))
         if code in _UNARY:
             op = self.operator_name()
             return _Node(UNARY, op, self.expression_1())
@@ -1202,7 +1210,12 @@ class _Printer:
             ):
                 operand = operand.left  # the address of a function: no parameter list
             self.w(op.text)
-            self.subexpr(operand)
+            if dc.num == 1:
+                self.w("(")  # sizeof (type): always in parentheses
+                self.comp(operand)
+                self.w(")")
+            else:
+                self.subexpr(operand)
         elif k == BINARY:
             op = dc.left
             args = dc.right
@@ -1210,8 +1223,14 @@ class _Printer:
             wrap = op.text == ">"
             if wrap:
                 self.w("(")
-            self.subexpr(args.left)
-            self.w(op.text)
+            callee = args.left
+            if op.text == "()" and callee is not None and callee.kind == TYPED:
+                if callee.right is None or callee.right.kind != FUNC:
+                    raise _Fail
+                callee = callee.left  # a function called: its name, not its parameter types
+            self.subexpr(callee)
+            if op.text != "()":
+                self.w(op.text)
             self.subexpr(args.right)
             if wrap:
                 self.w(")")
