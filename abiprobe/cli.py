@@ -8,9 +8,9 @@ import sys
 from collections.abc import Sequence
 
 from abiprobe import __version__
-from abiprobe.cli_help import HelpFormatter, add_verbosity, decorate
 from abiprobe.errors import AbiprobeError
 from abiprobe.log import set_verbosity
+from abiprobe.ui.cli_help import HelpFormatter, add_verbosity, decorate
 
 # Order is the order `abiprobe --help` lists them in.
 COMMANDS = (

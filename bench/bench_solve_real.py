@@ -50,7 +50,7 @@ WARM_RUNS = 3
 CHILD = r"""
 import json, sys
 import abiprobe.net.http as H
-from abiprobe.hosts import neutral
+from abiprobe.model.hosts import neutral
 counts = {"bytes": 0, "requests": 0, "conditional": 0, "ranges": 0, "by_host": {}}
 orig_exit = H.Http.__exit__
 def counting_exit(self, *exc):

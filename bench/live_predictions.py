@@ -128,8 +128,8 @@ def check(files: list[str], profile: Path | None) -> tuple[int, dict[str, Any], 
     from abiprobe.analyze import analyze_set
     from abiprobe.analyze.profiles import builtin_profile, load_profile
     from abiprobe.commands.check import exit_code
+    from abiprobe.host.wheel import wheel_facts_from_path
     from abiprobe.model.target import Target
-    from abiprobe.wheel import wheel_facts_from_path
 
     start = time.monotonic()
     for stale in set(_FACTS) - set(files):

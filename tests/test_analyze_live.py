@@ -20,9 +20,9 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze import SetAnalysis, analyze_set
 from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
-from abiprobe.wheel import wheel_facts_from_path
 
 P228 = builtin_profile("manylinux_2_28_x86_64")
 T312 = Target.parse(cuda="13.0", arch="sm90", python="cp312", platform="manylinux_2_28_x86_64")

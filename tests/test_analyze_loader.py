@@ -11,7 +11,7 @@ from support.stacks import FixtureStacks, fixture_stacks
 from abiprobe.analyze import SetAnalysis, analyze_extension, analyze_set
 from abiprobe.analyze.loader import LoaderSimulation, provider_name
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.facts import SymbolImport
+from abiprobe.model.facts import SymbolImport
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
 

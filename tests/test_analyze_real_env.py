@@ -10,8 +10,8 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
-from abiprobe.wheel import wheel_facts_from_path
 
 T = Target.parse(cuda="13.0", arch="sm90", python="cp312", platform="manylinux_2_28_x86_64")
 P228 = builtin_profile("manylinux_2_28_x86_64")

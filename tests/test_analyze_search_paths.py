@@ -10,8 +10,8 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
-from abiprobe.wheel import wheel_facts_from_path
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 T = Target.parse(cuda="13.0", python=PY, platform="manylinux_2_28_x86_64")

@@ -12,8 +12,8 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
-from abiprobe.wheel import wheel_facts_from_path
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 EXT = sysconfig.get_config_var("EXT_SUFFIX")

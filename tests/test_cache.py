@@ -22,7 +22,7 @@ from support.schemas import assert_valid
 
 from abiprobe.cli import main
 from abiprobe.errors import CacheError
-from abiprobe.facts import (
+from abiprobe.model.facts import (
     DistMetadata,
     ElfFacts,
     GpuCode,
@@ -762,7 +762,7 @@ def test_verify_checks_stored_analyses(tmp_path: Path) -> None:
 
 
 def test_metadata_naming_the_registry_is_stored_with_tokens_and_read_back_whole(tmp_path: Path) -> None:
-    from abiprobe.hosts import concrete
+    from abiprobe.model.hosts import concrete
 
     # GIVEN METADATA whose project URLs name the default registry (its host read from pip at run time)
     text = f"Name: x\nProject-URL: Page, https://{concrete('{registry}')}/project/x/\n".encode()

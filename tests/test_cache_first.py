@@ -20,11 +20,11 @@ from support.stacks import PY_TAG
 from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
+from abiprobe.commands.items import ItemSource, resolve_item
 from abiprobe.index.client import IndexClient
-from abiprobe.items import ItemSource, resolve_item
+from abiprobe.index.remote_items import index_file_from_url
 from abiprobe.model.candidate import IndexFile
 from abiprobe.net.http import Http
-from abiprobe.remote_inspect import index_file_from_url
 from abiprobe.store.cache import Cache
 from abiprobe.store.reads import WheelReads
 

@@ -13,8 +13,8 @@ from support.indexserver import IndexServer
 from support.wheelbuild import build_wheel
 
 from abiprobe.cli import build_parser, main
-from abiprobe.cli_help import subparsers
 from abiprobe.model.target import Target
+from abiprobe.ui.cli_help import subparsers
 
 
 def leaf_commands(

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from support.wheelbuild import build_wheel
 
-from abiprobe.facts import WheelInfo
+from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.candidate import Candidate, IndexFile, candidates_from_files
+from abiprobe.model.facts import WheelInfo
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import FilterOptions, StackCandidate
 from abiprobe.solve.closure import ClosureError, complete_install, resolve_closure
-from abiprobe.wheel import wheel_facts_from_path
 
 TARGET = Target(cuda=(13, 0), python=(3, 12), platform="manylinux_2_28_x86_64")
 PURE = "py3-none-any"

@@ -14,23 +14,23 @@ from support.solve_stacks import serve, solve_argv, solve_stack
 from support.stacks import PY_TAG
 
 import abiprobe
-from abiprobe import codedigest
-from abiprobe.codedigest import import_closure
+from abiprobe.solve import codedigest
+from abiprobe.solve.codedigest import import_closure
 from abiprobe.solve.evaluate import VERDICT_ENTRY
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 # The modules the issue found missing from the old hand list: the closure must hold each.
-ONCE_MISSED = ("abiprobe.binary.cxxnames", "abiprobe.facts", "abiprobe.binary.wheel_members",
+ONCE_MISSED = ("abiprobe.binary.cxxnames", "abiprobe.model.facts", "abiprobe.binary.wheel_members",
                "abiprobe.model.requirements", "abiprobe.model.target",
                "abiprobe.model.candidate")  # fmt: skip
-OFF_PATH = ("abiprobe.report.ticket_html", "abiprobe.commands.probe", "abiprobe.wheel")
+OFF_PATH = ("abiprobe.report.ticket_html", "abiprobe.commands.probe", "abiprobe.host.wheel")
 
 # Runs inside the copy: one warm solve per edited module (the digest's memo cleared, as a new process
 # would have it), printing how many analyses each solve ran.
 _SCRIPT = """
 import contextlib, io, json, sys
 from pathlib import Path
-from abiprobe import codedigest
+from abiprobe.solve import codedigest
 from abiprobe.cli import main
 argv, out, modules = json.loads(sys.argv[1])
 def solve():
@@ -40,7 +40,7 @@ def solve():
     return json.loads(Path(out).read_text())["stats"]["analyses_run"]
 runs = {"(cold)": solve(), "(none)": solve()}
 for name in modules:
-    path = Path(codedigest.__file__).parent.joinpath(*name.split(".")[1:])
+    path = Path(codedigest.__file__).parent.parent.joinpath(*name.split(".")[1:])
     path = path.with_suffix(".py") if path.with_suffix(".py").is_file() else path / "__init__.py"
     before = path.read_bytes()
     path.write_bytes(before + b"\\n# edited\\n")
@@ -99,7 +99,8 @@ def test_the_import_patterns_find_every_import_the_parser_finds_in_every_module(
     # GIVEN every module of the package, and sources written to trip a line-based reader
     root = Path(abiprobe.__file__).parent
     tricky = {
-        "abiprobe.solve.x": "if True: import abiprobe.facts\nfrom . import (\n    matrix,  # (\n    stack)\n",
+        "abiprobe.solve.x": "if True: import abiprobe.model.facts\n"
+        "from . import (\n    matrix,  # (\n    stack)\n",
         "abiprobe.analyze.y": "x = 1; from abiprobe.model \\\n import target\n"
         "import_module('abiprobe.errors')",
     }
@@ -115,5 +116,5 @@ def test_the_import_patterns_find_every_import_the_parser_finds_in_every_module(
         # THEN the patterns miss nothing (they may find more: a name in a docstring only adds a file)
         assert parsed <= codedigest._imports(name, source, root), name
     assert codedigest._imports("abiprobe.solve.x", tricky["abiprobe.solve.x"], root) >= {
-        "abiprobe.facts", "abiprobe.solve.matrix", "abiprobe.solve.stack"
+        "abiprobe.model.facts", "abiprobe.solve.matrix", "abiprobe.solve.stack"
     }  # fmt: skip

@@ -26,7 +26,7 @@ from abiprobe.binary.cuda import (
     read_cubin,
 )
 from abiprobe.errors import ElfFormatError, FatbinFormatError, UsageError
-from abiprobe.facts import GpuCode
+from abiprobe.model.facts import GpuCode
 
 Row = tuple[str, int, str, str | None, str | None, str]
 

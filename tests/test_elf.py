@@ -19,7 +19,7 @@ from support.tools import venv_tool
 
 from abiprobe.binary.elf import list_sections, read_elf
 from abiprobe.errors import ElfFormatError
-from abiprobe.facts import (
+from abiprobe.model.facts import (
     ElfFacts,
     SymbolExport,
     SymbolImport,

@@ -12,9 +12,9 @@ from support.first_error_wheels import FirstErrorWheels, build_first_error_wheel
 from abiprobe.analyze import analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
 from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
-from abiprobe.wheel import wheel_facts_from_path
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 TARGET = Target.parse(cuda="13.0", arch="sm120", python=PY, platform="manylinux_2_28_x86_64")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from abiprobe.hosts import REGISTRY_FILES, concrete, neutral, registry_file_host
+from abiprobe.model.hosts import REGISTRY_FILES, concrete, neutral, registry_file_host
 from abiprobe.store.cache import Cache, CachedPage
 
 pytestmark = pytest.mark.skipif(registry_file_host() is None, reason="pip is not importable here")

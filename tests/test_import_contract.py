@@ -19,41 +19,23 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "abiprobe"
 
 # Module prefixes: "abiprobe.analyze" covers the package and every module under it.
 CORE: tuple[str, ...] = (
-    # model: frozen values
-    "abiprobe.model",
-    "abiprobe.facts",
-    # binary: pure readers over bytes or a bounded stream
-    "abiprobe.binary",
-    "abiprobe.pysource",
-    # analyze, solve, report
-    "abiprobe.analyze",
-    "abiprobe.solve",
-    "abiprobe.report",
-    "abiprobe.render",
+    "abiprobe.model",  # frozen values: facts, verdicts, target, candidates, requirements, hosts
+    "abiprobe.binary",  # pure readers over bytes or a bounded stream: ELF, CUDA, zip, Python source
+    "abiprobe.analyze",  # loader simulation, checks, explanations
+    "abiprobe.solve",  # candidates, matrix, resolver, closure, lock; reads through the ports it declares
+    "abiprobe.report",  # documents -> JSON / Markdown / HTML / rich renderables
 )
 
 EDGE: tuple[str, ...] = (
-    # net: HTTP, range reads, file:// transport, TLS/proxy configuration
-    "abiprobe.net",
-    "abiprobe.remote_inspect",
-    # store: wheel_index_cache/ and this machine's own state
-    "abiprobe.store",
-    "abiprobe.known_wheels",
-    # index client and installer configuration
-    "abiprobe.index",
-    "abiprobe.installers",
-    # host: installed environments, local wheels and trees, ldconfig, snapshots
-    "abiprobe.host",
-    "abiprobe.wheel",
-    "abiprobe.items",
-    # probe: venvs, subprocesses, jobs
-    "abiprobe.probe",
-    # cli: argv, printing, progress
-    "abiprobe.cli",
-    "abiprobe.cli_help",
-    "abiprobe.commands",
-    "abiprobe.console",
-    "abiprobe.progress",
+    "abiprobe.net",  # HTTP, range reads, file:// transport, TLS/proxy configuration
+    "abiprobe.store",  # wheel_index_cache/ with its one cache-first read, and this machine's own state
+    "abiprobe.index",  # index pages, the index client, picking an item's wheel from a listing
+    "abiprobe.installers",  # pip and uv configuration
+    "abiprobe.host",  # installed environments, local wheels and trees, ldconfig, snapshots
+    "abiprobe.probe",  # venvs, subprocesses, jobs
+    "abiprobe.ui",  # the terminal: console, progress, help layout
+    "abiprobe.cli",  # argv
+    "abiprobe.commands",  # wiring and printing, one module per command
     "abiprobe.__main__",
 )
 
@@ -62,11 +44,7 @@ SHARED: tuple[str, ...] = (
     "abiprobe",
     "abiprobe.errors",
     "abiprobe.log",
-    "abiprobe.hosts",
-    "abiprobe.jsondoc",
-    "abiprobe.tomlwrite",
     "abiprobe.installers.toml",  # TOML text -> dict, the one TOML reader (config files and stack files)
-    "abiprobe.codedigest",
 )
 
 # (core module, edge module it imports): each a violation still standing. May only shrink.

@@ -150,7 +150,7 @@ def test_matrix_show_refuses_a_foreign_json(tmp_path: Path) -> None:
 
 
 def test_written_renderings_say_the_registry_in_words_never_its_host() -> None:
-    from abiprobe.hosts import REGISTRY, REGISTRY_FILES, concrete
+    from abiprobe.model.hosts import REGISTRY, REGISTRY_FILES, concrete
     from abiprobe.solve.outputs import readable_renderings
 
     # GIVEN a matrix whose index line and a wheel URL name the default registry (by host, as read)
@@ -168,7 +168,7 @@ def test_written_renderings_say_the_registry_in_words_never_its_host() -> None:
 def test_renderings_name_the_real_registry_hosts_where_the_json_keeps_tokens(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from abiprobe.hosts import REGISTRY, concrete
+    from abiprobe.model.hosts import REGISTRY, concrete
 
     # GIVEN a committed matrix whose index line names the default registry by its token
     doc = sample_document()

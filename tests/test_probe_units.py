@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from abiprobe.errors import UsageError
-from abiprobe.facts import DistMetadata, ElfFacts, SymbolImport, WheelFacts
+from abiprobe.model.facts import DistMetadata, ElfFacts, SymbolImport, WheelFacts
 from abiprobe.model.target import driver_api_version
 from abiprobe.probe.classify import classify_exit, classify_message, classify_report
 from abiprobe.probe.interpreters import parse_version_spec, wanted_versions

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from abiprobe.progress import Display, status_line
+from abiprobe.ui.progress import Display, status_line
 
 
 def test_status_line_counts_wheels_and_bytes_with_rate_and_eta() -> None:

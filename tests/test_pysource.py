@@ -1,9 +1,9 @@
-"""Reading what a package's Python code loads, statically (abiprobe.pysource), over real source text."""
+"""Reading what a package's Python code loads, statically (abiprobe.binary.pysource), over real source."""
 
 from __future__ import annotations
 
-from abiprobe.facts import PyEvent
-from abiprobe.pysource import scan_imports, scan_module, scan_sources
+from abiprobe.binary.pysource import scan_imports, scan_module, scan_sources
+from abiprobe.model.facts import PyEvent
 
 EXTENSION = b"""
 import os

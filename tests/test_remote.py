@@ -17,12 +17,12 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.binary.zipdir import locate_central_directory, parse_central_directory
 from abiprobe.errors import FetchError, HashMismatchError, WheelFormatError
+from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.index.client import IndexClient
 from abiprobe.net.http import Http
 from abiprobe.net.remote_wheel import NOTE_IGNORES_RANGES, RemoteZip
 from abiprobe.store.cache import Cache
 from abiprobe.store.reads import WheelReads
-from abiprobe.wheel import wheel_facts_from_path
 
 LIB_C = "int demo_value(void) { return 42; }\n"
 EXT_C = "extern int demo_value(void);\nint PyInit__ext(void) { return demo_value(); }\n"

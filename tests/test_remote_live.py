@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from abiprobe.host.wheel import select_members
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import default_index
 from abiprobe.net.http import Http
 from abiprobe.net.remote_wheel import RemoteZip
-from abiprobe.wheel import select_members
 
 pytestmark = pytest.mark.live
 

@@ -31,7 +31,7 @@ from abiprobe.binary.bounded import ByteSource
 from abiprobe.binary.elf import read_elf, read_elf_prefix
 from abiprobe.binary.elf_layout import read_header, read_segments
 from abiprobe.cli import main
-from abiprobe.facts import ElfFacts
+from abiprobe.model.facts import ElfFacts
 from abiprobe.net.http import Http
 from abiprobe.store.cache import Cache
 

@@ -10,8 +10,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from abiprobe.errors import UsageError
-from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts
 from abiprobe.model.candidate import IndexFile, candidates_from_files
+from abiprobe.model.facts import DistMetadata, ElfFacts, WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Status
 from abiprobe.solve.candidates import (

@@ -13,7 +13,7 @@ from support.stacks import PURE_TAG, PY_TAG
 
 from abiprobe.analyze import loader
 from abiprobe.cli import main
-from abiprobe.facts import WheelFacts
+from abiprobe.model.facts import WheelFacts
 from abiprobe.store.cache import Cache
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"

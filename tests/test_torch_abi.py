@@ -28,15 +28,15 @@ from abiprobe.analyze.torch_abi import (
     wheel_torch_range,
 )
 from abiprobe.cli import main
-from abiprobe.facts import WheelInfo
+from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.candidate import Candidate, IndexFile
+from abiprobe.model.facts import WheelInfo
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, MatrixBuilder
 from abiprobe.solve.stack import Stack, StackMember
 from abiprobe.store.cache import Cache
-from abiprobe.wheel import wheel_facts_from_path
 
 SCHEMAS = Path(__file__).parent.parent / "abiprobe" / "schemas"
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"

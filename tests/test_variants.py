@@ -16,8 +16,8 @@ from abiprobe.analyze import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.analyze.variants import parse_variant_json
 from abiprobe.cli import main
+from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
-from abiprobe.wheel import wheel_facts_from_path
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "abiprobe/schemas/inspect.schema.json").read_text())
 NEEDS13 = "its libraries need CUDA 13 (needs libcudart.so.13)"

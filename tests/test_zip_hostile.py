@@ -19,9 +19,9 @@ from support.wheelbuild import build_wheel
 from abiprobe.cli import main
 from abiprobe.errors import AbiprobeError, BinaryFormatError, WheelFormatError
 from abiprobe.host.snapshot import wheel_fingerprint
+from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.probe.parallel import wheel_tops
 from abiprobe.probe.venv import unpack_wheel
-from abiprobe.wheel import wheel_facts_from_path
 
 LIB = "oddzip/libodd.so"
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

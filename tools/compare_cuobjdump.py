@@ -33,7 +33,7 @@ except ImportError:
 from abiprobe.binary.cuda import CUBIN_CONTAINER, gpu_code_of_elf, parse_fatbin
 from abiprobe.binary.cuda_fatbin import FATBIN_MAGIC_BYTES
 from abiprobe.errors import AbiprobeError
-from abiprobe.facts import GpuCode
+from abiprobe.model.facts import GpuCode
 
 Key = tuple[str, int, str]  # (kind "sass"/"ptx", sm, variant)
 

@@ -1,9 +1,8 @@
 """Core: static compatibility analysis: loader simulation over a wheel set, verdicts with explanations.
 
-The core (``model``, ``binary``, ``analyze``, ``solve``, ``report``, ``render``) never imports an
-edge (``net``, ``store``, ``index``, ``installers``, ``host``, ``probe``, ``commands``, the CLI): it is
-given values, not readers. ``tests/test_import_contract.py`` enforces it; its allow-list names each
-import that still breaks the rule.
+The core (``model``, ``binary``, ``analyze``, ``solve``, ``report``) never imports an edge (``net``,
+``store``, ``index``, ``installers``, ``host``, ``probe``, ``ui``, ``commands``, the CLI): it is given
+values, not readers. ``tests/test_import_contract.py`` enforces it, with no exceptions.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from abiprobe.analyze.profiles import Profile
 from abiprobe.analyze.torch_abi import TorchRelease, torch_range_verdicts
 from abiprobe.analyze.units import PlannedUnit, Timing
 from abiprobe.analyze.variants import cuda_claim_verdicts
-from abiprobe.facts import WheelFacts
+from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import CHECKS, STATUS_ORDER, Status, Verdict, unread_verdicts, unsettled, worst
 

@@ -8,7 +8,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from abiprobe.analyze.layout import Layout, dist_label
-from abiprobe.facts import WheelFacts, WheelSummary
+from abiprobe.model.facts import WheelFacts, WheelSummary
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Status, Verdict

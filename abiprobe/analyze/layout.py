@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from abiprobe.binary.wheel_members import installed_path
-from abiprobe.facts import ElfFacts, WheelFacts, WheelSummary
+from abiprobe.model.facts import ElfFacts, WheelFacts, WheelSummary
 
 _EXT_SUFFIX = re.compile(r"\.(?:cpython-(?P<ver>\d)(?P<minor>\d+)[a-z]*-[A-Za-z0-9_-]+|(?P<abi3>abi3))\.so$")
 _ORIGIN = re.compile(r"^\$(?:ORIGIN|\{ORIGIN\})(?=/|$)")

@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis
 from abiprobe.analyze.layout import dist_label
-from abiprobe.facts import WheelFacts
+from abiprobe.model.facts import WheelFacts
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict

@@ -25,7 +25,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from abiprobe.analyze.torch_diff import TORCH_MANGLED, libstdcxx_may_provide, torch_exports
-from abiprobe.facts import ElfFacts, WheelFacts
+from abiprobe.model.facts import ElfFacts, WheelFacts
 from abiprobe.model.requirements import parse_requirement
 from abiprobe.model.verdict import Status, Verdict
 

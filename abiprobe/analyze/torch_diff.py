@@ -1,7 +1,7 @@
 """What changed between two torch releases, from their bytes: exports, CUDA sonames, C++ string ABI.
 
 Pure: two torch ``WheelFacts`` (wheels, unpacked directories or installed distributions) in, a frozen
-``TorchDiff`` out; renderers live in ``abiprobe.render.torch_diff``. A removed export whose qualified
+``TorchDiff`` out; renderers live in ``abiprobe.report.torch_diff_text``. A removed export whose qualified
 name is still exported with other parameters is reported once, as a signature change (the seed case:
 ``c10::cuda::c10_cuda_check_implementation(int, ...)`` became ``(unsigned int, ...)``).
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from abiprobe.binary.cxxnames import abi_tag_kind, demangle, split_signature
-from abiprobe.facts import ElfFacts, WheelFacts
+from abiprobe.model.facts import ElfFacts, WheelFacts
 from abiprobe.model.sonames import cuda_major_of_soname
 
 TORCH_DIFF_SCHEMA_VERSION = 1

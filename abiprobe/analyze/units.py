@@ -2,12 +2,12 @@
 
 A unit is an extension module the package imports, or a library its Python code loads by path
 (``torch.ops.load_library``, ``ctypes.CDLL`` ...), read statically from the package's source
-(:mod:`abiprobe.pysource`). Importing the package runs its top-level code: every import and load it reaches,
-followed through the package's own modules and functions in execution order, happens *at import*; loads and
-imports inside functions that import never calls happen *on first use*, and so does an extension
+(:mod:`abiprobe.binary.pysource`). Importing the package runs its top-level code: every import and load it
+reaches, followed through the package's own modules and functions in execution order, happens *at import*;
+loads and imports inside functions that import never calls happen *on first use*, and so does an extension
 module nothing in the package names (the program imports it itself); a computed module name or path that
-matches several files loads one of them at a time abiprobe cannot know (*unknown*). Packages whose source
-is not read (facts stored before it was, or ``read_source`` off in the stack data) load every extension at
+matches several files loads one of them at a time abiprobe cannot know (*unknown*). Packages whose source is
+not read (facts stored before it was, or ``read_source`` off in the stack data) load every extension at
 import, in path order. A library nothing loads is no unit (it never loads).
 """
 
@@ -23,7 +23,7 @@ from typing import Literal
 from packaging.utils import canonicalize_name
 
 from abiprobe.analyze.layout import InstalledObject, Layout
-from abiprobe.facts import PyEvent, PyModule, WheelFacts
+from abiprobe.model.facts import PyEvent, PyModule, WheelFacts
 from abiprobe.solve.stack import PackageLoading
 
 Timing = Literal["import", "first_use", "unknown"]

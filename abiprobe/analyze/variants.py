@@ -21,7 +21,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from abiprobe.analyze.driver_api import driver_symbol_introduced
 from abiprobe.analyze.layout import dist_label
 from abiprobe.errors import WheelFormatError
-from abiprobe.facts import GpuCode, WheelFacts
+from abiprobe.model.facts import GpuCode, WheelFacts
 from abiprobe.model.requirements import applicable_requirements, parse_requirement
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict

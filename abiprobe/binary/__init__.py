@@ -1,8 +1,10 @@
 """Core: pure readers of binary structure over bytes or a bounded stream: ELF (``elf``, ``elf_layout``,
 ``elf_dynsym``), CUDA fatbins and cubins (``cuda``, ``cuda_fatbin``, ``cuda_arch``), both joined
-(``objects``), zip directories (``zipdir``, ``zipguard``), wheel member paths (``wheel_members``) and
-Itanium C++ symbol names (``cxxnames``: demangling without the host's libstdc++).
+(``objects``), zip directories (``zipdir``, ``zipguard``), wheel member paths (``wheel_members``), the
+bounded reader they share (``bounded``), Python sources (``pysource``) and Itanium C++ symbol names
+(``cxxnames``: demangling without the host's libstdc++).
 
 Nothing here opens a file or a connection of its own, and nothing imports an edge (``net``, ``store``,
-``index``, ``host``, ``probe``, ``commands``); ``tests/test_import_contract.py`` enforces it.
+``index``, ``installers``, ``host``, ``probe``, ``ui``, ``commands``); ``tests/test_import_contract.py``
+enforces it.
 """

@@ -28,7 +28,7 @@ from abiprobe.binary.cuda_arch import (
 from abiprobe.binary.cuda_fatbin import FATBIN_MAGIC, parse_fatbin, scan_containers, walk_containers
 from abiprobe.binary.elf_layout import ElfHeader, SectionHeader, read_header, read_sections
 from abiprobe.errors import FatbinFormatError
-from abiprobe.facts import GpuCode, GpuVariant
+from abiprobe.model.facts import GpuCode, GpuVariant
 
 EM_CUDA: Final = 190
 CUDA_MACHINE: Final = "cuda"  # EM_CUDA as ElfHeader.machine names it

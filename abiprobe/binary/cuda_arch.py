@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from abiprobe.errors import UsageError
-from abiprobe.facts import GpuCode, GpuVariant
+from abiprobe.model.facts import GpuCode, GpuVariant
 
 ArchStatus = Literal["native", "jit", "none", "no_gpu_code"]
 

@@ -13,7 +13,7 @@ from typing import Final
 
 from abiprobe.binary.bounded import ByteSource, Reader
 from abiprobe.errors import FatbinFormatError
-from abiprobe.facts import GpuCode, GpuCodeKind, GpuVariant
+from abiprobe.model.facts import GpuCode, GpuCodeKind, GpuVariant
 
 FATBIN_MAGIC: Final = 0xBA55ED50
 FATBIN_MAGIC_BYTES: Final = struct.pack("<I", FATBIN_MAGIC)

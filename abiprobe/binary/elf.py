@@ -32,7 +32,7 @@ from abiprobe.binary.elf_layout import (
     read_segments,
 )
 from abiprobe.errors import ElfFormatError
-from abiprobe.facts import ElfFacts, SymbolExport, SymbolImport
+from abiprobe.model.facts import ElfFacts, SymbolExport, SymbolImport
 
 DT_NULL = 0
 DT_NEEDED = 1

@@ -18,7 +18,7 @@ from itertools import compress, repeat
 
 from abiprobe.binary.bounded import ByteSource, Searchable
 from abiprobe.binary.elf_layout import AddressMap, ElfHeader, SectionHeader
-from abiprobe.facts import SymbolExport, SymbolImport, VersionNeed
+from abiprobe.model.facts import SymbolExport, SymbolImport, VersionNeed
 
 MAX_SYMBOLS = 1 << 24
 MAX_TABLE_BYTES = 256 << 20

@@ -11,7 +11,7 @@ from typing import BinaryIO
 from abiprobe.binary.cuda import gpu_code_of_elf
 from abiprobe.binary.elf import read_elf
 from abiprobe.errors import BinaryFormatError
-from abiprobe.facts import ElfFacts
+from abiprobe.model.facts import ElfFacts
 
 ELF_MAGIC = b"\x7fELF"
 _HASH_CHUNK = 1 << 20

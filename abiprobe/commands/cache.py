@@ -12,9 +12,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.store.cache import Cache, CacheInfo, PruneReport, VerifyReport
+from abiprobe.ui.console import make_console
 
 CACHE_REPORT_SCHEMA_VERSION = 1
 

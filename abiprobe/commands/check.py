@@ -29,12 +29,12 @@ from pathlib import Path
 from abiprobe.analyze import SetAnalysis, analyze_set
 from abiprobe.analyze.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
 from abiprobe.analyze.torch_abi import TorchRelease
-from abiprobe.console import make_console
+from abiprobe.commands.known_wheels import add_torch_option
 from abiprobe.errors import UsageError
-from abiprobe.facts import WheelFacts
-from abiprobe.known_wheels import add_torch_option
+from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.solve.install import AddedWheel
+from abiprobe.ui.console import make_console
 
 EXIT_BITS: dict[str, int] = {
     "sonames": 4,
@@ -182,7 +182,7 @@ def scoped(analysis: SetAnalysis, wheels: Sequence[WheelFacts], args: argparse.N
 
 
 def run(args: argparse.Namespace) -> int:
-    from abiprobe.items import ItemSource
+    from abiprobe.commands.items import ItemSource
 
     target = target_from_args(args)
     profile = profile_from_args(args, target)
@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     items = None
     with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
         if args.torch:
-            from abiprobe.known_wheels import torch_releases
+            from abiprobe.commands.known_wheels import torch_releases
 
             releases = torch_releases(args.torch, source, target)  # the torch wheels the target would get
         if not args.installed:

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from abiprobe.console import make_console
 from abiprobe.installers.pip import config_files
 from abiprobe.installers.uv import uv_config_files
 from abiprobe.net.http import display_url
 from abiprobe.net.settings import NetworkSettings, credential_source, network_settings
+from abiprobe.ui.console import make_console
 
 CONFIG_SCHEMA_VERSION = 1
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from abiprobe.analyze.torch_diff import TorchDiff, diff_torch
-from abiprobe.known_wheels import cached_kernels, torch_facts_of
+from abiprobe.commands.known_wheels import cached_kernels, torch_facts_of
 from abiprobe.store.primitives import write_text_atomic
 
 _EPILOG = (
@@ -57,7 +57,7 @@ def exit_code(diff: TorchDiff) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abiprobe.items import ItemSource
+    from abiprobe.commands.items import ItemSource
 
     with ItemSource(args.cache_dir, args.index_url, args.offline, progress=False) as source:
         old = torch_facts_of(args.old, source, None)  # no target: the wheels this host would get
@@ -69,12 +69,12 @@ def run(args: argparse.Namespace) -> int:
     if fmt == "json":
         text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
     elif fmt == "md":
-        from abiprobe.render.torch_diff import render_markdown
+        from abiprobe.report.torch_diff_text import render_markdown
 
         text = render_markdown(doc, limit=args.limit)
     else:
-        from abiprobe.console import make_console
-        from abiprobe.render.torch_diff import render_text
+        from abiprobe.report.torch_diff_text import render_text
+        from abiprobe.ui.console import make_console
 
         if args.output is None:
             render_text(doc, make_console(), limit=args.limit)

@@ -12,13 +12,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from abiprobe import log
-from abiprobe.console import make_console
 from abiprobe.errors import UsageError
 from abiprobe.index.client import DEFAULT_STALE_AFTER, IndexClient
 from abiprobe.index.config import STRATEGIES, load_index_config
 from abiprobe.index.multi import ProjectListing
 from abiprobe.net.http import Http, display_url
 from abiprobe.store.cache import Cache
+from abiprobe.ui.console import make_console
 
 INDEX_LS_SCHEMA_VERSION = 1
 

@@ -15,12 +15,12 @@ from abiprobe.analyze.torch_abi import TorchRelease, wheel_torch_range
 from abiprobe.analyze.variants import variant_document, variant_member
 from abiprobe.binary.cuda import GpuArch, arch_verdict
 from abiprobe.binary.cuda_arch import parse_known_arch
+from abiprobe.commands.known_wheels import CACHED, add_torch_option
 from abiprobe.errors import UsageError
-from abiprobe.facts import ElfFacts, WheelFacts
-from abiprobe.known_wheels import CACHED, add_torch_option
+from abiprobe.model.facts import ElfFacts, WheelFacts
 
 if TYPE_CHECKING:
-    from abiprobe.items import Item, ItemSource
+    from abiprobe.commands.items import Item, ItemSource
 
 INSPECT_SCHEMA_VERSION = 1
 
@@ -49,14 +49,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abiprobe.items import ItemSource
+    from abiprobe.commands.items import ItemSource
 
     arch = parse_known_arch(args.arch) if args.arch else None
     with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
         sources, item = resolve_target(args.target, args.python, source)
         releases: tuple[TorchRelease, ...] = ()
         if any(isinstance(f, WheelFacts) and f.metadata.name.lower() != "torch" for _, f in sources):
-            from abiprobe.known_wheels import torch_releases
+            from abiprobe.commands.known_wheels import torch_releases
 
             releases = torch_releases(args.torch or [CACHED], source, None)  # no target: this host's wheels
         variants = {0: _variant_json(item, source)} if item is not None else {}
@@ -65,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
-        from abiprobe.console import make_console
-        from abiprobe.render.inspect import render_inspect
+        from abiprobe.report.inspect_text import render_inspect
+        from abiprobe.ui.console import make_console
 
         render_inspect(doc, make_console(), show_symbols=args.symbols)
     errors = sum(len(s["errors"]) for s in doc["sources"])
@@ -84,7 +84,7 @@ def resolve_target(
 
         return [("file", inspect_file(path, str(path)))], None
     if path.is_file() or path.is_dir() or target.startswith(("http://", "https://")) or "==" in target:
-        from abiprobe.items import resolve_item
+        from abiprobe.commands.items import resolve_item
 
         item = resolve_item(target, source, None, tolerate_unread=False)
         assert item.facts is not None  # an unread item raised

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from abiprobe.facts import WheelFacts
-from abiprobe.items import Item, ItemSource, resolve_item
+from abiprobe.commands.items import Item, ItemSource, resolve_item
 from abiprobe.model.candidate import IndexFile
+from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.solve.install import AddedWheel, install_closure, root_of
 
@@ -55,10 +55,10 @@ def gather(texts: Sequence[str], target: Target, source: ItemSource, *, no_deps:
     items = tuple(resolve_item(text, source, target) for text in texts)
     if no_deps:
         return ItemSet(items)
-    from abiprobe.progress import wheel_work
     from abiprobe.solve.candidates import FilterOptions
     from abiprobe.solve.pipeline import Collector
     from abiprobe.store.reads import WheelReads
+    from abiprobe.ui.progress import wheel_work
 
     reads = WheelReads(source.http, source.cache, source.offline)
     collector = Collector(

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from abiprobe.console import make_console
 from abiprobe.report.matrix_html import render_html
 from abiprobe.report.matrix_json import axis_ids, dumps, load_document, title_of
 from abiprobe.report.matrix_md import render_markdown
+from abiprobe.ui.console import make_console
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from abiprobe.console import make_console
 from abiprobe.errors import UsageError
-from abiprobe.hosts import neutral
+from abiprobe.model.hosts import neutral
 from abiprobe.probe.jobs import load_result, merge_results
 from abiprobe.report.diff import diff_matrices, render_markdown
 from abiprobe.report.matrix_json import dumps, load_document
 from abiprobe.store.primitives import write_text_atomic
+from abiprobe.ui.console import make_console
 
 
 def register_actions(msub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

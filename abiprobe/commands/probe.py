@@ -12,10 +12,9 @@ import types
 from pathlib import Path
 from typing import Any
 
-from abiprobe.console import make_console
 from abiprobe.errors import UsageError
-from abiprobe.facts import WheelFacts
 from abiprobe.model.candidate import IndexFile
+from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import driver_api_version
 from abiprobe.net.http import Http
 from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeResult, ProbeSet, probe_sets
@@ -23,6 +22,7 @@ from abiprobe.probe.layers import parse_size
 from abiprobe.probe.parallel import wheel_tops
 from abiprobe.solve.install import AddedWheel
 from abiprobe.store.primitives import write_text_atomic
+from abiprobe.ui.console import make_console
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -201,8 +201,8 @@ def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple
     ``--installed``), what pip would install beside them too."""
     import tempfile
 
+    from abiprobe.commands.items import ItemSource
     from abiprobe.commands.itemset import gather
-    from abiprobe.items import ItemSource
     from abiprobe.model.target import Target
 
     if all(Path(i).is_file() and i.endswith(".whl") for i in args.items) and (args.no_deps or args.installed):

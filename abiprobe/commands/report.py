@@ -61,7 +61,7 @@ def _torch_upgrade(
         old = cached_wheel_facts(Path(change.old_path), cache)
     if old is None or new is None:
         return torch_upgrade(change, old, new, ())
-    from abiprobe.known_wheels import cached_kernels
+    from abiprobe.commands.known_wheels import cached_kernels
 
     return torch_upgrade(change, old, new, cached_kernels(cache_dir))
 

@@ -18,16 +18,14 @@ from typing import Any
 
 from abiprobe import log
 from abiprobe.analyze.profiles import load_profile, profile_for
-from abiprobe.console import make_console
 from abiprobe.errors import AbiprobeError, UsageError
-from abiprobe.hosts import concrete, neutral
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, IndexSource, load_index_config
 from abiprobe.model.candidate import IndexFile, parse_upload_time
+from abiprobe.model.hosts import concrete, neutral
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http, display_url
 from abiprobe.net.remote_wheel import served_directory
-from abiprobe.progress import wheel_work
 from abiprobe.report.matrix_json import index_state, matrix_document
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.outputs import output_files
@@ -38,6 +36,8 @@ from abiprobe.solve.stack import Stack, default_stack, load_stack_file
 from abiprobe.store.cache import Cache, default_cache_root
 from abiprobe.store.primitives import write_text_atomic
 from abiprobe.store.reads import WheelReads
+from abiprobe.ui.console import make_console
+from abiprobe.ui.progress import wheel_work
 
 # What each serves (checked against saved copies of the sglang and flashinfer pages): PyTorch's torch and
 # the CUDA runtime wheels; sglang's kernels; flashinfer's cu130/ page the jit-cache shim and its

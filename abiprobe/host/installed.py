@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from abiprobe.errors import UsageError, WheelFormatError
-from abiprobe.facts import DistMetadata, WheelFacts
-from abiprobe.wheel import facts_from_tree, parse_metadata, top_level_of
+from abiprobe.host.wheel import facts_from_tree, parse_metadata, top_level_of
+from abiprobe.model.facts import DistMetadata, WheelFacts
 
 # Runs inside the inspected interpreter: lists its distributions with their files and metadata text.
 _LIST_SCRIPT = r"""

@@ -17,7 +17,6 @@ from abiprobe.binary.wheel_members import installed_path
 from abiprobe.binary.zipguard import copy_member, open_zip
 from abiprobe.errors import UsageError, WheelFormatError
 from abiprobe.host.installed import InstalledDist, installed_distributions
-from abiprobe.jsondoc import load_versioned
 from abiprobe.model.snapshot import (
     SNAPSHOT_KIND,
     SNAPSHOT_SCHEMA_VERSION,
@@ -29,6 +28,7 @@ from abiprobe.model.snapshot import (
     parse_direct_url,
     record_rows,
 )
+from abiprobe.report.jsondoc import load_versioned
 from abiprobe.store.localstate import hash_file as sha256_of_file
 
 

@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 
 from abiprobe import __version__
 from abiprobe.errors import UsageError
-from abiprobe.facts import ElfFacts
+from abiprobe.model.facts import ElfFacts
 
 SNAPSHOT_KIND = "abiprobe-snapshot"
 SNAPSHOT_SCHEMA_VERSION = 1

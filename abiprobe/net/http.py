@@ -29,8 +29,8 @@ from abiprobe import __version__, log
 from abiprobe.errors import FetchError
 from abiprobe.net.filetransport import FileTransport
 from abiprobe.net.settings import Credential, NetworkSettings, network_settings
-from abiprobe.progress import DISPLAY
 from abiprobe.store.primitives import strip_credentials
+from abiprobe.ui.progress import DISPLAY
 
 if TYPE_CHECKING:
     from abiprobe.model.candidate import IndexFile

@@ -37,8 +37,8 @@ from abiprobe.errors import ElfFormatError, FetchError, HashMismatchError, Wheel
 from abiprobe.net.http import Http, RetryableError, display_url
 
 if TYPE_CHECKING:
-    from abiprobe.facts import ElfFacts, WheelFacts, WheelSummary
     from abiprobe.model.candidate import IndexFile
+    from abiprobe.model.facts import ElfFacts, WheelFacts, WheelSummary
     from abiprobe.store.cache import Cache
 
 TAIL_SIZE = 64 * 1024
@@ -466,14 +466,14 @@ class RemoteZip:
         *,
         tables_only: Callable[[str], bool] | None = None,
     ) -> WheelFacts:
-        """WheelFacts from the members ``abiprobe.wheel.select_members`` picks; nothing else is fetched.
+        """WheelFacts from the members ``abiprobe.host.wheel.select_members`` picks; nothing else is fetched.
 
         ``read`` (installed path -> bool) limits the binaries read; the rest are listed as unread.
         ``tables_only`` (installed path -> bool): where the file is not read whole to be verified anyway,
         each accepted ELF member is inflated only up to the end of its loader tables and its dynamic
         section, and its GPU code is left unread (``ElfFacts.gpu_unread``): for libraries no GPU-code
         verdict looks at."""
-        from abiprobe.wheel import facts_from_members, select_members
+        from abiprobe.host.wheel import facts_from_members, select_members
 
         names = self.names()
         selected = select_members(names, read)

@@ -18,8 +18,8 @@ from typing import Any
 from abiprobe import __version__
 from abiprobe.binary.cuda_arch import parse_known_arch
 from abiprobe.errors import UsageError
-from abiprobe.jsondoc import load_versioned
 from abiprobe.model.verdict import Verdict, worst
+from abiprobe.report.jsondoc import load_versioned
 from abiprobe.report.matrix_json import wheel_entry
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import explain

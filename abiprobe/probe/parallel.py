@@ -17,7 +17,8 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from abiprobe.binary.wheel_members import installed_path
 from abiprobe.binary.zipguard import open_zip
 from abiprobe.errors import AbiprobeError, UsageError, WheelFormatError
-from abiprobe.facts import WheelInfo
+from abiprobe.host.wheel import top_level_of
+from abiprobe.model.facts import WheelInfo
 from abiprobe.probe.bytecode import BytecodeStore, layer_key, mirror
 from abiprobe.probe.classify import Failure
 from abiprobe.probe.execute import PreparedSet, RunContext, build_result, run_fresh, run_server
@@ -39,7 +40,6 @@ from abiprobe.probe.venv import (
 )
 from abiprobe.store.localstate import local_sha256, local_state_dir
 from abiprobe.store.reads import local_wheel_info, stored_local_summary
-from abiprobe.wheel import top_level_of
 
 FactsLoader = Callable[[Path], WheelInfo]
 _RUNNER = Path(__file__).with_name("runner.py")

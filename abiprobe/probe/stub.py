@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from abiprobe.errors import AbiprobeError
-from abiprobe.facts import DRIVER_SONAME as DRIVER_SONAME
-from abiprobe.facts import WheelFacts, WheelSummary
+from abiprobe.model.facts import DRIVER_SONAME as DRIVER_SONAME
+from abiprobe.model.facts import WheelFacts, WheelSummary
 
 CUDA_ERROR_NO_DEVICE = 100
 _SPECIAL = ("cuGetErrorString", "cuGetErrorName", "cuDriverGetVersion")

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe import __version__
-from abiprobe.jsondoc import load_versioned
 from abiprobe.model.candidate import NOT_CACHED
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
+from abiprobe.report.jsondoc import load_versioned
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group, Matrix
 from abiprobe.solve.override import blocking

@@ -259,7 +259,7 @@ def render_markdown(t: dict[str, Any]) -> str:
     ] or ["No probe results: run `abiprobe probe --job` (docs/probe-jobs.md)."]
     up = t.get("torch_upgrade")
     if up:
-        from abiprobe.render.torch_diff import render_markdown as render_torch_diff
+        from abiprobe.report.torch_diff_text import render_markdown as render_torch_diff
 
         if up["diff"] is not None:
             out += ["", render_torch_diff(up["diff"], limit=20).rstrip("\n")]

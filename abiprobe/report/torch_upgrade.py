@@ -14,7 +14,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from abiprobe.analyze.torch_diff import diff_torch
-from abiprobe.facts import WheelFacts
+from abiprobe.model.facts import WheelFacts
 from abiprobe.model.snapshot import Snapshot
 from abiprobe.report.ticket import changes, target_wheels
 

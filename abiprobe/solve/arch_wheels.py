@@ -24,7 +24,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from abiprobe.binary.cuda_arch import GpuArch, parse_arch, sass_runs_on
 from abiprobe.errors import UsageError
-from abiprobe.facts import GpuCode
+from abiprobe.model.facts import GpuCode
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.stack import ArchWheels
 

@@ -18,8 +18,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.model.candidate import Candidate, parse_upload_time
+from abiprobe.model.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.sonames import cuda_major_of_soname
 from abiprobe.model.target import Target

@@ -21,13 +21,13 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
 
-from abiprobe.codedigest import code_digest
 from abiprobe.errors import AbiprobeError
-from abiprobe.hosts import concrete, neutral
 from abiprobe.model.candidate import Candidate, IndexFile, candidates_from_files
+from abiprobe.model.hosts import concrete, neutral
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter
+from abiprobe.solve.codedigest import code_digest
 from abiprobe.solve.ports import AnalysisStore
 
 

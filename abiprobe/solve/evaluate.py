@@ -23,11 +23,11 @@ from abiprobe.analyze.checks import (
 from abiprobe.analyze.profiles import Profile
 from abiprobe.analyze.torch_abi import TorchRelease, releases_of, torch_range_verdicts
 from abiprobe.analyze.variants import cuda_claim_verdicts
-from abiprobe.codedigest import code_digest
-from abiprobe.facts import WheelFacts, WheelSummary
+from abiprobe.model.facts import WheelFacts, WheelSummary
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict, unread_verdicts, unsettled
 from abiprobe.solve.candidates import StackCandidate
+from abiprobe.solve.codedigest import code_digest
 from abiprobe.solve.matrix import Group
 from abiprobe.solve.ports import AnalysisStore
 

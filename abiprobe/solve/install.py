@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from abiprobe.errors import AbiprobeError
-from abiprobe.facts import WheelFacts, WheelInfo
 from abiprobe.model.candidate import IndexFile, candidates_from_files
+from abiprobe.model.facts import WheelFacts, WheelInfo
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import FilterOptions, StackCandidate
 from abiprobe.solve.closure import ClosureError, Listing, resolve_closure

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from abiprobe.errors import AbiprobeError
-from abiprobe.hosts import registry_file_host
+from abiprobe.model.hosts import registry_file_host
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import StackCandidate
 

@@ -2,7 +2,7 @@
 requirements lock and the PEP 751 pylock, as texts the CLI writes atomically (a reader never sees half a
 file).
 
-Committed JSON keeps the registry host tokens (abiprobe.hosts); Markdown and HTML say them in words
+Committed JSON keeps the registry host tokens (abiprobe.model.hosts); Markdown and HTML say them in words
 (they are committed too, and name no registry host); the pylock an installer reads carries the real
 hosts of this machine's configuration, so it is kept out of version control (.gitignore) and the nightly
 publishes it as an artifact.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from abiprobe.hosts import concrete, neutral, readable
+from abiprobe.model.hosts import concrete, neutral, readable
 from abiprobe.report.matrix_html import render_html
 from abiprobe.report.matrix_json import dumps
 from abiprobe.report.matrix_md import render_markdown
@@ -75,7 +75,8 @@ def chosen_table(doc: Mapping[str, Any], note: str = "") -> dict[str, Any]:
 
 
 def readable_renderings(doc: dict[str, Any]) -> tuple[str, str]:
-    """The Markdown and HTML files of a matrix, registry hosts in words (:func:`abiprobe.hosts.readable`)."""
+    """The Markdown and HTML files of a matrix, registry hosts in words
+    (:func:`abiprobe.model.hosts.readable`)."""
     return readable(neutral(render_markdown(doc))), readable(neutral(render_html(doc)))
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from abiprobe.hosts import neutral
+from abiprobe.model.hosts import neutral
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.verdict import Verdict
 from abiprobe.solve.matrix import Group, Matrix, MatrixBuilder

@@ -20,8 +20,8 @@ from packaging.version import Version
 
 from abiprobe.analyze.profiles import Profile
 from abiprobe.errors import AbiprobeError
-from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.model.candidate import NOT_CACHED, Candidate, IndexFile
+from abiprobe.model.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import STATUS_ORDER

@@ -3,7 +3,7 @@
 ``abiprobe.commands`` wires them in: the index client (``abiprobe.index.client.IndexClient``) is an
 :class:`IndexReader`, the cache (``abiprobe.store.cache.Cache``) an :class:`AnalysisStore`, the facts
 readers of the store edge are :data:`FactsFor` / :data:`RuntimeFactsFor` / :data:`MetadataFor`, and the
-terminal's progress display (``abiprobe.progress.wheel_work``) a :data:`Progress`. Nothing here does I/O.
+terminal's progress display (``abiprobe.ui.progress.wheel_work``) a :data:`Progress`. Nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from abiprobe.facts import WheelFacts, WheelInfo
 from abiprobe.model.candidate import Candidate, IndexFile
+from abiprobe.model.facts import WheelFacts, WheelInfo
 
 
 class PageOutcome(Protocol):

@@ -3,7 +3,7 @@
 ``[tool.abiprobe]`` table naming the target and the verdicts that chose the set.
 
 The document is built here; when the installed ``packaging`` has ``packaging.pylock`` it is checked
-against that reading of the standard before it is written (abiprobe.tomlwrite writes the TOML).
+against that reading of the standard before it is written (abiprobe.report.tomlwrite writes the TOML).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 from abiprobe import __version__
 from abiprobe.errors import AbiprobeError
 from abiprobe.model.target import Target
+from abiprobe.report.tomlwrite import dumps
 from abiprobe.solve.candidates import StackCandidate
-from abiprobe.tomlwrite import dumps
 
 
 class PylockError(AbiprobeError):

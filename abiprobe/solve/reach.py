@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from abiprobe.analyze.loader import PRELOADED
-from abiprobe.facts import WheelInfo
+from abiprobe.model.facts import WheelInfo
 from abiprobe.solve.candidates import StackCandidate
 
 

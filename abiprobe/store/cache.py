@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from abiprobe.errors import CacheError
-from abiprobe.facts import WheelFacts, WheelSummary
-from abiprobe.hosts import concrete_bytes, neutral, neutral_bytes
+from abiprobe.model.facts import WheelFacts, WheelSummary
+from abiprobe.model.hosts import concrete_bytes, neutral, neutral_bytes
 from abiprobe.store import entries
 from abiprobe.store.entries import CorruptEntryError, ForeignSchemaError, MetadataEntry, PageRecord
 from abiprobe.store.localstate import local_state_dir

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe.errors import CacheError
-from abiprobe.facts import FACTS_SCHEMA_VERSION, SUMMARY_VERSION, WheelFacts, WheelSummary
-from abiprobe.hosts import concrete, concrete_bytes, neutral, neutral_bytes
+from abiprobe.model.facts import FACTS_SCHEMA_VERSION, SUMMARY_VERSION, WheelFacts, WheelSummary
+from abiprobe.model.hosts import concrete, concrete_bytes, neutral, neutral_bytes
 from abiprobe.store.primitives import (
     canonical_json,
     gzip_bytes,

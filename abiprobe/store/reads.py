@@ -29,8 +29,8 @@ from typing import TypeVar
 
 from abiprobe.binary.wheel_members import dist_info_dir
 from abiprobe.errors import NotCachedError, WheelFormatError
-from abiprobe.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.model.candidate import IndexFile
+from abiprobe.model.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.net.http import Http
 from abiprobe.net.remote_wheel import RemoteZip, listed_unchanged, served_directory, trusted
 from abiprobe.store.cache import Cache, MetadataEntry
@@ -344,6 +344,6 @@ def cached_wheel_facts(path: Path, cache: Cache | None = None) -> WheelFacts:
 
 
 def _local_facts(path: Path, digest: str) -> WheelFacts:
-    from abiprobe.wheel import wheel_facts_from_path
+    from abiprobe.host.wheel import wheel_facts_from_path
 
     return wheel_facts_from_path(path, known_sha256=digest)

@@ -19,7 +19,7 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-from abiprobe.facts import WheelFacts
+from abiprobe.model.facts import WheelFacts
 from support.cbuild import build_shared
 from support.nvbuild import need_nvcc
 from support.wheelbuild import build_wheel
@@ -114,7 +114,7 @@ class FixtureStacks:
 
     def facts(self, *keys: str) -> list[WheelFacts]:
         """WheelFacts of the given wheels, read once per process with abiprobe's own wheel reader."""
-        from abiprobe.wheel import wheel_facts_from_path
+        from abiprobe.host.wheel import wheel_facts_from_path
 
         out = []
         for k in keys:

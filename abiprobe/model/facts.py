@@ -173,7 +173,7 @@ class WheelFacts:
     # (``directory_sha256``) is what the server still serves
     verified: bool = False
     directory_sha256: str | None = None
-    # the wheel's own Python code, read for what it loads (abiprobe.pysource); None: not read
+    # the wheel's own Python code, read for what it loads (abiprobe.binary.pysource); None: not read
     python: tuple[PyModule, ...] | None = None
     schema_version: int = FACTS_SCHEMA_VERSION
 

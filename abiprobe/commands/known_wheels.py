@@ -13,9 +13,9 @@ from pathlib import Path
 
 from abiprobe.analyze.torch_abi import TorchRelease, releases_of
 from abiprobe.analyze.torch_diff import torch_libraries
+from abiprobe.commands.items import ItemSource, resolve_item
 from abiprobe.errors import UsageError
-from abiprobe.facts import WheelFacts, WheelSummary
-from abiprobe.items import ItemSource, resolve_item
+from abiprobe.model.facts import WheelFacts, WheelSummary
 from abiprobe.model.target import Target
 from abiprobe.store import entries as cache_entries
 from abiprobe.store.cache import Cache

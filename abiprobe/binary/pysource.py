@@ -21,7 +21,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping
 
-from abiprobe.facts import PyEvent, PyFunction, PyModule
+from abiprobe.model.facts import PyEvent, PyFunction, PyModule
 
 LOAD_APIS = {
     "torch.ops.load_library": "torch.ops.load_library",

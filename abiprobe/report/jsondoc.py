@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe.errors import UsageError
-from abiprobe.hosts import concrete
+from abiprobe.model.hosts import concrete
 
 
 def load_versioned(path: Path, kind: str, max_version: int, what: str) -> dict[str, Any]:

@@ -16,11 +16,11 @@ from typing import BinaryIO
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from abiprobe.binary.objects import inspect_stream, looks_like_binary_member
+from abiprobe.binary.pysource import scan_sources
 from abiprobe.binary.wheel_members import dist_info_dir, installed_path
 from abiprobe.binary.zipguard import copy_member, open_zip, zip_errors
 from abiprobe.errors import BinaryFormatError, HashMismatchError, WheelFormatError
-from abiprobe.facts import DistMetadata, ElfFacts, WheelFacts
-from abiprobe.pysource import scan_sources
+from abiprobe.model.facts import DistMetadata, ElfFacts, WheelFacts
 from abiprobe.store.localstate import hash_file as sha256_of_file
 
 _SPOOL_LIMIT = 64 << 20
@@ -46,7 +46,7 @@ def select_members(names: Sequence[str], read: Callable[[str], bool] | None = No
 
 
 def is_package_source(member: str, info: str) -> bool:
-    """A .py member of the wheel's own code (read for what it loads, :mod:`abiprobe.pysource`), unless
+    """A .py member of the wheel's own code (read for what it loads, :mod:`abiprobe.binary.pysource`), unless
     the stack data says its package's loading is known without it (torch: thousands of modules)."""
     if not member.endswith(".py") or member.startswith(f"{info}/"):
         return False

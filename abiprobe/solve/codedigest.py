@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 PACKAGE = "abiprobe"
-_ROOT = Path(__file__).resolve().parent
+_ROOT = Path(__file__).resolve().parent.parent  # the abiprobe package
 
 
 @functools.lru_cache(maxsize=4096)

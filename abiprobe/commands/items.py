@@ -17,13 +17,13 @@ from typing import Literal
 from packaging.requirements import InvalidRequirement, Requirement
 
 from abiprobe.errors import AbiprobeError, UsageError
-from abiprobe.facts import WheelFacts
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import load_index_config
+from abiprobe.index.remote_items import facts_of_file, index_file_from_url, pick_candidate, remote_member
 from abiprobe.model.candidate import Candidate, IndexFile
+from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http
-from abiprobe.remote_inspect import facts_of_file, index_file_from_url, pick_candidate, remote_member
 from abiprobe.store.cache import Cache
 from abiprobe.store.reads import WheelReads
 
@@ -142,7 +142,7 @@ def resolve_item(
     marked unread (unless ``tolerate_unread`` is off, then its error is raised)."""
     path = Path(text)
     if path.is_file() and path.suffix == ".whl":
-        from abiprobe.wheel import wheel_facts_from_path
+        from abiprobe.host.wheel import wheel_facts_from_path
 
         facts = wheel_facts_from_path(path)
         file = IndexFile(

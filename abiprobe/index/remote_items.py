@@ -1,5 +1,5 @@
 """A remote wheel named by URL or ``PROJECT==VERSION``: which index file it is for a target, its facts
-(cache first) and its members by range. :mod:`abiprobe.items` turns every item argument into one."""
+(cache first) and its members by range. :mod:`abiprobe.commands.items` turns every item argument into one."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from packaging.tags import sys_tags
 from packaging.utils import canonicalize_name
 
 from abiprobe.errors import FetchError, UsageError
-from abiprobe.facts import WheelFacts
 from abiprobe.index.multi import IndexOutcome
 from abiprobe.model.candidate import Candidate, IndexFile
+from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http
 from abiprobe.store.cache import Cache

@@ -1,7 +1,0 @@
-"""Core: rich renderables of inspect and torch-diff documents, printed on a console the CLI gives.
-
-The core (``model``, ``binary``, ``analyze``, ``solve``, ``report``, ``render``) never imports an
-edge (``net``, ``store``, ``index``, ``installers``, ``host``, ``probe``, ``commands``, the CLI): it is
-given values, not readers. ``tests/test_import_contract.py`` enforces it; its allow-list names each
-import that still breaks the rule.
-"""
