@@ -289,7 +289,7 @@ def naive_loop(cells: list[dict[str, Any]], groups: dict[str, list[str]], work: 
             shutil.rmtree(venv)
             failed = (install.stderr.strip().splitlines() or [""])[-1][:200] if install.returncode else None
             rows.append({
-                "members": cell["members"], "verdict": cell.get("verdict"),
+                "members": cell["members"], "verdict": cell.get("status"),
                 "install_rc": install.returncode,
                 "install_error": failed,
                 "imports": imported, "bytes": proxy.received - before,
@@ -392,6 +392,10 @@ def main() -> int:
         if isinstance(naive, dict):
             share = "" if naive["cells_run"] == len(doc["cells"]) else f"_{naive['cells_run']}_cells"
             results["ratios"][f"cold_over_naive_loop{share}"] = ratio(cold["bytes"], naive["bytes"])
+            results["ratios"][f"floor_over_naive_loop{share}"] = ratio(floor or 0, naive["bytes"])
+            results["ratios"]["naive_loop_cells_installed"] = sum(
+                c["install_rc"] == 0 for c in naive["cells"]
+            )
     results["targets"] = targets(results)
     text = json.dumps(results, indent=1)
     print(text)
