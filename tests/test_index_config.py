@@ -120,6 +120,12 @@ def test_pip_config_file_dev_null_reads_no_file(user: ConfigUser, monkeypatch: p
     assert _default()[0] == "https://site.example/simple/"
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
     assert _default()[0] == _builtin()
+    # and pip itself, asked the same, lists nothing from that file either (abiprobe answers this case
+    # without importing pip's configuration module)
+    listed = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "index-url" not in listed
 
 
 def test_every_pip_value_equals_what_pip_config_list_reports(

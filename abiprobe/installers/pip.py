@@ -53,6 +53,8 @@ def _fallback_files(environ: Mapping[str, str]) -> list[tuple[str, list[str]]]:
 def config_files(environ: Mapping[str, str] | None = None) -> list[str]:
     """pip's config files that exist, lowest precedence first; none under ``PIP_CONFIG_FILE=/dev/null``."""
     env = os.environ if environ is None else environ
+    if env.get("PIP_CONFIG_FILE") == os.devnull:
+        return []  # pip reads no file at all then; its configuration module (60 ms to import) is not needed
     order: tuple[str, ...] = ("global", "user", "site", "env")
     variants: list[tuple[str, list[str]]]
     try:
