@@ -20,7 +20,8 @@ are not). Printed for each run:
   index client, HTTP, the store's reads) once ``solve()`` has returned, by function: the lock, the
   matrix files and the probe jobs should be made from its value alone.
 
-Usage: ``python tools/call_chain.py [--keep DIR]`` (needs ``cc``, as the tests do).
+Usage: ``python tools/call_chain.py [--keep DIR] [--flow]`` (needs ``cc``, as the tests do); ``--flow``
+also prints each call of the argument flow in time order, the returns marked.
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ class Node:
 class Trace:
     modules: set[str] = field(default_factory=set)
     flow: list[str] = field(default_factory=list)  # module of each first (line, function) argument call
+    flow_calls: list[str] = field(default_factory=list)  # the same calls as module:function
     flow_modules: set[str] = field(default_factory=set)
     seen_edges: set[tuple[str, int, str]] = field(default_factory=set)
     longest_strict: tuple[str, ...] = ()
@@ -201,6 +203,7 @@ class Tracer:
             if edge not in self.trace.seen_edges:
                 self.trace.seen_edges.add(edge)
                 self.trace.flow.append(module)
+                self.trace.flow_calls.append(where)
                 self.trace.flow_modules.add(module)
         for chains, attr in ((node.strict, "strict"), (node.broad, "broad")):
             for i, chain in chains.items():
@@ -225,7 +228,7 @@ def traced_solve(argv: list[str]) -> tuple[int, Trace]:
     return rc, tracer.trace
 
 
-def report(label: str, rc: int, trace: Trace) -> None:
+def report(label: str, rc: int, trace: Trace, flow: bool = False) -> None:
     print(f"== {label} solve (exit {rc})")
     print(f"modules visited inside run: {len(trace.modules)}")
     print(f"argument flow: {len(trace.flow_modules)} modules, {len(trace.flow)} distinct calls")
@@ -240,6 +243,15 @@ def report(label: str, rc: int, trace: Trace) -> None:
         print(f"longest chain ({what}): {len(chain)} frames, carrying {name}")
         for step in chain:
             print(f"    {step}")
+    if flow:
+        print("argument flow, in time order (* a return to a module already left):")
+        seen: set[str] = set()
+        previous = None
+        for m, where in zip(trace.flow, trace.flow_calls, strict=True):
+            mark = "*" if m != previous and m in seen else " "
+            print(f"  {mark} {where}")
+            seen.add(m)
+            previous = m
     after = trace.after_solve
     print(f"after solve() returned: {sum(after.values())} reading-side calls, {len(after)} functions")
     for where, n in after.most_common():
@@ -249,6 +261,7 @@ def report(label: str, rc: int, trace: Trace) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, help="build the fixtures and the cache here (else a temp dir)")
+    parser.add_argument("--flow", action="store_true", help="also print the argument flow call by call")
     opts = parser.parse_args()
     from support.indexserver import IndexServer
     from support.solve_stacks import serve, solve_argv, solve_stack
@@ -267,7 +280,7 @@ def main() -> int:
             argv = solve_argv(server.index_url, work / "cache", work / "matrices", "--json")
             for label in ("cold", "warm"):
                 rc, trace = traced_solve(argv)
-                report(label, rc, trace)
+                report(label, rc, trace, flow=opts.flow)
     return 0
 
 

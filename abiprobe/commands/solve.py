@@ -6,26 +6,21 @@ Exit codes: 0 a set was found, 1 none, 2 usage, 3 index trouble made the answer 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import hashlib
 import json
 import sys
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from abiprobe import log
 from abiprobe.analyze.profiles import load_profile, profile_for
-from abiprobe.errors import AbiprobeError, UsageError
+from abiprobe.commands.last_solve import LastSolve
+from abiprobe.errors import UsageError
 from abiprobe.index.client import IndexClient
-from abiprobe.index.config import IndexConfig, IndexSource, load_index_config
-from abiprobe.model.candidate import IndexFile, parse_upload_time
-from abiprobe.model.hosts import concrete, neutral
+from abiprobe.index.config import IndexConfig, load_index_config
+from abiprobe.model.candidate import parse_upload_time
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http, display_url
-from abiprobe.net.remote_wheel import served_directory
 from abiprobe.report.matrix_json import index_state, matrix_document
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.outputs import output_files
@@ -193,6 +188,8 @@ def index_config(args: argparse.Namespace, target: Target) -> IndexConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The edges wired once, the pipeline called once, then the files, the jobs and the summary made
+    from its value."""
     if args.window < 1:
         raise UsageError("--window must be at least 1")
     target = Target.parse(
@@ -203,10 +200,11 @@ def run(args: argparse.Namespace) -> int:
         driver=args.driver,
         base=Target.from_host(),
     )
+    profile = load_profile(args.profile) if args.profile else profile_for(target.machine, target.glibc)
     stack = build_stack(args)
     config = index_config(args, target)
-    profile = load_profile(args.profile) if args.profile else profile_for(target.machine, target.glibc)
     options = FilterOptions(pre=args.pre, exclude_newer=exclude_newer(args.exclude_newer))
+    name = matrix_name(target)
     cache = Cache(args.cache_dir or default_cache_root())
     probing = args.probe or args.emit_probe_jobs is not None
     with Http(progress=not args.json) as http:
@@ -223,10 +221,9 @@ def run(args: argparse.Namespace) -> int:
         )
         # the pages the last solve of this stack on these indexes listed, asked about all at once, and
         # at the same time the zip directories of the wheels it had range-read facts of
-        listed_key = listed_projects_key(config.sources, stack)
-        if not args.offline:
-            revalidate_all(client, http, cache, [*stack.project_names(), *listed_before(cache, listed_key)],
-                           range_read_before(cache, listed_key))  # fmt: skip
+        last = None if args.offline else LastSolve.recall(cache, config.sources, stack)
+        if last is not None:
+            last.revalidate(client, http)
         reads = SolveReads(
             client,
             wheels.info,
@@ -246,6 +243,8 @@ def run(args: argparse.Namespace) -> int:
             runtime=not args.no_runtime,
             installs=args.probe_cells if probing else "chosen",
         )
+    if last is not None:
+        last.remember(client.listed, result.range_read)
     doc = matrix_document(result)
     if args.probe:
         doc = probe_here(args, doc, result)
@@ -254,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_write:
         files = output_files(
             args.out_dir,
-            matrix_name(result.matrix.target),
+            name,
             result,
             doc,
             lock_path=args.lock,
@@ -262,82 +261,11 @@ def run(args: argparse.Namespace) -> int:
         )
         for path, text in files.items():
             write_text_atomic(path, text)
-    if not args.offline:
-        remember_listed(cache, listed_key, client.listed)
-        remember_range_read(cache, listed_key, result.range_read)
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:
         print_summary(args, result)
     return result.exit_code
-
-
-def listed_projects_key(sources: Sequence[IndexSource], stack: Stack) -> str:
-    """The key under which a solve remembers which projects it listed: its indexes and its stack."""
-    text = "\n".join(
-        ["listed-projects", *(neutral(display_url(s.url)) for s in sources), *stack.project_names()]
-    )
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def revalidate_all(
-    client: IndexClient, http: Http, cache: Cache, projects: Sequence[str], files: Sequence[IndexFile]
-) -> None:
-    """Stale pages (conditionally), all at once; then the directories (one tail each, at once) of the
-    range-read wheels the index now lists otherwise than before (none when every page is unchanged),
-    remembered by ``http`` for the rest of the run. A wheel whose page is not stored is left to its
-    listing (``abiprobe.net.remote_wheel.trusted``)."""
-    client.revalidate(projects)
-    todo = [f for f in files if client.listing_as_before(f, unlisted=True) is False]
-    with ThreadPoolExecutor(max(1, min(len(todo), http.max_workers))) as pool:
-        tails = [pool.submit(served_directory, http, f, cache) for f in todo]
-        for tail in tails:
-            with contextlib.suppress(AbiprobeError):  # a failure is met again, and said, where it counts
-                tail.result()
-
-
-def _range_key(key: str) -> str:
-    return hashlib.sha256(f"range-read\n{key}".encode()).hexdigest()
-
-
-def range_read_before(cache: Cache, key: str) -> list[IndexFile]:
-    out = []
-    for e in cache.load_analysis(_range_key(key)) or []:
-        if isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("filename", "url", "sha256")):
-            size = e.get("size") if isinstance(e.get("size"), int) else None
-            out.append(IndexFile(e["filename"], concrete(e["url"]), {"sha256": e["sha256"]}, size=size))
-    return out
-
-
-def remember_range_read(cache: Cache, key: str, files: Sequence[IndexFile]) -> None:
-    """The wheels whose facts this solve had from range reads (URLs with the registry's host as a token),
-    added to those remembered before (a solve answered from stored results reads no facts), less those
-    whose stored facts are no longer range-read ones."""
-    before = cache.load_analysis(_range_key(key)) or []
-    known: dict[str, dict[str, object]] = {}
-    for f in [*range_read_before(cache, key), *files]:
-        summary = (
-            cache.load_summary(f.sha256, allow_partial=True, allow_unverified=True) if f.sha256 else None
-        )
-        if summary is not None and not summary.verified:
-            known[f.url] = {"filename": f.filename, "url": neutral(f.url), "sha256": f.sha256, "size": f.size}
-    doc = [known[u] for u in sorted(known)]
-    if doc != before:
-        cache.store_analysis(_range_key(key), doc)
-
-
-def listed_before(cache: Cache, key: str) -> list[str]:
-    stored = cache.load_analysis(key) or []
-    return [str(e["project"]) for e in stored if isinstance(e, dict) and isinstance(e.get("project"), str)]
-
-
-def remember_listed(cache: Cache, key: str, projects: Iterable[str]) -> None:
-    """Project names only (no host, no time), added to those remembered before (a solve answered from
-    stored resolutions lists fewer): the next solve asks about all their pages at once."""
-    before = listed_before(cache, key)
-    names = sorted(set(projects) | set(before))
-    if names != sorted(before):
-        cache.store_analysis(key, [{"project": n} for n in names])
 
 
 def probe_here(args: argparse.Namespace, doc: dict[str, Any], result: SolveResult) -> dict[str, Any]:
