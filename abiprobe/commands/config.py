@@ -13,7 +13,8 @@ from abiprobe.installers.pip import config_files
 from abiprobe.installers.uv import uv_config_files
 from abiprobe.net.http import display_url
 from abiprobe.net.settings import NetworkSettings, credential_source, network_settings
-from abiprobe.ui.console import make_console
+from abiprobe.report.config_text import render_config
+from abiprobe.ui.console import make_console, print_all
 
 CONFIG_SCHEMA_VERSION = 1
 
@@ -64,8 +65,7 @@ def config_document(args: argparse.Namespace) -> dict[str, Any]:
         config = load_index_config(cli_indexes=args.index, cli_extra_indexes=args.extra_index)
     else:
         target = Target.parse(cuda=args.cuda, base=Target())
-        solve_args = argparse.Namespace(index=args.index, extra_index=args.extra_index, index_strategy=None)
-        config = index_config(solve_args, target)
+        config = index_config(target, indexes=args.index, extra_indexes=args.extra_index)
     return {
         "schema_version": CONFIG_SCHEMA_VERSION,
         "kind": "abiprobe-config",
@@ -115,38 +115,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return 0
-    render(doc)
+    proxy_urls = {scheme: display_url(p["value"]) for scheme, p in doc["proxies"]["proxies"].items()}
+    print_all(render_config(doc, proxy_urls), make_console(markup=False))
     return 0
-
-
-def render(doc: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    console = make_console(markup=False)
-    table = Table(title=f"indexes ({doc['strategy']}, in lookup order)")
-    for column in ("index", "kind", "from", "credentials"):
-        table.add_column(column, overflow="fold")
-    for entry in doc["indexes"]:
-        table.add_row(entry["url"], entry["kind"], entry["origin"], entry["credentials"])
-    console.print(table)
-    for note in doc["notes"]:
-        console.print(f"  {note}")
-    tls = doc["tls"]
-    console.print(f"TLS trust: {tls['trust']}")
-    cert = tls["client_cert"]
-    console.print(
-        f"TLS client certificate: {cert['value'] + ' (from ' + cert['origin'] + ')' if cert else 'none'}"
-    )
-    for line in tls["overridden"]:
-        console.print(f"  not used: {line}")
-    proxies = doc["proxies"]["proxies"]
-    if not proxies:
-        console.print("proxy: none")
-    for scheme, proxy in proxies.items():
-        console.print(f"proxy for {scheme}: {display_url(proxy['value'])} (from {proxy['origin']})")
-    if doc["proxies"]["no_proxy"]:
-        np = doc["proxies"]["no_proxy"]
-        console.print(f"no proxy for: {np['value']} (from {np['origin']})")
-    console.print(f"keyring: {doc['keyring']}")
-    console.print(f"pip config files read: {', '.join(doc['files']['pip']) or 'none'}")
-    console.print(f"uv config files read: {', '.join(doc['files']['uv']) or 'none'}")

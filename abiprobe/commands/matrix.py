@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from abiprobe.report.matrix_html import render_html
-from abiprobe.report.matrix_json import axis_ids, dumps, load_document, title_of
+from abiprobe.report.matrix_json import dumps, load_document
 from abiprobe.report.matrix_md import render_markdown
-from abiprobe.ui.console import make_console
+from abiprobe.report.matrix_text import render_table
+from abiprobe.ui.console import print_all
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,28 +38,5 @@ def run_show(args: argparse.Namespace) -> int:
     elif fmt == "html":
         sys.stdout.write(render_html(doc))
     else:
-        print_table(doc)
+        print_all(render_table(doc))
     return 0
-
-
-def print_table(doc: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    colour = {"ok": "green", "warn": "yellow", "blocked": "blue", "fail": "red", "unknown": "dim"}
-    rows, cols = axis_ids(doc)
-    cells = {(c["row"], c["col"]): c for c in doc["cells"]}
-    table = Table(title=title_of(doc))
-    axes = doc["axes"]
-    table.add_column(f"{axes['rows']} \\ {axes['cols'] or ''}")
-    for col in cols:
-        table.add_column(col or "")
-    for r in rows:
-        line = [r]
-        for col in cols:
-            c = cells.get((r, col))
-            line.append(f"[{colour[c['status']]}]{c['status']}[/]" if c else "")
-        table.add_row(*line)
-    make_console().print(table)
-    chosen = doc.get("chosen")
-    if isinstance(chosen, dict):
-        make_console().print("chosen: " + ", ".join(chosen.values()))

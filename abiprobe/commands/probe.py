@@ -17,12 +17,13 @@ from abiprobe.model.candidate import IndexFile
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import driver_api_version
 from abiprobe.net.http import Http
-from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeResult, ProbeSet, probe_sets
+from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeSet, probe_sets
 from abiprobe.probe.layers import parse_size
 from abiprobe.probe.parallel import wheel_tops
+from abiprobe.report.probe_text import render_result
 from abiprobe.solve.install import AddedWheel
 from abiprobe.store.primitives import write_text_atomic
-from abiprobe.ui.console import make_console
+from abiprobe.ui.console import make_console, print_all
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -179,8 +180,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"installed with what the install closure adds ({len(added)}):")
             for a in added:
                 print(f"  + {a.label}: {a.why}")
+        console = make_console()
         for r in results:
-            render(r)
+            print_all(render_result(r), console)
     return 0 if all(r.outcome == "ok" and not r.disagrees for r in results) else 1
 
 
@@ -239,38 +241,6 @@ def _fetched(
         return local.absolute()
     sha = file.sha256 or (facts.sha256 if facts is not None else None)
     return fetch_wheel({"filename": file.filename, "url": file.url, "sha256": sha}, into, http)
-
-
-def render(result: ProbeResult) -> None:
-    from rich.table import Table
-
-    console = make_console()
-    style = "green" if result.outcome == "ok" else "red"
-    if result.disagrees:
-        console.print(f"[bold white on red] DISAGREEMENT [/] static verdict said {result.expected!r}")
-    console.print(f"[bold {style}]{result.outcome}[/] {result.label}")
-    console.print(f"  {result.explanation()}")
-    table = Table(show_header=True, header_style="bold", box=None)
-    table.add_column("distribution")
-    table.add_column("version imported")
-    for name, version in result.versions:
-        table.add_row(name, version or "-")
-    console.print(table)
-    facts: dict[str, Any] = {
-        "python": result.python,
-        "installer": result.installer,
-        "mode": result.mode,
-        "driver": "stubbed (no CUDA driver on this host)" if result.stubbed else "real or not needed",
-        "seconds": f"{result.duration:.2f}",
-    }
-    for key, value in facts.items():
-        console.print(f"  {key}: {value}")
-    if result.loaded:
-        console.print("  loaded: " + ", ".join(result.loaded))
-    if result.smoke:
-        console.print(f"  smoke: {json.dumps(result.smoke, sort_keys=True)}")
-    if result.temp_root:
-        console.print(f"  kept: {result.temp_root}")
 
 
 def probe_options(args: argparse.Namespace, python: str | None) -> ProbeOptions:

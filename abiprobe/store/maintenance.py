@@ -1,6 +1,6 @@
 """Whole-cache walks behind ``abiprobe cache info|verify|prune`` and the ``--offline`` staleness notes.
 
-Each walk returns a frozen report with ``to_json``; rendering lives in ``abiprobe.commands.cache``.
+Each walk returns a frozen report with ``to_json``; rendering lives in ``abiprobe.report.cache_text``.
 """
 
 from __future__ import annotations

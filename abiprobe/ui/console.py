@@ -7,8 +7,9 @@ content needs, so ``sglang-kernel==0.3.…`` never happens in a log.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 UNBOUNDED = 100_000
 
@@ -24,3 +25,10 @@ def make_console(*, stderr: bool = False, markup: bool = True) -> Console:
     return Console(
         file=stream, width=UNBOUNDED, soft_wrap=True, markup=markup, highlight=False, color_system=None
     )
+
+
+def print_all(parts: Iterable[RenderableType], console: Console | None = None) -> None:
+    """Each of a renderer's parts on its own line(s), on ``console`` (default: stdout's)."""
+    out = make_console() if console is None else console
+    for part in parts:
+        out.print(part)
