@@ -154,7 +154,9 @@ def naive_installs(cache: Path) -> dict[str, int]:
         cuda=args.cuda, arch=args.arch, python=args.python, platform=args.platform, base=Target()
     )
     stack = build_stack(args)
-    config = index_config(args, target)
+    config = index_config(
+        target, indexes=args.index, extra_indexes=args.extra_index, strategy=args.index_strategy
+    )
     store = Cache(cache)
     with Http(progress=False) as http:
         client = IndexClient(config.sources, store, http, offline=True)
@@ -194,7 +196,9 @@ def read_floor(cache: Path) -> dict[str, int]:
     target = Target.parse(
         cuda=args.cuda, arch=args.arch, python=args.python, platform=args.platform, base=Target()
     )
-    config = index_config(args, target)
+    config = index_config(
+        target, indexes=args.index, extra_indexes=args.extra_index, strategy=args.index_strategy
+    )
     store = Cache(cache)
     read = binaries = unverified = to_verify = 0
     with Http(progress=False) as http:

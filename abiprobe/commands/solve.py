@@ -168,21 +168,27 @@ def exclude_newer(text: str | None) -> datetime | None:
     return when
 
 
-def index_urls(args: argparse.Namespace, target: Target) -> list[str]:
+def index_urls(indexes: Sequence[str], target: Target) -> list[str]:
     """The CUDA indexes abiprobe reads before the installer's, unless ``--index`` replaces everything."""
-    if args.index:
+    if indexes:
         return []
     tag = f"cu{target.cuda[0]}{target.cuda[1]}"
     return [u.format(tag=tag) for u in CUDA_INDEXES]
 
 
-def index_config(args: argparse.Namespace, target: Target) -> IndexConfig:
+def index_config(
+    target: Target,
+    *,
+    indexes: Sequence[str] = (),
+    extra_indexes: Sequence[str] = (),
+    strategy: str | None = None,
+) -> IndexConfig:
     """``--index`` / ``--extra-index``, the CUDA indexes, then the user's installer configuration."""
     return load_index_config(
-        cli_indexes=args.index,
-        cli_extra_indexes=args.extra_index,
-        cli_strategy=args.index_strategy,
-        default_extras=index_urls(args, target),
+        cli_indexes=indexes,
+        cli_extra_indexes=extra_indexes,
+        cli_strategy=strategy,
+        default_extras=index_urls(indexes, target),
         default_extras_origin=f"abiprobe's indexes for CUDA {target.cuda[0]}.{target.cuda[1]}",
     )
 
@@ -202,7 +208,9 @@ def run(args: argparse.Namespace) -> int:
     )
     profile = load_profile(args.profile) if args.profile else profile_for(target.machine, target.glibc)
     stack = build_stack(args)
-    config = index_config(args, target)
+    config = index_config(
+        target, indexes=args.index, extra_indexes=args.extra_index, strategy=args.index_strategy
+    )
     options = FilterOptions(pre=args.pre, exclude_newer=exclude_newer(args.exclude_newer))
     name = matrix_name(target)
     cache = Cache(args.cache_dir or default_cache_root())
