@@ -144,11 +144,17 @@ class Target:
     implementation: str = "cp"
     platform: str = "manylinux_2_28_x86_64"
     driver: tuple[int, ...] | None = None
-    _parsed: tuple[str, tuple[int, int] | None, str] = field(init=False, repr=False, compare=False)
+    # derived once, when the target is made (each a value, not a property re-derived at every use)
+    glibc: tuple[int, int] | None = field(init=False, repr=False, compare=False)
+    machine: str = field(init=False, repr=False, compare=False)
+    python_tag: str = field(init=False, repr=False, compare=False)  # cp312
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_parsed", parse_platform(self.platform))
-        object.__setattr__(self, "platform", self._parsed[0])
+        platform, glibc, machine = parse_platform(self.platform)
+        object.__setattr__(self, "platform", platform)
+        object.__setattr__(self, "glibc", glibc)
+        object.__setattr__(self, "machine", machine)
+        object.__setattr__(self, "python_tag", f"{self.implementation}{self.python[0]}{self.python[1]}")
 
     @classmethod
     def parse(
@@ -191,18 +197,6 @@ class Target:
             implementation=impl,
             platform=f"manylinux_{glibc[0]}_{glibc[1]}_{machine}",
         )
-
-    @property
-    def glibc(self) -> tuple[int, int] | None:
-        return self._parsed[1]
-
-    @property
-    def machine(self) -> str:
-        return self._parsed[2]
-
-    @property
-    def python_tag(self) -> str:
-        return f"{self.implementation}{self.python[0]}{self.python[1]}"
 
     @property
     def driver_cuda(self) -> tuple[int, int]:

@@ -126,6 +126,11 @@ def build_picks(
     cuda = Version(f"{target.cuda[0]}.{target.cuda[1]}")
     picks: dict[str, list[Pick]] = {CUDA_ID: [Pick(CUDA_ID, "cuda", CUDA_ID, cuda, f"cuda {cuda}")]}
     roles = stack.roles
+    # the core names a member's Requires-Dist may pin, each with its role (companions and providers are
+    # pinned to their core's exact wheel instead)
+    requirable: dict[str, str] = {
+        n: m.role for m in stack.members for n in m.names if stack.role_of(n) == m.role
+    }
     for i, role in enumerate(roles):
         for g in groups.get(role, ()):
             needs: list[Need] = []
@@ -134,7 +139,7 @@ def build_picks(
                 needs.append(Need(CUDA_ID, f"{g.id} on the target: {why}", allowed=frozenset()))
             needs += _cuda_needs(g)
             if honour_pins:
-                needs += _requires_needs(g, stack, target)
+                needs += _requires_needs(g, requirable, target)
             for earlier_role in roles[:i]:
                 allowed, reasons = set(), []
                 for h in groups.get(earlier_role, ()):
@@ -173,17 +178,15 @@ def _cuda_needs(g: Group) -> list[Need]:
     return out
 
 
-def _requires_needs(g: Group, stack: Stack, target: Target) -> list[Need]:
+def _requires_needs(g: Group, requirable: Mapping[str, str], target: Target) -> list[Need]:
     out = []
     for w in g.wheels:
         if w.summary is None:
             continue
         for req in applicable_requirements(w.summary.metadata.requires_dist, target):
-            role = stack.role_of(req.name)
-            if role is None or role == g.role:
-                continue
             name = canonicalize_name(req.name)
-            if name not in stack.member(role).names:
+            role = requirable.get(name)
+            if role is None or role == g.role:
                 continue
             out.append(Need(role, f"{w.label()} requires {req}", req.specifier, project=name))
     return out

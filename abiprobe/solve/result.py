@@ -130,11 +130,19 @@ class SolveResult:
     # the listed files whose facts came from range reads (the next solve asks whether they still hold)
     range_read: tuple[IndexFile, ...] = ()
 
-    @property
-    def chosen_ids(self) -> tuple[str, ...] | None:
-        """The chosen set's group ids in stack order (None: no set was chosen)."""
+    # derived once, when the value is made
+    chosen_ids: tuple[str, ...] | None = field(init=False, compare=False)  # the chosen set's ids, stack order
+    complete: bool = field(init=False, compare=False)  # every index answered in full, no problem
+    exit_code: int = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
         chosen = self.resolution.chosen
-        return None if chosen is None else tuple(chosen[r] for r in self.matrix.stack.roles)
+        ids = None if chosen is None else tuple(chosen[r] for r in self.matrix.stack.roles)
+        complete = all(i.whole for i in self.indexes) and not self.problems
+        code = EXIT_INCOMPLETE if not complete else EXIT_FOUND if chosen is not None else EXIT_NONE
+        object.__setattr__(self, "chosen_ids", ids)
+        object.__setattr__(self, "complete", complete)
+        object.__setattr__(self, "exit_code", code)
 
     def install(self, members: Sequence[str]) -> SetInstall:
         """The whole install of the set with these group ids (in stack order)."""
@@ -142,13 +150,3 @@ class SolveResult:
             return self.installs[tuple(members)]
         except KeyError:
             raise KeyError(f"no install was resolved for {' + '.join(members)}") from None
-
-    @property
-    def complete(self) -> bool:
-        return all(i.whole for i in self.indexes) and not self.problems
-
-    @property
-    def exit_code(self) -> int:
-        if not self.complete:
-            return EXIT_INCOMPLETE
-        return EXIT_FOUND if self.resolution.chosen is not None else EXIT_NONE

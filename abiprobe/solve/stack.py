@@ -178,8 +178,10 @@ class Stack:
     """The members solved together; the first member (torch) is the base every other one loads into."""
 
     members: tuple[StackMember, ...]
+    roles: tuple[str, ...] = field(init=False, repr=False, compare=False)  # the members' roles, in order
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "roles", tuple(m.role for m in self.members))
         seen: dict[str, str] = {}
         for m in self.members:
             for name in m.all_names():
@@ -190,10 +192,6 @@ class Stack:
     @property
     def base(self) -> StackMember:
         return self.members[0]
-
-    @property
-    def roles(self) -> tuple[str, ...]:
-        return tuple(m.role for m in self.members)
 
     def member(self, role: str) -> StackMember:
         for m in self.members:
