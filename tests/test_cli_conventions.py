@@ -124,3 +124,26 @@ def test_every_json_output_has_a_schema() -> None:
     assert with_json == set(JSON_SCHEMAS)
     schemas = Path(__file__).parents[1] / "abiprobe" / "schemas"
     assert all((schemas / f"{name}.schema.json").is_file() for name in JSON_SCHEMAS.values())
+
+
+def test_print_all_keeps_the_order_and_sends_warnings_and_stderr_parts_to_stderr(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from abiprobe import log
+    from abiprobe.report.lines import Line, Part, Stderr, Warn
+    from abiprobe.ui.console import print_all
+
+    # GIVEN a renderer's parts: markup, a warning, a part for stderr, and a line whose markup is not read
+    parts: list[Part] = [
+        "[bold]a[/bold]",
+        Warn("index x: failed"),
+        Stderr("[red]problem[/] y"),
+        Line("[b]z", markup=False),
+    ]
+    # WHEN they are printed at the default verbosity (an earlier -q run here may have left it lower)
+    monkeypatch.setattr(log, "_level", 0)
+    print_all(parts)
+    captured = capsys.readouterr()
+    # THEN stdout has the markup read and the plain line as written; stderr the warning, then the part
+    assert captured.out == "a\n[b]z\n"
+    assert captured.err == "abiprobe: warning: index x: failed\nproblem y\n"

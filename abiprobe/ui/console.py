@@ -11,6 +11,9 @@ from collections.abc import Iterable
 
 from rich.console import Console, RenderableType
 
+from abiprobe import log
+from abiprobe.report.lines import Line, Part, Stderr, Warn
+
 UNBOUNDED = 100_000
 
 
@@ -27,8 +30,23 @@ def make_console(*, stderr: bool = False, markup: bool = True) -> Console:
     )
 
 
-def print_all(parts: Iterable[RenderableType], console: Console | None = None) -> None:
-    """Each of a renderer's parts on its own line(s), on ``console`` (default: stdout's)."""
+def print_all(parts: Iterable[Part], console: Console | None = None) -> None:
+    """A renderer's parts in order: on ``console`` (default: stdout's), warnings and ``Stderr`` parts on
+    stderr."""
     out = make_console() if console is None else console
+    err: Console | None = None
     for part in parts:
-        out.print(part)
+        if isinstance(part, Warn):
+            log.warn(part.text)
+        elif isinstance(part, Stderr):
+            err = make_console(stderr=True) if err is None else err
+            _print(err, part.part)
+        else:
+            _print(out, part)
+
+
+def _print(console: Console, part: RenderableType | Line) -> None:
+    if isinstance(part, Line):
+        console.print(part.text, markup=part.markup, soft_wrap=part.soft_wrap)
+    else:
+        console.print(part)
