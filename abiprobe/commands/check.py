@@ -33,8 +33,8 @@ from abiprobe.commands.known_wheels import add_torch_option
 from abiprobe.errors import UsageError
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
-from abiprobe.solve.install import AddedWheel
-from abiprobe.ui.console import make_console
+from abiprobe.report.check_text import render_check
+from abiprobe.ui.console import print_all
 
 EXIT_BITS: dict[str, int] = {
     "sonames": 4,
@@ -48,7 +48,6 @@ EXIT_BITS: dict[str, int] = {
     "files": 64,
 }
 EXIT_UNKNOWN = 3
-STYLE = {"ok": "green", "warn": "yellow", "blocked": "blue", "unknown": "magenta", "fail": "red"}
 _EPILOG = (
     "exit status: 0 all checks pass (warnings allowed); 1 error; 2 usage; 3 index unreachable or a wheel "
     "not read (status unknown); otherwise "
@@ -219,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
-        render(analysis, added=items.added if items is not None else ())
+        print_all(render_check(analysis, items.added if items is not None else ()))
     code = exit_code(analysis)
     if code == 0 and analysis.status == "unknown":
         return EXIT_UNKNOWN
@@ -237,48 +236,3 @@ def with_closure_error(analysis: SetAnalysis, error: str, index_trouble: bool) -
     text = f"what pip would install beside the items cannot be resolved: {error}"
     verdict = Verdict("requires", status, text, "set")  # type: ignore[arg-type]
     return replace(analysis, set_verdicts=(*analysis.set_verdicts, verdict))
-
-
-def render(analysis: SetAnalysis, stream: object = None, added: Sequence[AddedWheel] = ()) -> None:
-    """The set (and what the install closure added, and why), a table of every verdict that is not ok,
-    then one summary line."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = Console(file=stream) if stream is not None else make_console()  # type: ignore[arg-type]
-    console.print(f"target {analysis.target.key()}  profile {analysis.profile}")
-    named = [w for w in analysis.wheels if w not in {a.label for a in added}]
-    console.print("set: " + ", ".join(named))
-    if added:
-        console.print(f"added by the install closure ({len(added)}):")
-        for a in added:
-            state = f" [magenta](not read: {escape(a.unread)})[/]" if a.unread else ""
-            console.print(f"  + {escape(a.label)}: {escape(a.why)}{state}", highlight=False, soft_wrap=True)
-    first = analysis.first_error
-    if first is not None:
-        unsure = "" if first.exact else " (relocation order not read: one of the undefined symbols below)"
-        console.print(f"first error, as the loader prints it{unsure}:", highlight=False)
-        console.print(f"  {first.text}", highlight=False, markup=False, soft_wrap=True)
-        if first.via:
-            console.print(
-                f"  (loaded by {first.via}, which may re-raise it in its own words)", highlight=False
-            )
-    problems = analysis.failures()
-    if problems:
-        table = Table(show_lines=False)
-        for col in ("status", "check", "subject", "explanation"):
-            table.add_column(col, overflow="fold")
-        for v in problems:
-            style = STYLE[v.status]
-            table.add_row(f"[{style}]{v.status}[/{style}]", v.check, v.subject, v.text)
-        console.print(table)
-    for v in analysis.set_verdicts:
-        r = v.evidence.get("torch_range")
-        if isinstance(r, dict):
-            declared = "none" if r["declared"] is None else f"torch{r['declared']}"
-            text = f"torch range of {v.subject}: {r['kind']} ABI, {r['range']}; declared {declared}"
-            console.print(f"{text}: {r['verdict']}", highlight=False, markup=False)
-    checks = ", ".join(f"{c} {s}" for c, s in analysis.worst_by_check().items())
-    status = analysis.status
-    console.print(f"[{STYLE[status]}]{status.upper()}[/{STYLE[status]}] {checks}", highlight=False)
