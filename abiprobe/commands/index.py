@@ -7,18 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
-from abiprobe import log
 from abiprobe.errors import UsageError
 from abiprobe.index.client import DEFAULT_STALE_AFTER, IndexClient
 from abiprobe.index.config import STRATEGIES, load_index_config
-from abiprobe.index.multi import ProjectListing
 from abiprobe.net.http import Http, display_url
+from abiprobe.report.index_text import render_listing
 from abiprobe.store.cache import Cache
-from abiprobe.ui.console import make_console
+from abiprobe.ui.console import print_all
 
 INDEX_LS_SCHEMA_VERSION = 1
 
@@ -88,7 +83,7 @@ def run_ls(args: argparse.Namespace) -> int:
         json.dump({"schema_version": INDEX_LS_SCHEMA_VERSION, **listing.to_json()}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        render_listing(listing, make_console())
+        print_all(render_listing(listing))
     links = {display_url(s.url) for s in config.sources if s.kind == "find-links"}
     if listing.candidates or any(o.status == "ok" and o.url not in links for o in listing.outcomes):
         return 0  # listed, or an index has the project but no wheel of it is usable (a find-links page
@@ -98,35 +93,3 @@ def run_ls(args: argparse.Namespace) -> int:
     asked = ", ".join(o.index for o in listing.outcomes) or "no index configured"
     print(f"abiprobe: error: no index has a project named {args.project!r} (asked: {asked})", file=sys.stderr)
     return 1
-
-
-def render_listing(listing: ProjectListing, console: Console, separate_failures: bool = True) -> None:
-    """The table and each index's outcome on ``console``; indexes that failed as warnings on stderr."""
-    table = Table(title=f"{listing.project} ({listing.strategy})")
-    for column in ("version", "local", "tags", "yanked", "metadata", "sha256", "uploaded", "index"):
-        table.add_column(column)
-    ordered = sorted(listing.candidates, key=lambda c: (c.version, c.file.filename), reverse=True)
-    for c in ordered:
-        yanked = "" if not c.file.is_yanked else (c.file.yanked_reason or "yes")
-        row = (
-            str(c.version.public) + (f" (build {c.build_tag[0]}{c.build_tag[1]})" if c.build_tag else ""),
-            c.local_label or "",
-            c.tags_summary(),
-            yanked,
-            "yes" if c.file.has_metadata else "",
-            (c.file.sha256 or "-")[:12] + (" dup" if c.file.duplicate else ""),
-            c.file.upload_time or "",
-            c.file.index_url,
-        )
-        table.add_row(*(escape(cell) for cell in row))
-    console.print(table)
-    for o in listing.outcomes:
-        state = o.status if not o.error else f"{o.status}: {o.error}"
-        extra = (" (cache" + (", stale" if o.stale else "") + ")") if o.from_cache else ""
-        line = f"  {o.index}: {state}{extra}, {o.candidates} wheels{' [used]' if o.used else ''}"
-        if o.status == "failed" and separate_failures:
-            log.warn(f"index {line.strip()}")
-            continue
-        console.print(escape(line))  # "[used]" would otherwise be read as a rich style tag and dropped
-    for note in listing.notes:
-        console.print(escape(f"  note: {note}"))
