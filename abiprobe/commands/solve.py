@@ -13,7 +13,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from abiprobe import log
 from abiprobe.analyze.profiles import load_profile, profile_for
 from abiprobe.commands.last_solve import LastSolve
 from abiprobe.errors import UsageError
@@ -22,7 +21,8 @@ from abiprobe.index.config import IndexConfig, load_index_config
 from abiprobe.model.candidate import parse_upload_time
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http, display_url
-from abiprobe.report.matrix_json import index_state, matrix_document
+from abiprobe.report.matrix_json import matrix_document
+from abiprobe.report.solve_text import render_summary
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.outputs import output_files
 from abiprobe.solve.pipeline import solve
@@ -32,7 +32,7 @@ from abiprobe.solve.stack import Stack, default_stack, load_stack_file
 from abiprobe.store.cache import Cache, default_cache_root
 from abiprobe.store.primitives import write_text_atomic
 from abiprobe.store.reads import WheelReads
-from abiprobe.ui.console import make_console
+from abiprobe.ui.console import print_all
 from abiprobe.ui.progress import wheel_work
 
 # What each serves (checked against saved copies of the sglang and flashinfer pages): PyTorch's torch and
@@ -304,64 +304,6 @@ def emit_probe_jobs(args: argparse.Namespace, doc: dict[str, Any], result: Solve
         print(f"  probe jobs: {len(jobs['include'])} written to {args.emit_probe_jobs}")
 
 
-SHOWN_LINES = 10
-
-
-def print_some(console: Any, lines: list[str], what: str, where: str) -> None:
-    """The first lines of a list, then how many more there are and where the whole list is."""
-    for line in lines[:SHOWN_LINES]:
-        console.print(f"  {line}")
-    if len(lines) > SHOWN_LINES:
-        console.print(f"  +{len(lines) - SHOWN_LINES} more {what}: all of them in {where}")
-
-
 def print_summary(args: argparse.Namespace, result: SolveResult) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = make_console()
-    chosen = result.resolution.chosen
-    if chosen:
-        table = Table(title=f"Chosen set for {result.matrix.target.key()}")
-        table.add_column("role")
-        table.add_column("wheel")
-        for ident, label in chosen.items():
-            table.add_row(ident, label)
-        console.print(table)
-        for role in result.matrix.stack.roles:
-            for p in result.matrix.group(role, chosen[role]).arch_wheels if role in chosen else ():
-                what = f"{p.chosen}: {p.reason}" if p.chosen else f"no provider: {p.reason}"
-                console.print(f"  provider of {p.shim}: {escape(what)}")
-    else:
-        console.print("[bold red]No passing set.[/]")
-        for line in result.resolution.conflicts:
-            console.print(f"  {escape(line)}")
-    for twin in result.twins:
-        console.print(f"  [yellow]twin[/] {escape(twin.explanation)}")
-    for empty in result.empty_roles:
-        console.print(f"  [red]missing[/] {escape(empty.explanation)}")
-    over = result.override
-    if over is not None:
-        newer = ", ".join(over.chosen.values())
-        console.print(f"  [blue]if declared pins were overridden[/]: {newer}", highlight=False)
-        for b in over.blocked_by:
-            console.print(f"    blocked by {b.by} requiring {b.requirement} (the set has {b.found})")
-        for line in (*over.uv, *over.pip):
-            console.print(f"    $ {line}", highlight=False, markup=False)
     where = str(args.out_dir / f"{matrix_name(result.matrix.target)}.json") if not args.no_write else "--json"
-    shown = [f"[yellow]near miss[/] {m.id}: {m.reason}" for m in result.near_misses]
-    print_some(console, shown, "near misses", where)
-    errors = make_console(stderr=True)
-    for idx in result.indexes:
-        state = index_state(idx.to_json())
-        if idx.answered:
-            colour = "green" if idx.whole else "yellow"
-            console.print(f"  index {idx.url}: [{colour}]{escape(state)}[/]", highlight=False)
-        else:
-            log.warn(f"index {idx.url}: {state}")
-    print_some(errors, [f"[red]problem[/] {escape(p)}" for p in result.problems], "problems", where)
-    s = result.matrix.stats
-    console.print(
-        f"  matrix: {len(result.matrix.cells)} cells from {s.analyses} analyses "
-        f"(a naive loop: {s.naive_analyses}; {s.analyses_run} run, {s.analyses_stored} stored)"
-    )
+    print_all(render_summary(result, where))
