@@ -790,3 +790,28 @@ def test_stored_metadata_keeps_the_headers_and_drops_the_description(tmp_path: P
     assert got == (
         b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: numpy>=1\nRequires-Python: >=3.9\n"
     )
+
+
+def test_info_text_names_the_oldest_and_newest_page_and_unfinished_writes() -> None:
+    from abiprobe.report.cache_text import render_info
+    from abiprobe.store.maintenance import CacheInfo, KindStats, StalePage
+
+    # GIVEN a cache report with two pages fetched at known moments and two abandoned temp files
+    info = CacheInfo(
+        "/c",
+        True,
+        True,
+        {"pages": KindStats(2, 2048), "facts": KindStats(1, 3 * 1024**3)},
+        temp_files=2,
+        oldest_page=StalePage("http://a/simple/x/", 1_700_000_000.0, 5.0),
+        newest_page=StalePage("http://b/simple/y/", 1_800_000_000.0, 1.0),
+    )
+    # WHEN it is rendered
+    parts = render_info(info.to_json())
+    # THEN the lines say when each was fetched (UTC) and how to clean up; the total is in the table
+    assert parts[0] == "cache: [bold]/c[/bold]"
+    assert parts[-3:] == [
+        "oldest page: 2023-11-14 22:13 UTC  http://a/simple/x/",
+        "newest page: 2027-01-15 08:00 UTC  http://b/simple/y/",
+        "2 unfinished write(s) left behind; `abiprobe cache verify --repair`",
+    ]

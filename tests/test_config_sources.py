@@ -401,3 +401,20 @@ def test_environment_proxy_and_no_proxy(
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
         found(capsys)
         assert len(proxy.requests) == 1
+
+
+def test_config_text_shows_a_proxy_without_its_password(
+    user: ConfigUser, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a proxy with credentials in the environment
+    monkeypatch.setenv("HTTPS_PROXY", "http://someone:hunter2@proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost")
+    capsys.readouterr()
+    # WHEN the settings are shown as text
+    assert main(["config", "--cuda", "none"]) == 0
+    out = capsys.readouterr().out
+    # THEN the proxy line names the proxy and where it came from, never the password
+    line = next(line for line in out.splitlines() if line.startswith("proxy for https: "))
+    assert "proxy.example:3128" in line and line.endswith("(from HTTPS_PROXY)")
+    assert "hunter2" not in out
+    assert "no proxy for: localhost (from NO_PROXY)" in out

@@ -182,3 +182,20 @@ def test_renderings_name_the_real_registry_hosts_where_the_json_keeps_tokens(
         out = capsys.readouterr().out
         # THEN they read this machine's registry host, not the token
         assert concrete(f"https://{REGISTRY}/simple") in out and REGISTRY not in out
+
+
+def test_matrix_show_table_has_a_status_per_cell_and_the_chosen_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a saved matrix with one ok and one failing cell, and a chosen set
+    path = tmp_path / "m.json"
+    path.write_text(dumps(sample_document()))
+    # WHEN it is shown as a table (the default format)
+    assert main(["matrix", "show", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # THEN each torch row carries its cell's status under the kernel column, and the set follows
+    header = next(line for line in lines if "\\" in line)
+    assert "sglang-kernel==0.4.0" in header
+    assert any("torch==2.9.0" in line and " ok " in line for line in lines)
+    assert any("torch==2.8.0" in line and " fail " in line for line in lines)
+    assert lines[-1] == "chosen: torch==2.9.0, sglang-kernel==0.4.0, flashinfer-python==0.5.3"

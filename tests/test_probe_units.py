@@ -174,3 +174,41 @@ def test_disagreement_is_loud_in_explanation_and_json() -> None:
     assert r.explanation().startswith("DISAGREES with static verdict 'ok'")
     assert r.to_json()["disagrees"] is True
     assert r.to_verdicts()[0].status == "fail"
+
+
+def test_probe_result_text_says_a_disagreement_the_versions_and_how_it_ran() -> None:
+    import io
+
+    from rich.console import Console
+
+    from abiprobe.report.probe_text import render_result
+    from abiprobe.ui.console import print_all
+
+    # GIVEN a probe whose import failed where the static verdict said ok
+    result = ProbeResult(
+        "torch 2.9.0 + sglang-kernel 0.4.0",
+        "missing_library",
+        "libcudart.so.13: cannot open shared object file",
+        module="sgl_kernel",
+        versions=(("torch", "2.9.0"), ("sglang-kernel", None)),
+        stubbed=True,
+        python="3.12",
+        installer="uv",
+        duration=1.2349,
+        expected="ok",
+    )
+    # WHEN it is rendered for a log
+    stream = io.StringIO()
+    print_all(render_result(result), Console(file=stream, width=200, color_system=None))
+    lines = [line.rstrip() for line in stream.getvalue().splitlines()]
+    # THEN the disagreement comes first, the versions read (a missing one as "-"), and the seconds are the
+    # measured duration to two places (not the JSON's three-place rounding rounded again)
+    assert lines[0] == " DISAGREEMENT  static verdict said 'ok'"
+    assert lines[1] == "missing_library torch 2.9.0 + sglang-kernel 0.4.0"
+    assert lines[2].startswith(
+        "  DISAGREES with static verdict 'ok': import sgl_kernel failed with missing library"
+    )
+    assert any(line.split() == ["sglang-kernel", "-"] for line in lines)
+    assert "  driver: stubbed (no CUDA driver on this host)" in lines
+    assert "  seconds: 1.23" in lines
+    assert not any(line.startswith("  kept:") or line.startswith("  smoke:") for line in lines)
