@@ -44,7 +44,16 @@ sys.path.insert(0, str(ROOT / "tests"))
 PACKAGE = str(ROOT / "abiprobe")
 
 # modules that read (the solve's collector and closure, the index client, HTTP, the store's reads)
-_READING = ("solve/pipeline.py", "solve/closure.py", "solve/reach.py", "index/", "net/", "store/reads.py")
+_READING = (
+    "solve/pipeline.py",
+    "solve/collect.py",
+    "solve/runtime_wheels.py",
+    "solve/closure.py",
+    "solve/reach.py",
+    "index/",
+    "net/",
+    "store/reads.py",
+)
 # values whose identity says nothing about where they came from
 _ATOMS = (bool, int, float, type(None))
 

@@ -56,7 +56,7 @@ def gather(texts: Sequence[str], target: Target, source: ItemSource, *, no_deps:
     if no_deps:
         return ItemSet(items)
     from abiprobe.solve.candidates import FilterOptions
-    from abiprobe.solve.pipeline import Collector
+    from abiprobe.solve.collect import Collector
     from abiprobe.store.reads import WheelReads
     from abiprobe.ui.progress import wheel_work
 

@@ -209,11 +209,11 @@ def run(args: argparse.Namespace) -> int:
     )
     profile = load_profile(args.profile) if args.profile else profile_for(target.machine, target.glibc)
     stack = build_stack(args)
+    name = matrix_name(target)
     config = index_config(
         target, indexes=args.index, extra_indexes=args.extra_index, strategy=args.index_strategy
     )
     options = FilterOptions(pre=args.pre, exclude_newer=exclude_newer(args.exclude_newer))
-    name = matrix_name(target)
     cache = Cache(args.cache_dir or default_cache_root())
     probing = args.probe or args.emit_probe_jobs is not None
     with Http(progress=not args.json) as http:

@@ -1,0 +1,316 @@
+"""The first stages of a solve: each role's candidates listed and prefiltered, the facts of the newest
+few read (concurrently), and the groups built (a core wheel with its companions and the per-architecture
+provider the target loads). What is read comes through the ports of :mod:`abiprobe.solve.ports`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from abiprobe.errors import AbiprobeError
+from abiprobe.model.candidate import Candidate, IndexFile
+from abiprobe.model.facts import WheelFacts, WheelInfo
+from abiprobe.model.target import Target
+from abiprobe.solve.arch_wheels import ArchWheelChoice, choose_arch_wheel, named_tags, ranked_arch_wheels
+from abiprobe.solve.candidates import (
+    Exclusion,
+    FilterOptions,
+    StackCandidate,
+    matching_companions,
+    prefilter,
+    public_version,
+    select_window,
+)
+from abiprobe.solve.matrix import Group, build_groups
+from abiprobe.solve.ports import (
+    FactsFor,
+    IndexReader,
+    MetadataFor,
+    PageOutcome,
+    Progress,
+    RuntimeFactsFor,
+    no_progress,
+)
+from abiprobe.solve.stack import Stack
+
+# wheels whose facts are read at once: a cold read is CPU-bound (TLS, inflate, hashing), and reads
+# overlap on two cores because zlib, hashlib and socket reads release the GIL
+PREFETCH_WORKERS = 3
+
+
+@dataclass
+class Collector:
+    """Lists projects and fetches facts, remembering index outcomes and problems along the way."""
+
+    index: IndexReader
+    facts_for: FactsFor
+    target: Target
+    metadata_for: MetadataFor | None = None  # METADATA where no PEP 658 file is offered
+    runtime_facts_for: RuntimeFactsFor | None = None  # partial reads of runtime wheels; else facts_for
+    progress: Progress = no_progress
+    outcomes: list[PageOutcome] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    _facts: dict[tuple[str, str], WheelInfo | None] = field(default_factory=dict)
+    _errors: dict[tuple[str, str], str] = field(default_factory=dict)  # file -> why it could not be read
+    _runtime: dict[tuple[str, str], WheelInfo | None] = field(default_factory=dict)
+    # wheels listed with several hashes whose bytes match none of theirs: a finding, not a failed read
+    unreadable_twins: dict[tuple[str, str], str] = field(default_factory=dict)
+    _listings: dict[str, tuple[Candidate, ...]] = field(default_factory=dict)
+    asked: dict[str, tuple[PageOutcome, ...]] = field(default_factory=dict)
+
+    def candidates(self, project: str) -> tuple[Candidate, ...]:
+        name = str(canonicalize_name(project))
+        if name not in self._listings:
+            listing = self.index.list_project(name)
+            self.outcomes.extend(listing.outcomes)
+            self.asked[name] = tuple(listing.outcomes)
+            self._listings[name] = listing.candidates
+            self._skip_dead(listing.outcomes)
+        return self._listings[name]
+
+    def _skip_dead(self, outcomes: Sequence[PageOutcome]) -> None:
+        """An index that could not be reached once is not asked again during this solve."""
+        if self.index.offline:  # a page missing from the cache says nothing about the index's other pages
+            return
+        dead = {o.index for o in outcomes if o.status == "failed" and not o.from_cache}
+        if not dead:
+            return
+        self.index = self.index.without(dead)
+
+    def unverified_files(self) -> list[IndexFile]:
+        """The listed files whose facts came from range reads: each solve asks the server whether it still
+        serves the zip directory they were read through (``abiprobe.net.remote_wheel.trusted``)."""
+        keys = {
+            key
+            for known in (self._facts, self._runtime)
+            for key, info in known.items()
+            if info is not None and not info.summary.verified
+        }
+        files = {(c.file.url, c.file.sha256 or ""): c.file for cs in self._listings.values() for c in cs}
+        return [files[k] for k in sorted(keys) if k in files]
+
+    def identity(self, project: str) -> tuple[str, ...] | None:
+        """The identity of the pages a listing of ``project`` would be read from (see IndexReader)."""
+        return self.index.page_identity(project)
+
+    def metadata(self, file: IndexFile) -> bytes:
+        """Core metadata: the index's PEP 658 file, else the METADATA read from the wheel itself."""
+        if file.has_metadata:
+            return self.index.fetch_metadata(file)
+        if self.metadata_for is not None:
+            return self.metadata_for(file)
+        got = self.facts_for(file)
+        meta = (got.summary if isinstance(got, WheelInfo) else got.summary()).metadata
+        lines = ["Metadata-Version: 2.1", f"Name: {meta.name}", f"Version: {meta.version}"]
+        lines += [f"Requires-Dist: {r}" for r in meta.requires_dist]
+        return ("\n".join(lines) + "\n").encode()
+
+    def facts(self, sc: StackCandidate) -> WheelInfo | None:
+        key = _file_key(sc)
+        if key not in self._facts:
+            try:
+                got = self.facts_for(sc.candidate.file)
+                self._facts[key] = WheelInfo.of(got) if isinstance(got, WheelFacts) else got
+            except AbiprobeError as exc:
+                self._failed(sc, exc)
+                self._facts[key] = None
+        return self._facts[key]
+
+    def _failed(self, sc: StackCandidate, exc: AbiprobeError) -> None:
+        self._errors[_file_key(sc)] = str(exc)
+        if sc.candidate.file.duplicate:
+            self.unreadable_twins[_file_key(sc)] = str(exc)
+        else:
+            self.problems.append(f"{sc.filename}: {exc}")
+
+    def unread_reason(self, sc: StackCandidate) -> str | None:
+        """Why ``sc``'s bytes could not be read (None: read, or never asked for)."""
+        return self._errors.get(_file_key(sc))
+
+    def unread(self, group: Group) -> list[tuple[str, str]]:
+        """(label, reason) of each wheel of ``group`` whose facts are missing."""
+        out = []
+        for w in group.wheels:
+            if w.info is None:
+                out.append((w.label(), self.unread_reason(w) or "no facts were read"))
+        return out
+
+    def prefetch(self, scs: Sequence[StackCandidate], read: Callable[[str], bool] | None = None) -> None:
+        """Facts of several wheels read concurrently (runtime wheels with ``read``); later calls of
+        :meth:`facts` / :meth:`runtime_info` find them remembered. Problems are recorded as usual."""
+        if read is None:
+            todo = [sc for sc in scs if _file_key(sc) not in self._facts]
+        else:
+            todo = [sc for sc in scs if self._runtime_lacks(sc, read)]
+        todo = list({_file_key(sc): sc for sc in todo}.values())
+        if len(todo) < 2:
+            return
+        with self.progress(len(todo)) as work, ThreadPoolExecutor(min(PREFETCH_WORKERS, len(todo))) as pool:
+
+            def one(sc: StackCandidate) -> None:
+                work.started(sc.filename)
+                try:
+                    self.facts(sc) if read is None else self.runtime_info(sc, read)
+                finally:
+                    work.finished(sc.filename)
+
+            list(pool.map(one, todo))
+
+    def _runtime_lacks(self, sc: StackCandidate, read: Callable[[str], bool]) -> bool:
+        """Whether ``sc`` was never read as a runtime wheel, or was read without members ``read`` accepts."""
+        key = _file_key(sc)
+        if key not in self._runtime:
+            return True
+        have = self._runtime[key]
+        return have is not None and any(read(p) for p in have.summary.unread)
+
+    def runtime_info(self, sc: StackCandidate, read: Callable[[str], bool]) -> WheelInfo | None:
+        """A runtime wheel's facts with every binary ``read`` accepts read (others may stay unread)."""
+        if self.runtime_facts_for is None:
+            return self.facts(sc)
+        key = _file_key(sc)
+        if not self._runtime_lacks(sc, read):
+            return self._runtime[key]
+        try:
+            self._runtime[key] = self.runtime_facts_for(sc.candidate.file, read)
+        except AbiprobeError as exc:
+            self._failed(sc, exc)
+            self._runtime[key] = None
+        return self._runtime[key]
+
+    def stack_needed(self) -> set[str]:
+        """Every soname a stack candidate fetched so far needs."""
+        return {n for info in self._facts.values() if info is not None for n in info.summary.needed}
+
+
+def _file_key(sc: StackCandidate) -> tuple[str, str]:
+    """A listed file: its URL and listed sha256 (a page may list one URL twice with other hashes)."""
+    return sc.candidate.file.url, sc.candidate.file.sha256 or ""
+
+
+@dataclass(frozen=True)
+class Collected:
+    groups: Mapping[str, tuple[Group, ...]]
+    excluded: tuple[Exclusion, ...]
+
+
+def collect(stack: Stack, collector: Collector, options: FilterOptions, window: int | None) -> Collected:
+    """Each role's ``window`` newest candidates (all its names together), their version-matched
+    companions, and for a shim companion the per-architecture provider the target loads."""
+    target = collector.target
+    excluded: list[Exclusion] = []
+    cores: dict[str, list[StackCandidate]] = {}
+    companions: dict[str, dict[str, list[StackCandidate]]] = {}
+    listed_companions: set[str] = set()
+    by_role: dict[str, list[StackCandidate]] = {}
+    for member in stack.members:
+        ordered: list[StackCandidate] = []
+        for name in member.names:
+            raw = collector.candidates(name)
+            kept, dropped = prefilter(member.role, raw, member.specifier, target, options)
+            ordered += kept
+            excluded += dropped
+        ordered.sort(key=lambda s: s.version, reverse=True)
+        by_role[member.role] = ordered
+    # the newest few of every role at once; select_window then reads on only where one is excluded
+    collector.prefetch([sc for ordered in by_role.values() for sc in ordered[:window]])
+    arch_found: dict[str, dict[str, list[StackCandidate]]] = {}
+    for member in stack.members:
+        ordered = by_role[member.role]
+        kept, dropped = select_window(member.role, ordered, collector.facts, target, window)
+        cores[member.role] = kept
+        excluded += dropped
+        wanted = {public_version(c.version) for c in kept}
+        for comp in member.companions:
+            found, dropped = _companion_candidates(member.role, comp.name, wanted, collector, options)
+            if collector.candidates(comp.name):
+                listed_companions.add(comp.name)
+            companions.setdefault(member.role, {})[comp.name] = found
+            excluded += dropped
+            if comp.arch_wheels is not None:
+                versions = {public_version(c.version) for c in found}
+                # the shims' Requires-Dist names every provider of their release (a legacy shim none)
+                tags = {t for c in found for t in named_tags(c, comp.arch_wheels)}
+                for tag in sorted(_reachable_tags(tags, target)):
+                    arch_name = str(comp.arch_wheels.name(tag))
+                    got, dropped = _companion_candidates(member.role, arch_name, versions, collector, options)
+                    arch_found.setdefault(comp.name, {})[tag] = got
+                    excluded += dropped
+    groups = build_groups(cores, companions, stack, matching_companions, listed_companions)
+    groups = _with_arch_wheels(groups, stack, arch_found, target, _asked(collector))
+    required = {c.name for m in stack.members for c in m.companions if c.required}
+    final: dict[str, tuple[Group, ...]] = {}
+    for role, gs in groups.items():
+        keep = []
+        for g in gs:
+            lacking = [n for n in g.missing if n in required]
+            if lacking:
+                reason = f"required companion {', '.join(lacking)} {g.core.version.public} not found"
+                excluded.append(
+                    Exclusion(
+                        role, str(g.core.name), str(g.core.version), g.core.filename, "metadata", reason
+                    )
+                )
+                continue
+            keep.append(g)
+        final[role] = tuple(keep)
+    return Collected(final, tuple(excluded))
+
+
+def _companion_candidates(
+    role: str, name: str, wanted: set[Version], collector: Collector, options: FilterOptions
+) -> tuple[list[StackCandidate], list[Exclusion]]:
+    """Every listed version of a companion project whose public version is one of ``wanted``, read."""
+    target = collector.target
+    listed, dropped = prefilter(role, collector.candidates(name), SpecifierSet(), target, options)
+    excluded = [d for d in dropped if d.check != "tags"]
+    listed = [c for c in listed if public_version(c.version) in wanted]
+    collector.prefetch(listed)
+    found, dropped = select_window(role, listed, collector.facts, target, None)
+    return found, excluded + dropped
+
+
+def _reachable_tags(tags: set[str], target: Target) -> list[str]:
+    """Provider tags whose code could run on the target (all of them when the target has no GPU arch)."""
+    if target.arch is None:
+        return sorted(tags)
+    return [r.tag for r in ranked_arch_wheels(tags, target.arch)]
+
+
+def _asked(collector: Collector) -> str:
+    return ", ".join(s.label for s in collector.index.sources) or "no index"
+
+
+def _with_arch_wheels(
+    groups: Mapping[str, tuple[Group, ...]],
+    stack: Stack,
+    found: Mapping[str, Mapping[str, Sequence[StackCandidate]]],
+    target: Target,
+    where: str,
+) -> dict[str, tuple[Group, ...]]:
+    """Each group's shim companions get the provider the target loads (added to the companions)."""
+    out: dict[str, tuple[Group, ...]] = {}
+    for member in stack.members:
+        shims = {c.name: c.arch_wheels for c in member.companions if c.arch_wheels is not None}
+        updated = []
+        for g in groups.get(member.role, ()):
+            extra: list[StackCandidate] = []
+            choices: list[ArchWheelChoice] = []
+            for comp in g.companions:
+                spec = shims.get(comp.name)
+                if spec is None:
+                    continue
+                choice, wheel = choose_arch_wheel(comp, spec, found.get(comp.name, {}), target.arch, where)
+                if choice is not None:
+                    choices.append(choice)
+                if wheel is not None:
+                    extra.append(wheel)
+            updated.append(replace(g, companions=(*g.companions, *extra), arch_wheels=tuple(choices)))
+        out[member.role] = tuple(updated)
+    return out
