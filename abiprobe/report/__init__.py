@@ -1,4 +1,6 @@
-"""Core: documents rendered as JSON, Markdown and HTML (matrix, diff, ticket, restore plan).
+"""Core: every renderer. Documents and values become JSON, Markdown, HTML (matrix, diff, ticket, restore
+plan) or rich renderables for the terminal (``*_text.py``: one per command that prints text, returning the
+parts of ``lines.py`` that ``abiprobe.ui.console.print_all`` prints); ``commands/`` only prints them.
 
 The core (``model``, ``binary``, ``analyze``, ``solve``, ``report``) never imports an edge (``net``,
 ``store``, ``index``, ``installers``, ``host``, ``probe``, ``ui``, ``commands``, the CLI): it is given
