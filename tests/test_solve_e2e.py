@@ -6,6 +6,7 @@ import functools
 import http.server
 import json
 import platform
+import shutil
 import subprocess
 import sys
 import threading
@@ -248,6 +249,27 @@ def test_offline_resolve_reproduces_the_matrix_from_the_cache(
     assert (after["stats"].pop("analyses_run"), after["stats"].pop("analyses_stored")) == (0, 12)
     del before["stats"]["analyses_run"], before["stats"]["analyses_stored"]
     assert after == before
+
+
+def test_a_matrix_made_from_stored_verdicts_is_the_same_file_as_one_made_fresh(
+    solved: tuple[int, Path], server: IndexServer, tmp_path: Path
+) -> None:
+    # GIVEN the matrix file a cold solve wrote, copied aside
+    fresh = (solved[1] / "matrices" / f"{NAME}.json").read_text()
+    # WHEN the same solve runs again from its cache (pages asked for again, every verdict stored)
+    copy = tmp_path / "again"
+    shutil.copytree(solved[1] / "cache", copy / "cache")
+    assert main(solve_args(server.index_url, copy, "--refresh")) == 0
+    again = (copy / "matrices" / f"{NAME}.json").read_text()
+
+    # THEN the two files say the same things in the same order (keys of evidence included), the counts
+    # of analyses run and stored, and how the pages were had, aside
+    def ordered(text: str) -> list[Any]:
+        pairs: list[Any] = json.loads(text, object_pairs_hook=list)
+        return [p for p in pairs if p[0] not in ("stats", "indexes")]
+
+    assert json.loads(again)["stats"]["analyses_stored"] > 0
+    assert ordered(again) == ordered(fresh)
 
 
 def test_no_passing_set_exits_1_and_names_the_conflicts(server: IndexServer, tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ class Verdict:
             "status": self.status,
             "explanation": self.text if rendered else self.explanation,
             "subject": self.subject,
-            "evidence": self.evidence,
+            "evidence": _canonical(self.evidence),
         }
 
     @classmethod
@@ -66,6 +66,16 @@ class Verdict:
             subject=data.get("subject", ""),
             evidence=dict(data.get("evidence", {})),
         )
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` with every mapping's keys in sorted order, as the store writes them: a verdict read back
+    from the store and one made fresh are then the same output, byte for byte."""
+    if isinstance(value, dict):
+        return {k: _canonical(value[k]) for k in sorted(value)}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
 
 
 def worst(statuses: Iterable[str]) -> Status:
