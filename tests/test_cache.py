@@ -815,3 +815,18 @@ def test_info_text_names_the_oldest_and_newest_page_and_unfinished_writes() -> N
         "newest page: 2027-01-15 08:00 UTC  http://b/simple/y/",
         "2 unfinished write(s) left behind; `abiprobe cache verify --repair`",
     ]
+
+
+def test_cache_info_prints_a_root_with_square_brackets_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from abiprobe.cli import main
+
+    # GIVEN a cache folder whose name holds square brackets
+    root = tmp_path / "cache[old]"
+    # WHEN cache info and cache verify print it
+    assert main(["cache", "info", "--cache-dir", str(root)]) == 0
+    assert main(["cache", "verify", "--cache-dir", str(root)]) == 0
+    out = capsys.readouterr().out
+    # THEN the name is printed whole both times (not read as rich markup)
+    assert out.count(f"{root}") == 2, out

@@ -212,3 +212,32 @@ def test_probe_result_text_says_a_disagreement_the_versions_and_how_it_ran() -> 
     assert "  driver: stubbed (no CUDA driver on this host)" in lines
     assert "  seconds: 1.23" in lines
     assert not any(line.startswith("  kept:") or line.startswith("  smoke:") for line in lines)
+
+
+def test_probe_text_keeps_square_brackets_of_labels_and_messages() -> None:
+    import io
+
+    from rich.console import Console
+
+    from abiprobe.report.probe_text import render_result
+    from abiprobe.ui.console import print_all
+
+    # GIVEN a probe whose label, message and kept folder hold square brackets (rich markup's syntax)
+    result = ProbeResult(
+        "torch[cu130] 2.9.0",
+        "missing_library",
+        "libfoo[x].so: cannot open shared object file",
+        versions=(("torch", "2.9.0"),),
+        python="3.12",
+        installer="uv",
+        duration=1.0,
+        temp_root="/tmp/probe[1]",
+    )
+    # WHEN it is rendered
+    stream = io.StringIO()
+    print_all(render_result(result), Console(file=stream, width=200, color_system=None))
+    text = stream.getvalue()
+    # THEN every bracketed part is printed as written, not read as markup and dropped
+    assert "torch[cu130] 2.9.0" in text
+    assert "libfoo[x].so" in text
+    assert "kept: /tmp/probe[1]" in text

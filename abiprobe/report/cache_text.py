@@ -6,6 +6,7 @@ import datetime
 from typing import Any
 
 from rich.console import RenderableType
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -25,7 +26,7 @@ def _when(moment: float) -> str:
 def render_info(doc: dict[str, Any]) -> list[RenderableType]:
     """Entries and bytes per kind, the oldest and newest page, unfinished writes."""
     state = "" if doc["exists"] else " (does not exist yet)"
-    parts: list[RenderableType] = [f"cache: [bold]{doc['root']}[/bold]{state}"]
+    parts: list[RenderableType] = [f"cache: [bold]{escape(doc['root'])}[/bold]{state}"]
     table = Table("kind", "entries", "size")
     for kind, stats in doc["kinds"].items():
         table.add_row(kind, str(stats["count"]), human_bytes(stats["bytes"]))
@@ -33,8 +34,8 @@ def render_info(doc: dict[str, Any]) -> list[RenderableType]:
     parts.append(table)
     oldest, newest = doc["oldest_page"], doc["newest_page"]
     if oldest is not None and newest is not None:
-        parts.append(f"oldest page: {_when(oldest['fetched_at'])}  {oldest['url']}")
-        parts.append(f"newest page: {_when(newest['fetched_at'])}  {newest['url']}")
+        parts.append(f"oldest page: {_when(oldest['fetched_at'])}  {escape(oldest['url'])}")
+        parts.append(f"newest page: {_when(newest['fetched_at'])}  {escape(newest['url'])}")
     if doc["temp_files"]:
         parts.append(f"{doc['temp_files']} unfinished write(s) left behind; `abiprobe cache verify --repair`")
     return parts
@@ -42,22 +43,25 @@ def render_info(doc: dict[str, Any]) -> list[RenderableType]:
 
 def render_prune(doc: dict[str, Any]) -> list[RenderableType]:
     if not doc["removed"]:
-        return [f"nothing to prune in {doc['root']}"]
+        return [f"nothing to prune in {escape(doc['root'])}"]
     table = Table("kind", "removed")
     for kind, count in doc["removed"].items():
         table.add_row(kind, str(count))
-    return [table, f"freed {human_bytes(doc['freed_bytes'])} in {doc['root']}"]
+    return [table, f"freed {human_bytes(doc['freed_bytes'])} in {escape(doc['root'])}"]
 
 
 def render_verify(doc: dict[str, Any]) -> list[RenderableType]:
     checked = ", ".join(f"{count} {kind}" for kind, count in doc["checked"].items() if count)
-    parts: list[RenderableType] = [f"checked {checked or 'nothing'} in {doc['root']}"]
+    parts: list[RenderableType] = [f"checked {checked or 'nothing'} in {escape(doc['root'])}"]
     problems = doc["problems"]
     if problems:
         table = Table("problem", "entry", "reason", "removed")
         for problem in problems:
             table.add_row(
-                problem["kind"], problem["path"], problem["reason"], "yes" if problem["removed"] else "no"
+                problem["kind"],
+                escape(problem["path"]),
+                escape(problem["reason"]),
+                "yes" if problem["removed"] else "no",
             )
         parts.append(table)
     unverified = [p for p in problems if p["kind"] == "unverified"]

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from rich.console import RenderableType
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -46,14 +47,16 @@ def render_result(result: ProbeView) -> list[RenderableType]:
     style = "green" if result.outcome == "ok" else "red"
     parts: list[RenderableType] = []
     if result.disagrees:
-        parts.append(f"[bold white on red] DISAGREEMENT [/] static verdict said {result.expected!r}")
-    parts.append(f"[bold {style}]{result.outcome}[/] {result.label}")
-    parts.append(f"  {result.explanation()}")
+        parts.append(
+            f"[bold white on red] DISAGREEMENT [/] static verdict said {escape(repr(result.expected))}"
+        )
+    parts.append(f"[bold {style}]{result.outcome}[/] {escape(result.label)}")
+    parts.append(f"  {escape(result.explanation())}")
     table = Table(show_header=True, header_style="bold", box=None)
     table.add_column("distribution")
     table.add_column("version imported")
     for name, version in result.versions:
-        table.add_row(name, version or "-")
+        table.add_row(escape(name), escape(version or "-"))
     parts.append(table)
     facts: dict[str, Any] = {
         "python": result.python,
@@ -63,11 +66,11 @@ def render_result(result: ProbeView) -> list[RenderableType]:
         "seconds": f"{result.duration:.2f}",
     }
     for key, value in facts.items():
-        parts.append(f"  {key}: {value}")
+        parts.append(f"  {key}: {escape(str(value))}")
     if result.loaded:
-        parts.append("  loaded: " + ", ".join(result.loaded))
+        parts.append("  loaded: " + escape(", ".join(result.loaded)))
     if result.smoke:
-        parts.append(f"  smoke: {json.dumps(result.smoke, sort_keys=True)}")
+        parts.append(f"  smoke: {escape(json.dumps(result.smoke, sort_keys=True))}")
     if result.temp_root:
-        parts.append(f"  kept: {result.temp_root}")
+        parts.append(f"  kept: {escape(result.temp_root)}")
     return parts
