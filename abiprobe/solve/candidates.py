@@ -149,8 +149,9 @@ class StackCandidate:
     def summary(self) -> WheelSummary | None:
         return self.info.summary if self.info is not None else None
 
-    @property
-    def facts(self) -> WheelFacts | None:
+    def load_facts(self) -> WheelFacts | None:
+        """The full facts (symbol tables, GPU code): decoded from the store the first time they are asked
+        for, by the reader the summary came with; None when they cannot be had."""
         return self.info.full() if self.info is not None else None
 
     @property

@@ -110,7 +110,7 @@ class StaticEvaluator:
         return verdicts
 
     def _base_set(self, base: Group) -> list[WheelFacts]:
-        own = [w.facts for w in base.wheels if w.facts is not None]
+        own = [f for w in base.wheels if (f := w.load_facts()) is not None]
         return [*own, *self.runtime_for(base)]
 
     def base(self, base: Group) -> Sequence[Verdict]:
@@ -142,11 +142,12 @@ class StaticEvaluator:
     def releases(self) -> tuple[TorchRelease, ...]:
         """The matrix's torch rows as releases (their facts are loaded once, on the first cold pair)."""
         if self._releases is None:
-            self._releases = releases_of(f for c in self.torch_candidates if (f := c.facts) is not None)
+            facts = (c.load_facts() for c in self.torch_candidates)
+            self._releases = releases_of(f for f in facts if f is not None)
         return self._releases
 
     def _pair(self, base: Group, member: Group, loaded: list[WheelFacts]) -> list[Verdict]:
-        wheels = [w.facts for w in member.wheels if w.facts is not None]
+        wheels = [f for w in member.wheels if (f := w.load_facts()) is not None]
         verdicts: list[Verdict] = [
             *metadata_verdicts(wheels),
             *tag_verdicts(wheels, self.target),

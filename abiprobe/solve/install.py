@@ -86,7 +86,7 @@ def install_closure(
     read = reach.read(bare)
     added = []
     for pin, sc in zip(pins, read, strict=True):
-        facts = sc.facts if sc.info is not None else None
+        facts = sc.load_facts() if sc.info is not None else None
         reason = None if facts is not None else (reader.unread_reason(sc) or "no facts were read")
         added.append(AddedWheel(sc, pin.why, facts, reason))
     return InstallClosure(tuple(added))

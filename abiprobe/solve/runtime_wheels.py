@@ -59,7 +59,7 @@ class RuntimeWheels:
 
     def __call__(self, base: Group) -> Sequence[WheelFacts]:
         """Full facts of the runtime wheels (loads them)."""
-        return tuple(f for sc in self.wheels(base) if (f := sc.facts) is not None)
+        return tuple(f for sc in self.wheels(base) if (f := sc.load_facts()) is not None)
 
     def unread(self, base: Group) -> Sequence[tuple[str, str]]:
         """(label, reason) of the runtime wheels an install of ``base`` gets that could not be read."""
