@@ -289,3 +289,25 @@ def test_a_symbol_binds_to_the_library_that_defines_it_not_to_libc(stacks: Fixtu
     # AND a libc function binds to libc, and a name nothing defines to nothing
     assert provider_name(sim.lookup(SymbolImport("malloc", "GLIBC_2.2.5"))) == "system:libc.so.6"  # type: ignore[arg-type]
     assert sim.lookup(SymbolImport("no_library_defines_this")) is None
+
+
+def test_check_text_shows_abi_tags_and_brackets_as_written(stacks: FixtureStacks) -> None:
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from abiprobe.report.check_text import render_check
+    from abiprobe.ui.console import print_all
+
+    # GIVEN a failing set, and one more failure whose demangled name carries an ABI tag ([abi:cxx11])
+    a = _analyze(stacks, *CORE, "old_abi_kernel")
+    tagged = Verdict("symbols", "fail", "not found: wants {demangle:_ZN3foo3barB5cxx11Ev}", "pkg[x]/_ext.so")
+    a = dataclasses.replace(a, set_verdicts=(*a.set_verdicts, tagged))
+    # WHEN check's text is printed
+    stream = io.StringIO()
+    print_all(render_check(a), Console(file=stream, width=3000, color_system=None))
+    out = stream.getvalue()
+    # THEN the tag and the bracketed subject are printed (rich markup would have eaten both)
+    assert tagged.text == "not found: wants foo::bar[abi:cxx11]()"
+    assert tagged.text in out and "pkg[x]/_ext.so" in out, out

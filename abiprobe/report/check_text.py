@@ -38,7 +38,7 @@ def render_check(analysis: SetAnalysis, added: Sequence[AddedWheel] = ()) -> lis
             table.add_column(col, overflow="fold")
         for v in problems:
             style = STYLE[v.status]
-            table.add_row(f"[{style}]{v.status}[/{style}]", v.check, v.subject, v.text)
+            table.add_row(f"[{style}]{v.status}[/{style}]", v.check, escape(v.subject), escape(v.text))
         parts.append(table)
     for v in analysis.set_verdicts:
         r = v.evidence.get("torch_range")

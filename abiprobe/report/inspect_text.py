@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from abiprobe.binary.cxxnames import demangle_many
@@ -53,7 +54,7 @@ def render_inspect(doc: dict[str, Any], console: Console, *, show_symbols: bool 
             if show_symbols:
                 _print_symbols(console, obj)
         for err in source["errors"]:
-            console.print(f"[red]error:[/red] {err}")
+            console.print(f"[red]error:[/red] {escape(str(err))}")
 
 
 _RANGE_STYLE = {"agrees": "green", "too loose": "red", "too tight": "yellow", "unknown": "white"}

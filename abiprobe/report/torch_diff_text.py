@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -58,7 +59,8 @@ def render_text(doc: dict[str, Any], console: Console, *, limit: int = 20) -> No
         for k in kernels["broken"]:
             first = k["demangled"][0]
             more = f" (and {len(k['symbols']) - 1} more)" if len(k["symbols"]) > 1 else ""
-            console.print(f"  [red]breaks[/red] {k['wheel']}: imports {first}{more}", highlight=False)
+            shown = f"{escape(k['wheel'])}: imports {escape(first)}{more}"
+            console.print(f"  [red]breaks[/red] {shown}", highlight=False)
 
 
 def _esc(text: str) -> str:
