@@ -138,6 +138,17 @@ def _check_schema(header: dict[str, Any], kind: str) -> None:
         raise ForeignSchemaError(f"{kind} entry has cache schema {header.get('schema')!r}")
 
 
+def _json_object(data: bytes, what: str) -> dict[str, Any]:
+    """``data`` decoded as one JSON object; anything else is a corrupt entry, said as ``what`` is not."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise CorruptEntryError(f"{what} is not JSON") from exc
+    if not isinstance(value, dict):
+        raise CorruptEntryError(f"{what} is not a JSON object")
+    return value
+
+
 def _seal(kind: str, body: dict[str, Any]) -> bytes:
     record = {"schema": CACHE_SCHEMA_VERSION, "kind": kind, **body}
     record["digest"] = sha256_hex(canonical_json(record))
@@ -145,12 +156,7 @@ def _seal(kind: str, body: dict[str, Any]) -> bytes:
 
 
 def _unseal(data: bytes, kind: str) -> dict[str, Any]:
-    try:
-        record = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise CorruptEntryError(f"{kind} entry is not JSON") from exc
-    if not isinstance(record, dict):
-        raise CorruptEntryError(f"{kind} entry is not a JSON object")
+    record = _json_object(data, f"{kind} entry")
     digest = record.pop("digest", None)
     if digest != sha256_hex(canonical_json(record)):
         raise CorruptEntryError(f"{kind} entry fails its digest")
@@ -174,12 +180,7 @@ def _unframe(data: bytes, kind: str) -> tuple[dict[str, Any], bytes]:
     line, newline, payload = data.partition(b"\n")
     if not newline:
         raise CorruptEntryError(f"{kind} entry has no header line")
-    try:
-        header = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise CorruptEntryError(f"{kind} entry header is not JSON") from exc
-    if not isinstance(header, dict):
-        raise CorruptEntryError(f"{kind} entry header is not a JSON object")
+    header = _json_object(line, f"{kind} entry header")
     _check_schema(header, kind)
     if header.get("size") != len(payload) or header.get("sha256") != sha256_hex(payload):
         raise CorruptEntryError(f"{kind} entry payload fails its checksum")
@@ -267,12 +268,7 @@ def _framed_wheel_json(data: bytes, kind: str, expected_sha256: str) -> dict[str
         raise CorruptEntryError(f"{kind} entry is filed under another wheel's sha256")
     if header.get("facts_schema") != FACTS_SCHEMA_VERSION:
         raise ForeignSchemaError(f"{kind} entry has facts schema {header.get('facts_schema')!r}")
-    try:
-        raw = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise CorruptEntryError(f"{kind} payload is not JSON") from exc
-    if not isinstance(raw, dict):
-        raise CorruptEntryError(f"{kind} payload is not a JSON object")
+    raw = _json_object(payload, f"{kind} payload")
     if raw.get("schema_version") != FACTS_SCHEMA_VERSION:
         raise ForeignSchemaError(f"{kind} have schema_version {raw.get('schema_version')!r}")
     if raw.get("sha256") != expected_sha256:
