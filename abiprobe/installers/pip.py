@@ -66,8 +66,6 @@ def config_files(environ: Mapping[str, str] | None = None) -> list[str]:
     except (ImportError, AttributeError, TypeError):
         variants = _fallback_files(env)
     by_kind = dict(variants)
-    if by_kind.get("env", [])[0:1] == [os.devnull]:
-        return []
     return [f for kind in order for f in by_kind.get(kind, []) if os.path.isfile(f)]
 
 
