@@ -8,31 +8,26 @@ header; callers display and key URLs through ``display_url``. ``file://`` URLs a
 
 from __future__ import annotations
 
-import base64
-import netrc
 import socket
-import ssl
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
-from urllib.parse import urlsplit
 
-import httpx
-
-from abiprobe import __version__, log
+from abiprobe import log
 from abiprobe.errors import FetchError
-from abiprobe.net.filetransport import FileTransport
-from abiprobe.net.settings import Credential, NetworkSettings, network_settings
+from abiprobe.net.settings import NetworkSettings, network_settings
 from abiprobe.store.primitives import strip_credentials
 from abiprobe.ui.progress import DISPLAY
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # httpx is imported when the first request is made: a run answered from the cache never
+    import httpx  # pays for it
+
     from abiprobe.model.candidate import IndexFile
 
 T = TypeVar("T")
@@ -82,104 +77,6 @@ def _status_error(response: httpx.Response) -> RetryableError:
 def display_url(url: str) -> str:
     """``url`` without userinfo or secret-looking query parameters: safe to print, log and key on."""
     return strip_credentials(url)
-
-
-class _CredentialsAuth(httpx.Auth):
-    """Basic auth: the URL's userinfo (remembered for later URLs of that host), a configured credential
-    for the URL's index, netrc; after a 401 with none of them, keyring (when enabled)."""
-
-    def __init__(
-        self, netrc_path: Path | None, configured: tuple[Credential, ...] = (), keyring: bool = False
-    ) -> None:
-        self._netrc_path = netrc_path
-        self._configured = sorted(configured, key=lambda c: -len(c.prefix))
-        self._keyring = keyring
-        self._seen: dict[str, tuple[str, str]] = {}
-        self._netrc: netrc.netrc | None = None
-        self._loaded = False
-        self._lock = threading.Lock()
-
-    def _lookup(self, host: str) -> tuple[str, str] | None:
-        with self._lock:
-            if not self._loaded:
-                self._loaded = True
-                if self._netrc_path is not None and self._netrc_path.is_file():
-                    try:
-                        self._netrc = netrc.netrc(str(self._netrc_path))
-                    except (netrc.NetrcParseError, OSError):
-                        self._netrc = None
-        if self._netrc is None:
-            return None
-        entry = self._netrc.authenticators(host)
-        if entry is None:
-            return None
-        login, _account, password = entry
-        return (login or "", password or "")
-
-    def _configured_for(self, url: str) -> tuple[str, str] | None:
-        shown = display_url(url)
-        for cred in self._configured:
-            if shown.startswith(display_url(cred.prefix).rstrip("/")):
-                return (cred.username, cred.password)
-        return None
-
-    @staticmethod
-    def _set(request: httpx.Request, creds: tuple[str, str]) -> None:
-        token = base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
-        request.headers["Authorization"] = f"Basic {token}"
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        if "authorization" not in request.headers:
-            user, password = request.url.username, request.url.password
-            origin = f"{request.url.host}:{request.url.port}"
-            if user or password:
-                self._seen[origin] = (user, password)
-            creds = (
-                self._seen.get(origin)
-                or self._configured_for(str(request.url))
-                or self._lookup(request.url.host)
-            )
-            if creds is not None:
-                self._set(request, creds)
-        response = yield request
-        if response.status_code == 401 and self._keyring and "authorization" not in request.headers:
-            found = keyring_credentials(str(request.url))
-            if found is not None:
-                self._set(request, found)
-                yield request
-
-
-def keyring_credentials(url: str) -> tuple[str, str] | None:
-    """(username, password) keyring holds for the URL, else for its host (pip's two lookups)."""
-    import keyring
-
-    parts = urlsplit(display_url(url))
-    for service in (f"{parts.scheme}://{parts.netloc}{parts.path}", parts.netloc):
-        try:
-            cred = keyring.get_credential(service, None)
-        except Exception:  # a keyring backend may fail in any way; the answer is then "none"
-            return None
-        if cred is not None:
-            return (cred.username or "", cred.password or "")
-    return None
-
-
-def _mounts(
-    net: NetworkSettings, verify: ssl.SSLContext, limits: httpx.Limits
-) -> dict[str, httpx.BaseTransport | None]:
-    """Per-scheme transports: proxies (and their NO_PROXY exceptions), and ``file://`` from disk."""
-    mounts: dict[str, httpx.BaseTransport | None] = {"file://": FileTransport()}
-    proxies = dict(net.proxies or {})
-    exempt = [h.strip() for h in (net.no_proxy.value if net.no_proxy else "").split(",") if h.strip()]
-    if "*" in exempt:
-        return mounts
-    for scheme, proxy in proxies.items():
-        mounts[f"{scheme}://"] = httpx.HTTPTransport(verify=verify, limits=limits, proxy=proxy.value)
-    if proxies:
-        for host in exempt:
-            pattern = host if "://" in host else f"all://{'' if host[0].isdigit() else '*'}{host.lstrip('.')}"
-            mounts[pattern] = httpx.HTTPTransport(verify=verify, limits=limits)
-    return mounts
 
 
 @dataclass(frozen=True)
@@ -235,24 +132,15 @@ class Http:
             return self._client
 
     def _make_client(self) -> httpx.Client:
-        net, timeout = self.network, self._timeout
-        verify = net.ssl_context()
-        limits = httpx.Limits(
-            max_connections=self.max_workers * 2, max_keepalive_connections=self.max_workers
-        )
-        mounts = _mounts(net if self._transport is None else NetworkSettings(), verify, limits)
-        netrc_path = self._netrc_path if self._netrc_path is not None else net.netrc
-        return httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            follow_redirects=True,
+        from abiprobe.net.httpx_client import make_client
+
+        return make_client(
+            self.network,
+            timeout=self._timeout,
+            max_workers=self.max_workers,
             max_redirects=MAX_REDIRECTS,
-            auth=_CredentialsAuth(netrc_path, net.credentials, net.keyring == "on"),
-            headers={"User-Agent": f"abiprobe/{__version__}"},
-            verify=verify,
-            limits=limits,
+            netrc_path=self._netrc_path,
             transport=self._transport,
-            mounts=mounts,
-            trust_env=False,
         )
 
     @property
@@ -274,6 +162,8 @@ class Http:
         """Run ``operation``; on transport errors or RetryableError retry with exponential backoff (or
         after the server's Retry-After, up to ``retry_after_limit``). Every other HTTP failure (a
         redirect loop, a body that does not decode, a bad URL) is one FetchError line at once."""
+        import httpx
+
         last, wait = "", 0.0
         shown = display_url(what)
         for attempt in range(self.retries):
@@ -405,6 +295,8 @@ def _sendable(url: str) -> str:
 
 def _name_not_resolved(exc: httpx.TransportError) -> bool:
     """A failed DNS lookup (``socket.gaierror`` under the connect error), not a refused or lost connection."""
+    import httpx
+
     if not isinstance(exc, httpx.ConnectError):
         return False
     cause: BaseException | None = exc
@@ -421,6 +313,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _transport_reason(exc: httpx.TransportError) -> str:
+    import httpx
+
     if isinstance(exc, httpx.ConnectError):
         return f"cannot connect ({exc})" if str(exc) else "cannot connect"
     if isinstance(exc, httpx.RemoteProtocolError):
