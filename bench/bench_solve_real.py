@@ -132,11 +132,15 @@ def wheel_totals() -> tuple[int, int]:
     return sum(size_of.values()), naive
 
 
-def naive_installs(cache: Path) -> dict[str, int]:
+def naive_installs(
+    cache: Path, extra: tuple[str, ...] = (), installable: set[tuple[str, str | None]] | None = None
+) -> dict[str, int]:
     """What the naive loop downloads when every cell's set is installed *with its dependencies*, from
     the same committed/solved cache (offline): each cell's whole install (the set, the runtime wheels
     torch pins, and everything they require, as the lock resolves it), summed over cells with no cache
-    shared between them, and as the union of distinct wheels (uv's cache shared by all cells)."""
+    shared between them, and as the union of distinct wheels (uv's cache shared by all cells); the
+    union again over ``installable``, the (row, column) cells whose requirements agree in the matrix the
+    solve wrote (those uv's resolver would install at all)."""
     from abiprobe.analyze.profiles import profile_for
     from abiprobe.cli import build_parser
     from abiprobe.commands.solve import build_stack, index_config
@@ -149,7 +153,7 @@ def naive_installs(cache: Path) -> dict[str, int]:
     from abiprobe.store.cache import Cache
     from abiprobe.store.reads import WheelReads
 
-    args = build_parser("solve").parse_args(["solve", *ARGS, "--offline"])
+    args = build_parser("solve").parse_args(["solve", *ARGS, *extra, "--offline"])
     target = Target.parse(
         cuda=args.cuda, arch=args.arch, python=args.python, platform=args.platform, base=Target()
     )
@@ -164,21 +168,26 @@ def naive_installs(cache: Path) -> dict[str, int]:
         reads = SolveReads(client, wheels.info, store=store, metadata_for=wheels.metadata)
         result = solve(
             stack, target, profile_for(target.machine, target.glibc), reads, FilterOptions(),
-            window=args.window, installs="all",
+            window=None if args.all_versions else args.window, installs="all",
         )  # fmt: skip
         per_cell: list[int] = []
         union: dict[str, int] = {}
+        agreed: dict[str, int] = {}
         for cell in result.matrix.cells:
             sizes = {w.filename: int(w.candidate.file.size or 0) for w in result.install(cell.members).wheels}
             per_cell.append(sum(sizes.values()))
             union.update(sizes)
+            if installable is not None and (cell.row, cell.col) in installable:
+                agreed.update(sizes)
     return {
         "naive_full_installs_no_shared_cache": sum(per_cell),
         "naive_full_installs_uv_cache": sum(union.values()),
+        "naive_installable_cells_uv_cache": sum(agreed.values()),
+        "cells": len(result.matrix.cells),
     }
 
 
-def read_floor(cache: Path) -> dict[str, int]:
+def read_floor(cache: Path, extra: tuple[str, ...] = ()) -> dict[str, int]:
     """Compressed bytes of the members the cold solve read (its facts say which; one read only up to
     its loader tables counts whole), and of every binary member of the same wheels, from their central
     directories; and of the wheels whose facts are unverified (range-read), the bytes verifying them
@@ -192,7 +201,7 @@ def read_floor(cache: Path) -> dict[str, int]:
     from abiprobe.net.remote_wheel import RemoteZip
     from abiprobe.store.cache import Cache
 
-    args = build_parser("solve").parse_args(["solve", *ARGS])
+    args = build_parser("solve").parse_args(["solve", *ARGS, *extra])
     target = Target.parse(
         cuda=args.cuda, arch=args.arch, python=args.python, platform=args.platform, base=Target()
     )
