@@ -193,7 +193,8 @@ class LoaderSimulation:
         self.global_scope: list[Provider] = []
         self.loaded: dict[str, Provider] = {}
         # name -> (version, default, position in global_scope) of every export of a global wheel object
-        self._global_index: dict[str, list[tuple[str | None, bool, int]]] = {}
+        self._global_index: dict[str, tuple[tuple[str | None, bool, int], ...]] = {}
+        self._owns_index = True  # False once shared with a copy (with_wheel): the first to write copies it
         self._global_system: list[tuple[int, SystemLibrary]] = []  # (position, library) in global_scope
         self.preloaded: list[LoadResult] = []
         for soname in INTERPRETER_LIBS:
@@ -215,7 +216,9 @@ class LoaderSimulation:
             dict(self.timing_of),
         )
         new.global_scope = list(self.global_scope)
-        new._global_index = {k: list(v) for k, v in self._global_index.items()}
+        # shared, copied by whichever of the two joins the global scope first (a kernel's units load
+        # RTLD_LOCAL, so a pair on a torch base usually never copies the base's index of every export)
+        self._owns_index = new._owns_index = False
         new._global_system = list(self._global_system)
         return new
 
@@ -224,8 +227,11 @@ class LoaderSimulation:
         at = len(self.global_scope)
         self.global_scope.append(p)
         if isinstance(p, InstalledObject):
+            if not self._owns_index:
+                self._global_index, self._owns_index = dict(self._global_index), True
+            index = self._global_index
             for name, entries in export_index(p).items():
-                self._global_index.setdefault(name, []).extend((v, d, at) for v, d in entries)
+                index[name] = (*index.get(name, ()), *((v, d, at) for v, d in entries))
         elif isinstance(p, SystemLibrary):
             self._global_system.append((at, p))
 

@@ -23,7 +23,7 @@ from typing import Literal
 from packaging.utils import canonicalize_name
 
 from abiprobe.analyze.layout import InstalledObject, Layout
-from abiprobe.model.facts import PyEvent, PyModule, WheelFacts
+from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts
 from abiprobe.solve.stack import PackageLoading
 
 Timing = Literal["import", "first_use", "unknown"]
@@ -91,6 +91,14 @@ class _Planner:
         self.units: dict[str, PlannedUnit] = {}
         self.ran: set[tuple[str, str]] = set()  # (module, function) bodies already run
         self.imported: set[str] = set()
+        # per module, read once: its functions by name, and the first import naming each last part
+        self._functions: dict[str, dict[str, PyFunction]] = {}
+        self._aliases: dict[str, dict[str, str]] = {}
+        # calls run to their end, by (module, function, arguments, timing): the planner's state only
+        # grows (units, imports), so running one again adds nothing. A run that met a recursive call it
+        # left out (``_cut``) is not one of them: called from elsewhere, that call may run in full.
+        self._explored: set[tuple[str, str, tuple[tuple[str, str], ...], Timing]] = set()
+        self._cut = False
 
     def add(self, path: str, how: str, timing: Timing, where: str, api: str = "") -> None:
         if path not in self.units:
@@ -153,29 +161,51 @@ class _Planner:
         for _ in range(4):  # follow re-exports: ``from .utils import _load_lib`` in the package
             if callee_module is None:
                 return
-            function = next((f for f in callee_module.functions if f.name == fname), None)
+            function = self._function(callee_module, fname)
             if function is not None:
                 break
-            alias = next(
-                (
-                    i.target
-                    for i in callee_module.events
-                    if i.kind == "import" and i.target.endswith(f".{fname}")
-                ),
-                None,
-            )
+            alias = self._alias(callee_module, fname)
             if alias is None:
                 return
             owner = alias.rpartition(".")[0]
             callee_module = self.modules.get(owner)
-        if function is None or callee_module is None or (owner, fname) in self.ran:
+        if function is None or callee_module is None:
+            return
+        if (owner, fname) in self.ran:  # a recursive call: what it loads is being found already
+            self._cut = True
+            return
+        bound = {p: a for p, a in zip(function.params, e.args, strict=False) if a}
+        key = (owner, fname, tuple(sorted(bound.items())), timing)
+        if key in self._explored:  # run with these arguments before: running it again adds nothing
             return
         self.ran.add((owner, fname))
-        bound = {p: a for p, a in zip(function.params, e.args, strict=False) if a}
+        cut_above, self._cut = self._cut, False
         if owner not in self.imported:
             self._import_one(owner, timing, f"{module.path} line {e.line}")
         self.run(callee_module, function.events, timing, bound)
         self.ran.discard((owner, fname))  # another call may pass other arguments
+        if not self._cut:  # run to its end: no recursive call inside it was left out
+            self._explored.add(key)
+        self._cut = self._cut or cut_above
+
+    def _function(self, module: PyModule, name: str) -> PyFunction | None:
+        """The module's first function called ``name``."""
+        table = self._functions.get(module.name)
+        if table is None:
+            table = self._functions[module.name] = {}
+            for f in module.functions:
+                table.setdefault(f.name, f)
+        return table.get(name)
+
+    def _alias(self, module: PyModule, name: str) -> str | None:
+        """The target of the module's first import that ends in ``.name`` (a re-export of it)."""
+        table = self._aliases.get(module.name)
+        if table is None:
+            table = self._aliases[module.name] = {}
+            for i in module.events:
+                if i.kind == "import" and "." in i.target:
+                    table.setdefault(i.target.rpartition(".")[2], i.target)
+        return table.get(name)
 
     def deferred(self, module: PyModule) -> None:
         """What the module's functions (and, when nothing imports it, its top level) load when called."""
