@@ -60,15 +60,12 @@ class InstalledObject:
 
 
 class Layout:
-    """Every file of the set at its installed path; ELF objects by path; which wheel writes what."""
+    """The set's ELF objects at their installed paths, and the wheels they come from."""
 
     def __init__(self, wheels: Sequence[WheelFacts]) -> None:
         self.wheels = tuple(wheels)
         self.objects: dict[str, InstalledObject] = {}
-        self.writers: dict[str, list[WheelFacts]] = {}
         for wheel in self.wheels:
-            for f in wheel.files:
-                self.writers.setdefault(installed_path(f), []).append(wheel)
             for elf in wheel.elf:
                 path = installed_path(elf.path)
                 self.objects.setdefault(path, InstalledObject(path, elf, wheel))
@@ -78,9 +75,6 @@ class Layout:
         new = Layout(())
         new.wheels = (*self.wheels, wheel)
         new.objects = dict(self.objects)
-        new.writers = {k: list(v) for k, v in self.writers.items()}
-        for f in wheel.files:
-            new.writers.setdefault(installed_path(f), []).append(wheel)
         for elf in wheel.elf:
             path = installed_path(elf.path)
             new.objects.setdefault(path, InstalledObject(path, elf, wheel))
