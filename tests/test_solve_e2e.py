@@ -16,10 +16,12 @@ from typing import Any
 
 import jsonschema
 import pytest
+from support.cbuild import build_shared
 from support.indexserver import IndexServer
 from support.solve_stacks import SolveStack, serve, solve_argv, solve_stack
-from support.stacks import PY_TAG
+from support.stacks import CP_TAG, PY_TAG
 from support.tools import venv_tool
+from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
 from abiprobe.report.matrix_json import matrix_schema
@@ -302,3 +304,26 @@ def test_without_python_and_platform_the_target_is_this_host(
     assert target["python"] == f"cp{sys.version_info[0]}{sys.version_info[1]}"
     assert target["platform"] == f"manylinux_{version.replace('.', '_')}_{platform.machine()}"
     assert libc == "glibc"
+
+
+def test_a_wheel_whose_metadata_file_names_another_cuda_is_left_out_unread(
+    stack: SolveStack, tmp_path: Path
+) -> None:
+    # GIVEN a torch release whose label says nothing, whose PEP 658 metadata file requires a CUDA 12
+    # runtime, and whose bytes carry an ELF library, served beside the fixture stack
+    lib = build_shared(tmp_path / "lib", "libtorch_cpu.so", "int torch_cpu_fn(void) { return 1; }\n")
+    files: dict[str, bytes | Path] = {"torch/__init__.py": b"", "torch/lib/libtorch_cpu.so": lib}
+    cu12 = build_wheel(tmp_path / "w", "torch", "2.9.5", files, tag=CP_TAG,
+                       requires_dist=["nvidia-cuda-runtime-cu12==12.8.90"])  # fmt: skip
+    with IndexServer() as srv:
+        serve(srv, stack)
+        served = srv.add_wheel(cu12)
+        # WHEN every version is solved for
+        main(solve_args(srv.index_url, tmp_path, "--all-versions"))
+        # THEN it is excluded for its CUDA major, from the metadata file alone: no byte of the wheel is asked
+        excluded = {(e["name"], e["version"]): e["reason"] for e in document(tmp_path)["excluded"]}
+        assert excluded[("torch", "2.9.5")] == (
+            "not a CUDA 13 candidate: built for CUDA 12 (requires nvidia-cuda-runtime-cu12==12.8.90)"
+        )
+        assert srv.requests[served.path + ".metadata"] == 1
+        assert srv.requests[served.path] == 0

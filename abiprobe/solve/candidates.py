@@ -116,6 +116,22 @@ def variant_from_facts(facts: WheelFacts | WheelSummary) -> CudaVariant:
     )
 
 
+def declared_variant(
+    candidate: Candidate, requires_dist: Sequence[str] | None, target: Target
+) -> CudaVariant:
+    """What the version's local label and, when the index serves it, the wheel's metadata file say about
+    its CUDA major, read before any of its bytes: a major other than the target's already excludes it,
+    whatever its sonames add (:meth:`CudaVariant.fits` wants every major to be the target's)."""
+    parts = [variant_from_label(candidate.version)]
+    if requires_dist is not None:
+        parts.append(variant_from_requirements(applicable_requirements(requires_dist, target)))
+    return CudaVariant(
+        majors=tuple(sorted({m for p in parts for m in p.majors})),
+        cpu=any(p.cpu for p in parts),
+        evidence=tuple(e for p in parts for e in p.evidence),
+    )
+
+
 def infer_variant(
     candidate: Candidate, facts: WheelFacts | WheelSummary | None, target: Target
 ) -> CudaVariant:
@@ -299,14 +315,21 @@ def select_window(
     facts_for: Callable[[StackCandidate], WheelInfo | None],
     target: Target,
     window: int | None,
+    declared: Callable[[StackCandidate], CudaVariant] | None = None,
 ) -> tuple[list[StackCandidate], list[Exclusion]]:
     """Walk newest first, fetching facts, until ``window`` candidates fit the target's CUDA major (all of
-    them when ``window`` is None)."""
+    them when ``window`` is None). One whose ``declared`` variant (label, metadata file) already names
+    another major is excluded without its facts."""
     kept: list[StackCandidate] = []
     excluded: list[Exclusion] = []
     for sc in ordered:
         if window is not None and len(kept) >= window:
             break
+        said = declared(sc) if declared is not None else None
+        if said is not None and said.majors and not said.fits(target.cuda[0]):
+            reason = f"not a CUDA {target.cuda[0]} candidate: {said.describe()}"
+            excluded.append(Exclusion(role, str(sc.name), str(sc.version), sc.filename, "sonames", reason))
+            continue
         info = facts_for(sc)
         variant = infer_variant(sc.candidate, info.summary if info else None, target)
         if not variant.fits(target.cuda[0]):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from email.parser import BytesParser
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
@@ -19,9 +20,11 @@ from abiprobe.model.facts import WheelFacts, WheelInfo
 from abiprobe.model.target import Target
 from abiprobe.solve.arch_wheels import ArchWheelChoice, choose_arch_wheel, named_tags, ranked_arch_wheels
 from abiprobe.solve.candidates import (
+    CudaVariant,
     Exclusion,
     FilterOptions,
     StackCandidate,
+    declared_variant,
     matching_companions,
     prefilter,
     public_version,
@@ -62,6 +65,7 @@ class Collector:
     # wheels listed with several hashes whose bytes match none of theirs: a finding, not a failed read
     unreadable_twins: dict[tuple[str, str], str] = field(default_factory=dict)
     _listings: dict[str, tuple[Candidate, ...]] = field(default_factory=dict)
+    _declared: dict[tuple[str, str], CudaVariant] = field(default_factory=dict)
     asked: dict[str, tuple[PageOutcome, ...]] = field(default_factory=dict)
 
     def candidates(self, project: str) -> tuple[Candidate, ...]:
@@ -110,6 +114,22 @@ class Collector:
         lines = ["Metadata-Version: 2.1", f"Name: {meta.name}", f"Version: {meta.version}"]
         lines += [f"Requires-Dist: {r}" for r in meta.requires_dist]
         return ("\n".join(lines) + "\n").encode()
+
+    def declared_variant(self, sc: StackCandidate) -> CudaVariant:
+        """The CUDA variant ``sc``'s local label and, where the index serves it (PEP 658), its metadata
+        file declare; a metadata file that cannot be read leaves it to the wheel's own facts."""
+        key = _file_key(sc)
+        if key not in self._declared:
+            requires: tuple[str, ...] | None = None
+            if sc.candidate.file.has_metadata:
+                try:
+                    raw = self.index.fetch_metadata(sc.candidate.file)
+                    message = BytesParser().parsebytes(raw, headersonly=True)
+                    requires = tuple(message.get_all("Requires-Dist") or ())
+                except AbiprobeError:
+                    requires = None
+            self._declared[key] = declared_variant(sc.candidate, requires, self.target)
+        return self._declared[key]
 
     def facts(self, sc: StackCandidate) -> WheelInfo | None:
         key = _file_key(sc)
@@ -218,12 +238,16 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions, window: 
             excluded += dropped
         ordered.sort(key=lambda s: s.version, reverse=True)
         by_role[member.role] = ordered
-    # the newest few of every role at once; select_window then reads on only where one is excluded
-    collector.prefetch([sc for ordered in by_role.values() for sc in ordered[:window]])
+    # the newest few of every role at once, less those whose label or metadata file already names another
+    # CUDA major (no byte of theirs is read); select_window then reads on only where one is excluded
+    first = [sc for ordered in by_role.values() for sc in _first_fitting(ordered, collector, window)]
+    collector.prefetch(first)
     arch_found: dict[str, dict[str, list[StackCandidate]]] = {}
     for member in stack.members:
         ordered = by_role[member.role]
-        kept, dropped = select_window(member.role, ordered, collector.facts, target, window)
+        kept, dropped = select_window(
+            member.role, ordered, collector.facts, target, window, collector.declared_variant
+        )
         cores[member.role] = kept
         excluded += dropped
         wanted = {public_version(c.version) for c in kept}
@@ -261,6 +285,21 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions, window: 
             keep.append(g)
         final[role] = tuple(keep)
     return Collected(final, tuple(excluded))
+
+
+def _first_fitting(
+    ordered: Sequence[StackCandidate], collector: Collector, window: int | None
+) -> list[StackCandidate]:
+    """The newest ``window`` candidates (all when None) whose declared CUDA variant does not exclude them."""
+    major = collector.target.cuda[0]
+    out: list[StackCandidate] = []
+    for sc in ordered:
+        if window is not None and len(out) >= window:
+            break
+        said = collector.declared_variant(sc)
+        if not said.majors or said.fits(major):
+            out.append(sc)
+    return out
 
 
 def _companion_candidates(
