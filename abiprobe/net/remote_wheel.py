@@ -473,11 +473,15 @@ class RemoteZip:
         each accepted ELF member is inflated only up to the end of its loader tables and its dynamic
         section, and its GPU code is left unread (``ElfFacts.gpu_unread``): for libraries no GPU-code
         verdict looks at."""
+        from abiprobe.binary.wheel_members import installed_path
         from abiprobe.host.wheel import facts_from_members, select_members
 
         names = self.names()
         selected = select_members(names, read)
-        verify = self.should_verify(selected)
+        # a member read only up to its loader tables costs a fraction of its size: not counted as read
+        # whole, or a wheel of one big library would always be hashed whole for its sonames
+        costly = [n for n in selected if tables_only is None or not tables_only(installed_path(n))]
+        verify = self.should_verify(costly)
         self.early.clear()
         fetched = self.read_members(selected, verify=verify, tables_only=None if verify else tables_only)
         digest = self.sha256 or sha256 or self.expected_sha256 or ""
