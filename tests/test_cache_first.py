@@ -194,3 +194,19 @@ def test_every_read_of_a_listed_wheel_finds_what_another_stored(server: IndexSer
         assert offline.facts(file).sha256 == served.sha256
         assert offline.runtime_info(file, lambda path: True).summary == part.summary
     assert server.requests[served.path] == 0
+
+
+def test_a_local_wheel_item_is_read_once_and_its_facts_answer_the_next_command(tmp_path: Path) -> None:
+    # GIVEN a local wheel file checked once (as `check`, `probe` and `inspect` take items)
+    wheel = _wheel(tmp_path / "w", "libk.so.1", padding=0)
+    cache = tmp_path / "cache"
+    with ItemSource(cache, [], offline=True, progress=False) as source:
+        first = resolve_item(str(wheel), source, None)
+    # THEN its facts are stored under its sha256
+    assert first.facts is not None
+    stored = Cache(cache).load_facts(first.facts.sha256)
+    assert stored == first.facts
+    # AND the next command is answered with them
+    with ItemSource(cache, [], offline=True, progress=False) as source:
+        again = resolve_item(str(wheel), source, None)
+    assert again.facts == stored

@@ -142,9 +142,9 @@ def resolve_item(
     marked unread (unless ``tolerate_unread`` is off, then its error is raised)."""
     path = Path(text)
     if path.is_file() and path.suffix == ".whl":
-        from abiprobe.host.wheel import wheel_facts_from_path
+        from abiprobe.store.reads import cached_wheel_facts
 
-        facts = wheel_facts_from_path(path)
+        facts = cached_wheel_facts(path, source.cache)  # stored under its sha256 once read
         file = IndexFile(
             path.name, path.absolute().as_uri(), {"sha256": facts.sha256} if facts.sha256 else {}
         )
