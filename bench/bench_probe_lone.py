@@ -41,6 +41,12 @@ def _timed(fn: object) -> float:
     return time.perf_counter() - started
 
 
+def _run_cli(argv: list[str]) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"the CLI probe exited {proc.returncode}: {(proc.stdout + proc.stderr).strip()[-1500:]}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--wheel", action="append", type=Path, default=[])
@@ -93,9 +99,7 @@ def main() -> int:
                 _timed(lambda: subprocess.run(bare_argv, check=True, env=env, capture_output=True))
             )
             runs["probe --keep-layers, warm"].append(_timed(lambda: probe(True)))
-            runs["CLI probe --keep-layers, warm"].append(
-                _timed(lambda: subprocess.run(cli, check=True, capture_output=True, cwd=ROOT))
-            )
+            runs["CLI probe --keep-layers, warm"].append(_timed(lambda: _run_cli(cli)))
         rows.update({k: min(v) for k, v in runs.items()})
         medians = {k: statistics.median(v) for k, v in runs.items()}
         shutil.rmtree(venv)
