@@ -239,7 +239,6 @@ def run(args: argparse.Namespace) -> int:
             store=cache,
             metadata_for=wheels.metadata,
             runtime_facts_for=wheels.runtime_info,
-            tables_for=wheels.tables_info,
             index_urls={s.label: display_url(s.url) for s in client.sources},
             progress=wheel_work,
         )

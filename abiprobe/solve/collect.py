@@ -5,7 +5,6 @@ provider the target loads). What is read comes through the ports of :mod:`abipro
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -26,7 +25,6 @@ from abiprobe.solve.candidates import (
     FilterOptions,
     StackCandidate,
     declared_variant,
-    infer_variant,
     matching_companions,
     prefilter,
     public_version,
@@ -40,7 +38,6 @@ from abiprobe.solve.ports import (
     PageOutcome,
     Progress,
     RuntimeFactsFor,
-    TablesFor,
     no_progress,
 )
 from abiprobe.solve.stack import Stack
@@ -69,7 +66,6 @@ class Collector:
     unreadable_twins: dict[tuple[str, str], str] = field(default_factory=dict)
     _listings: dict[str, tuple[Candidate, ...]] = field(default_factory=dict)
     _declared: dict[tuple[str, str], CudaVariant] = field(default_factory=dict)
-    tables_for: TablesFor | None = None  # sonames first (no GPU code), for the CUDA major; else unread
     asked: dict[str, tuple[PageOutcome, ...]] = field(default_factory=dict)
 
     def candidates(self, project: str) -> tuple[Candidate, ...]:
@@ -119,11 +115,11 @@ class Collector:
         lines += [f"Requires-Dist: {r}" for r in meta.requires_dist]
         return ("\n".join(lines) + "\n").encode()
 
-    def declared_variant(self, sc: StackCandidate, *, sonames: bool = False) -> CudaVariant:
+    def declared_variant(self, sc: StackCandidate) -> CudaVariant:
         """The CUDA variant ``sc``'s local label and, where the index serves it (PEP 658), its metadata
-        file declare; when they say nothing and ``sonames``, also the sonames its binaries need, read up to
-        their loader tables only (``tables_for``: its GPU code is read once it is kept). A read that
-        fails leaves it to the wheel's own facts."""
+        file declare, before any of its bytes are read; a metadata file that cannot be read leaves it to
+        the wheel's own facts. (Its sonames are no cheaper: the dynamic section that lists them sits
+        after the GPU code in a kernel library, so reading up to it reads nearly all of it.)"""
         key = _file_key(sc)
         if key not in self._declared:
             requires: tuple[str, ...] | None = None
@@ -134,20 +130,15 @@ class Collector:
                     requires = tuple(message.get_all("Requires-Dist") or ())
                 except AbiprobeError:
                     requires = None
-            said = declared_variant(sc.candidate, requires, self.target)
-            tables = self.tables_for
-            if sonames and not said.majors and not said.cpu and tables is not None and key not in self._facts:
-                with contextlib.suppress(AbiprobeError):  # met again, and said, when its facts are read
-                    said = infer_variant(sc.candidate, tables(sc.candidate.file).summary, self.target)
-            self._declared[key] = said
+            self._declared[key] = declared_variant(sc.candidate, requires, self.target)
         return self._declared[key]
 
     def declare(self, scs: Sequence[StackCandidate]) -> None:
-        """:meth:`declared_variant` of several candidates at once, sonames too (read concurrently): for a
-        solve over every release, where many are built for another CUDA major."""
+        """:meth:`declared_variant` of several candidates at once (their metadata files fetched
+        concurrently): for a solve over every release."""
         todo = [sc for sc in scs if _file_key(sc) not in self._declared]
         with ThreadPoolExecutor(max(1, min(PREFETCH_WORKERS, len(todo)))) as pool:
-            list(pool.map(lambda sc: self.declared_variant(sc, sonames=True), todo))
+            list(pool.map(self.declared_variant, todo))
 
     def facts(self, sc: StackCandidate) -> WheelInfo | None:
         key = _file_key(sc)
@@ -258,7 +249,7 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions, window: 
         by_role[member.role] = ordered
     # the newest few of every role at once, less those whose label or metadata file already names another
     # CUDA major (no byte of theirs is read); select_window then reads on only where one is excluded
-    if window is None:  # every release: the CUDA major of each, read at once
+    if window is None:  # every release: what each declares, asked at once
         collector.declare([sc for ordered in by_role.values() for sc in ordered])
     first = [sc for ordered in by_role.values() for sc in _first_fitting(ordered, collector, window)]
     collector.prefetch(first)

@@ -263,13 +263,7 @@ def solve(
     facts into groups, build the matrix from pairwise analyses, resolve, explain what lost, and resolve the
     whole install of the chosen set (and of the cells ``installs`` selects for probe jobs)."""
     collector = Collector(
-        reads.index,
-        reads.facts_for,
-        target,
-        reads.metadata_for,
-        reads.runtime_facts_for,
-        reads.progress,
-        tables_for=reads.tables_for,
+        reads.index, reads.facts_for, target, reads.metadata_for, reads.runtime_facts_for, reads.progress
     )
     runtime_wheels = RuntimeWheels(collector, options, reads.store) if runtime else None
     collected = collect(stack, collector, options, window)

@@ -88,8 +88,6 @@ class AnalysisStore(Protocol):
 FactsFor = Callable[[IndexFile], WheelInfo | WheelFacts]
 # a runtime wheel's facts with at least the binaries (installed paths) the predicate accepts read
 RuntimeFactsFor = Callable[[IndexFile, Callable[[str], bool]], WheelInfo]
-# a wheel's facts with every binary read up to its loader tables (its sonames), no GPU code
-TablesFor = Callable[[IndexFile], WheelInfo]
 # a wheel's METADATA where its index offers no PEP 658 file
 MetadataFor = Callable[[IndexFile], bytes]
 
@@ -131,6 +129,5 @@ class SolveReads:
     store: AnalysisStore | None = None
     metadata_for: MetadataFor | None = None
     runtime_facts_for: RuntimeFactsFor | None = None
-    tables_for: TablesFor | None = None
     index_urls: Mapping[str, str] = field(default_factory=dict)
     progress: Progress = no_progress

@@ -254,25 +254,6 @@ class WheelReads:
 
         return cache_first(lookup, through, keep, offline=self.offline, missing=lambda: self._missing(file))
 
-    def tables_info(self, file: IndexFile) -> WheelInfo:
-        """Facts with every binary read only up to its loader tables and dynamic section, its GPU code
-        not read (``gpu_unread``): the sonames the wheel needs, its CUDA major, for a fraction of its bytes.
-        Stored facts that read every binary (partial in GPU code or complete) serve it."""
-
-        def lookup() -> WheelInfo | None:
-            summary = self._stored_summary(file, partial=True)
-            if summary is not None and not summary.unread:
-                return WheelInfo(summary, load=lambda: self._like(summary))
-            return None
-
-        def through() -> WheelInfo:
-            got = self._read(file, None, lambda _path: True)
-            self._keep(got)
-            return WheelInfo.of(got.facts)
-
-        return cache_first(lookup, through, lambda _info: None, offline=self.offline,
-                           missing=lambda: self._missing(file))  # fmt: skip
-
     def metadata(self, file: IndexFile) -> bytes:
         """A wheel's METADATA when its index offers no PEP 658 file: one member read from the wheel (a few
         kB of a possibly huge file), kept under the wheel's sha256, or its URL when it is listed without."""
