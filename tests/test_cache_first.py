@@ -210,3 +210,24 @@ def test_a_local_wheel_item_is_read_once_and_its_facts_answer_the_next_command(t
     with ItemSource(cache, [], offline=True, progress=False) as source:
         again = resolve_item(str(wheel), source, None)
     assert again.facts == stored
+
+
+def test_a_local_wheel_item_decodes_its_full_facts_only_when_they_are_used(tmp_path: Path) -> None:
+    # GIVEN a local wheel item read once, and then its stored full facts gone (its summary kept)
+    from abiprobe.store.entries import facts_path
+
+    wheel = _wheel(tmp_path / "w", "libk.so.1", padding=0)
+    cache = tmp_path / "cache"
+    with ItemSource(cache, [], offline=True, progress=False) as source:
+        first = resolve_item(str(wheel), source, None)
+    assert first.facts is not None
+    entry = facts_path(cache, first.facts.sha256)
+    entry.unlink()
+    # WHEN it is taken again, THEN its label and sha256 come from the summary, the full facts untouched
+    with ItemSource(cache, [], offline=True, progress=False) as source:
+        again = resolve_item(str(wheel), source, None)
+        assert again.label == "mykernel 0.2.0" and again.file.sha256 == first.facts.sha256
+        assert not entry.exists()
+        # AND once used they are read from the file again (and stored)
+        assert again.facts == first.facts
+    assert entry.exists()

@@ -21,7 +21,7 @@ from abiprobe.index.client import IndexClient
 from abiprobe.index.config import load_index_config
 from abiprobe.index.remote_items import facts_of_file, index_file_from_url, pick_candidate, remote_member
 from abiprobe.model.candidate import Candidate, IndexFile
-from abiprobe.model.facts import WheelFacts
+from abiprobe.model.facts import WheelFacts, WheelInfo
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http
 from abiprobe.store.cache import Cache
@@ -38,14 +38,19 @@ class Item:
     text: str
     kind: ItemKind
     file: IndexFile
-    facts: WheelFacts | None
+    info: WheelInfo | None  # the summary now, the full facts on first use (``facts``)
     local: Path | None = None
     unread: str | None = None
 
     @property
+    def facts(self) -> WheelFacts | None:
+        """The full facts (decoding a big wheel's symbol tables costs seconds: a probe needs none)."""
+        return self.info.full() if self.info is not None else None
+
+    @property
     def label(self) -> str:
-        if self.facts is not None:
-            return f"{self.facts.metadata.name} {self.facts.metadata.version}"
+        if self.info is not None:
+            return f"{self.info.summary.metadata.name} {self.info.summary.metadata.version}"
         return self.file.filename
 
 
@@ -142,24 +147,25 @@ def resolve_item(
     marked unread (unless ``tolerate_unread`` is off, then its error is raised)."""
     path = Path(text)
     if path.is_file() and path.suffix == ".whl":
-        from abiprobe.store.reads import cached_wheel_facts
+        from abiprobe.store.reads import cached_wheel_facts, local_wheel_info
 
-        facts = cached_wheel_facts(path, source.cache)  # stored under its sha256 once read
-        file = IndexFile(
-            path.name, path.absolute().as_uri(), {"sha256": facts.sha256} if facts.sha256 else {}
-        )
-        return Item(text, "wheel", file, facts, local=path)
+        found = local_wheel_info(path, source.cache)  # stored under its sha256 once read
+        # a damaged stored entry behind a sound summary is read from the file again
+        info = WheelInfo(found.summary, load=lambda: found.full() or cached_wheel_facts(path, source.cache))
+        sha = found.summary.sha256
+        file = IndexFile(path.name, path.absolute().as_uri(), {"sha256": sha} if sha else {})
+        return Item(text, "wheel", file, info, local=path)
     if path.is_dir():
         from abiprobe.host.installed import facts_from_directory
 
         facts = facts_from_directory(path)
         meta = facts.metadata
         filename = f"{meta.name.replace('-', '_')}-{meta.version}-py3-none-any.whl"
-        return Item(text, "directory", IndexFile(filename, path.absolute().as_uri()), facts)
+        return Item(text, "directory", IndexFile(filename, path.absolute().as_uri()), WheelInfo.of(facts))
     if text.startswith(("http://", "https://")) or "==" in text:
         file = remote_file(text, source, target, prefer_cached=prefer_cached)
         try:
-            return Item(text, "remote", file, source.remote_facts(file))
+            return Item(text, "remote", file, WheelInfo.of(source.remote_facts(file)))
         except UsageError:
             raise
         except AbiprobeError as exc:

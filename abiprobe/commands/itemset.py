@@ -69,7 +69,7 @@ def gather(texts: Sequence[str], target: Target, source: ItemSource, *, no_deps:
         runtime_facts_for=reads.runtime_info,
         progress=wheel_work,
     )
-    roots = [root_of(i.file, i.facts) for i in items]
+    roots = [root_of(i.file, i.info) for i in items]
     closure = install_closure(roots, collector, target, FilterOptions(), memo=source.cache)
     trouble = tuple(dict.fromkeys(o.index for o in collector.outcomes if o.status == "failed"))
     return ItemSet(items, closure.added, closure.error, closure.impossible, trouble)

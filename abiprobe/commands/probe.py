@@ -14,7 +14,7 @@ from typing import Any
 
 from abiprobe.errors import UsageError
 from abiprobe.model.candidate import IndexFile
-from abiprobe.model.facts import WheelFacts
+from abiprobe.model.facts import WheelFacts, WheelSummary
 from abiprobe.model.target import driver_api_version
 from abiprobe.net.http import Http
 from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeSet, probe_sets
@@ -225,13 +225,19 @@ def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple
                 f"what pip would install beside the items cannot be resolved: {found.closure_error}"
             )
         http = None if args.no_download else source.http
-        named = [_fetched(i.local, i.file, i.facts, into, http) for i in found.items]
+        named = [
+            _fetched(i.local, i.file, i.info.summary if i.info else None, into, http) for i in found.items
+        ]
         extra = [_fetched(None, a.wheel.candidate.file, a.facts, into, http) for a in found.added]
     return named, named + extra, found.added
 
 
 def _fetched(
-    local: Path | None, file: IndexFile, facts: WheelFacts | None, into: Path, http: Http | None
+    local: Path | None,
+    file: IndexFile,
+    facts: WheelFacts | WheelSummary | None,
+    into: Path,
+    http: Http | None,
 ) -> Path:
     """A wheel as a local file: a local one as it is, a remote one downloaded and checked against its
     sha256 (the index's, else the one its facts were read under)."""

@@ -56,11 +56,10 @@ class InstallClosure:
     impossible: bool = False  # the error is a resolution no install can satisfy (else I/O trouble)
 
 
-def root_of(file: IndexFile, facts: WheelFacts | None) -> StackCandidate:
-    """A named item as a fixed root of the closure (its requirements from its facts, else its index's
+def root_of(file: IndexFile, info: WheelInfo | None) -> StackCandidate:
+    """A named item as a fixed root of the closure (its requirements from its summary, else its index's
     metadata)."""
     ((candidate,), _notes) = candidates_from_files([file])
-    info = WheelInfo.of(facts) if facts is not None else None
     return StackCandidate("item", candidate, 0, info=info)
 
 
