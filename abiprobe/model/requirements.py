@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from email.parser import BytesParser
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 
 from abiprobe.model.target import Target
+
+
+def requires_dist_of(metadata: bytes) -> tuple[str, ...]:
+    """The Requires-Dist entries of a METADATA file (its headers alone are read)."""
+    return tuple(BytesParser().parsebytes(metadata, headersonly=True).get_all("Requires-Dist") or ())
 
 
 def marker_environment(target: Target) -> dict[str, str]:

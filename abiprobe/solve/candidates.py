@@ -43,6 +43,10 @@ class CudaVariant:
     def fits(self, cuda_major: int) -> bool:
         return not self.cpu and all(m == cuda_major for m in self.majors)
 
+    def excludes(self, cuda_major: int) -> bool:
+        """Whether a major it names already rules it out (a variant that names none says nothing yet)."""
+        return bool(self.majors) and not self.fits(cuda_major)
+
     def describe(self) -> str:
         if self.cpu:
             what = "a CPU-only build"
@@ -125,24 +129,23 @@ def declared_variant(
     parts = [variant_from_label(candidate.version)]
     if requires_dist is not None:
         parts.append(variant_from_requirements(applicable_requirements(requires_dist, target)))
-    return CudaVariant(
-        majors=tuple(sorted({m for p in parts for m in p.majors})),
-        cpu=any(p.cpu for p in parts),
-        evidence=tuple(e for p in parts for e in p.evidence),
-    )
+    return _combined(parts)
 
 
 def infer_variant(
     candidate: Candidate, facts: WheelFacts | WheelSummary | None, target: Target
 ) -> CudaVariant:
     """Combine label, metadata and sonames; every source that says something is kept as evidence."""
-    parts = [variant_from_label(candidate.version)]
-    if facts is not None:
-        parts.append(variant_from_requirements(applicable_requirements(facts.metadata.requires_dist, target)))
-        parts.append(variant_from_facts(facts))
-    majors = sorted({m for p in parts for m in p.majors})
+    if facts is None:
+        return declared_variant(candidate, None, target)
+    declared = declared_variant(candidate, facts.metadata.requires_dist, target)
+    return _combined([declared, variant_from_facts(facts)])
+
+
+def _combined(parts: Sequence[CudaVariant]) -> CudaVariant:
+    """Every major any part names, CPU-only if one says so, and all their evidence in order."""
     return CudaVariant(
-        majors=tuple(majors),
+        majors=tuple(sorted({m for p in parts for m in p.majors})),
         cpu=any(p.cpu for p in parts),
         evidence=tuple(e for p in parts for e in p.evidence),
     )
@@ -326,7 +329,7 @@ def select_window(
         if window is not None and len(kept) >= window:
             break
         said = declared(sc) if declared is not None else None
-        if said is not None and said.majors and not said.fits(target.cuda[0]):
+        if said is not None and said.excludes(target.cuda[0]):
             reason = f"not a CUDA {target.cuda[0]} candidate: {said.describe()}"
             excluded.append(Exclusion(role, str(sc.name), str(sc.version), sc.filename, "sonames", reason))
             continue

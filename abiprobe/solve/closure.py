@@ -13,7 +13,6 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from email.parser import BytesParser
 from typing import Any, Protocol
 
 from packaging.specifiers import SpecifierSet
@@ -24,7 +23,7 @@ from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Res
 from abiprobe.errors import AbiprobeError
 from abiprobe.model.candidate import Candidate, IndexFile, candidates_from_files
 from abiprobe.model.hosts import concrete, neutral
-from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.requirements import applicable_requirements, requires_dist_of
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter
 from abiprobe.solve.codedigest import code_digest
@@ -147,9 +146,7 @@ class _ClosureAdapter(AbstractProvider):  # type: ignore[type-arg]
             return pin.root.summary.metadata.requires_dist
         key = pin.candidate.file.url
         if key not in self._requires:
-            raw = self.listing.metadata(pin.candidate.file)
-            msg = BytesParser().parsebytes(raw, headersonly=True)
-            self._requires[key] = tuple(msg.get_all("Requires-Dist") or ())
+            self._requires[key] = requires_dist_of(self.listing.metadata(pin.candidate.file))
         return self._requires[key]
 
 

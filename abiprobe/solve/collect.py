@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from email.parser import BytesParser
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
@@ -17,6 +16,7 @@ from packaging.version import Version
 from abiprobe.errors import AbiprobeError
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.facts import WheelFacts, WheelInfo
+from abiprobe.model.requirements import requires_dist_of
 from abiprobe.model.target import Target
 from abiprobe.solve.arch_wheels import ArchWheelChoice, choose_arch_wheel, named_tags, ranked_arch_wheels
 from abiprobe.solve.candidates import (
@@ -125,9 +125,7 @@ class Collector:
             requires: tuple[str, ...] | None = None
             if sc.candidate.file.has_metadata:
                 try:
-                    raw = self.index.fetch_metadata(sc.candidate.file)
-                    message = BytesParser().parsebytes(raw, headersonly=True)
-                    requires = tuple(message.get_all("Requires-Dist") or ())
+                    requires = requires_dist_of(self.index.fetch_metadata(sc.candidate.file))
                 except AbiprobeError:
                     requires = None
             self._declared[key] = declared_variant(sc.candidate, requires, self.target)
@@ -307,8 +305,7 @@ def _first_fitting(
     for sc in ordered:
         if window is not None and len(out) >= window:
             break
-        said = collector.declared_variant(sc)
-        if not said.majors or said.fits(major):
+        if not collector.declared_variant(sc).excludes(major):
             out.append(sc)
     return out
 
