@@ -147,12 +147,10 @@ def resolve_item(
     marked unread (unless ``tolerate_unread`` is off, then its error is raised)."""
     path = Path(text)
     if path.is_file() and path.suffix == ".whl":
-        from abiprobe.store.reads import cached_wheel_facts, local_wheel_info
+        from abiprobe.store.reads import local_wheel_info
 
-        found = local_wheel_info(path, source.cache)  # stored under its sha256 once read
-        # a damaged stored entry behind a sound summary is read from the file again
-        info = WheelInfo(found.summary, load=lambda: found.full() or cached_wheel_facts(path, source.cache))
-        sha = found.summary.sha256
+        info = local_wheel_info(path, source.cache)  # stored under its sha256 once read
+        sha = info.summary.sha256
         file = IndexFile(path.name, path.absolute().as_uri(), {"sha256": sha} if sha else {})
         return Item(text, "wheel", file, info, local=path)
     if path.is_dir():

@@ -14,7 +14,6 @@ from typing import Any
 
 from abiprobe.errors import UsageError
 from abiprobe.model.candidate import IndexFile
-from abiprobe.model.facts import WheelFacts, WheelSummary
 from abiprobe.model.target import driver_api_version
 from abiprobe.net.http import Http
 from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeSet, probe_sets
@@ -226,18 +225,17 @@ def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple
             )
         http = None if args.no_download else source.http
         named = [
-            _fetched(i.local, i.file, i.info.summary if i.info else None, into, http) for i in found.items
+            _fetched(i.local, i.file, i.info.sha256 if i.info else None, into, http) for i in found.items
         ]
-        extra = [_fetched(None, a.wheel.candidate.file, a.facts, into, http) for a in found.added]
+        extra = [
+            _fetched(None, a.wheel.candidate.file, a.facts.sha256 if a.facts else None, into, http)
+            for a in found.added
+        ]
     return named, named + extra, found.added
 
 
 def _fetched(
-    local: Path | None,
-    file: IndexFile,
-    facts: WheelFacts | WheelSummary | None,
-    into: Path,
-    http: Http | None,
+    local: Path | None, file: IndexFile, read_sha256: str | None, into: Path, http: Http | None
 ) -> Path:
     """A wheel as a local file: a local one as it is, a remote one downloaded and checked against its
     sha256 (the index's, else the one its facts were read under)."""
@@ -245,7 +243,7 @@ def _fetched(
 
     if local is not None:
         return local.absolute()
-    sha = file.sha256 or (facts.sha256 if facts is not None else None)
+    sha = file.sha256 or read_sha256
     return fetch_wheel({"filename": file.filename, "url": file.url, "sha256": sha}, into, http)
 
 

@@ -309,14 +309,19 @@ def stored_local_summary(path: Path, cache: Cache | None = None) -> WheelSummary
 
 def local_wheel_info(path: Path, cache: Cache | None = None) -> WheelInfo:
     """A local wheel's summary, its full facts loaded on first use (both from the cache when there, read
-    from the file and stored when not)."""
+    from the file and stored when not; a stored entry gone or damaged behind its summary is read again)."""
     store = cache if cache is not None else Cache()
     digest = _local_digest(path)
+
+    def reread() -> WheelFacts:
+        facts = _local_facts(path, digest)
+        store.store_facts(facts)
+        return facts
 
     def lookup() -> WheelInfo | None:
         summary = store.load_summary(digest)
         if summary is not None:
-            return WheelInfo(summary, load=lambda: store.load_facts(digest))
+            return WheelInfo(summary, load=lambda: store.load_facts(digest) or reread())
         hit = store.load_facts(digest)
         if hit is not None:
             store.store_summary(hit.summary())
@@ -334,12 +339,8 @@ def local_wheel_info(path: Path, cache: Cache | None = None) -> WheelInfo:
 
 def cached_wheel_facts(path: Path, cache: Cache | None = None) -> WheelFacts:
     """Facts of a local wheel, cache first (see :func:`local_wheel_info`)."""
-    store = cache if cache is not None else Cache()
-    info = local_wheel_info(path, store)
-    facts = info.full()
-    if facts is None:  # the entry went missing or was damaged since the summary was read
-        facts = _local_facts(path, info.sha256)
-        store.store_facts(facts)
+    facts = local_wheel_info(path, cache).full()
+    assert facts is not None  # read from the file when the cache has none
     return facts
 
 
