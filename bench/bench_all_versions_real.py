@@ -33,7 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_solve_real import ARGS, CHILD, WINDOW_PASSED, child_env, naive_installs, read_floor  # noqa: E402
+from bench_solve_real import ARGS, CHILD, WINDOW_PASSED, child_env, naive_installs, read_floor, save  # noqa: E402
+from bench_solve_real import fastest as fastest_of  # noqa: E402
 
 # the child writes the matrix document where it is told, and reports its own peak RSS
 CHILD_DOC = CHILD.replace(
@@ -88,9 +89,7 @@ def _count(values: Any) -> dict[str, int]:
 
 
 def fastest(cache: Path, local: Path, offsets: list[int], *extra: str) -> dict[str, Any]:
-    runs = [solve(cache, local, "--clock-offset", str(o), *extra) for o in offsets]
-    best = min(runs, key=lambda r: r["seconds"])
-    return {**best, "all_seconds": [r["seconds"] for r in runs]}
+    return fastest_of(cache, local, offsets, *extra, runner=solve)
 
 
 def main() -> int:
@@ -131,10 +130,8 @@ def main() -> int:
             "in_window_over_offline": round(results["warm_online_in_window"]["seconds"] / off["seconds"], 2),
         }
     results["load_after"] = os.getloadavg()
-    text = json.dumps(results, indent=1)
-    print(text)
-    if args.json:
-        args.json.write_text(text)
+    print(json.dumps(results, indent=1))
+    save(args.json, results)
     return 0
 
 
