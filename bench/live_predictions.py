@@ -125,7 +125,7 @@ def check(files: list[str], profile: Path | None) -> tuple[int, dict[str, Any], 
     """What ``abiprobe check FILES... --cuda 13.0 --arch sm90 --python 3.12 --platform
     manylinux_2_28_x86_64 [--profile P] --json`` prints and exits with, in process: the facts of a torch
     layer's wheels are read once and shared by every set of the run."""
-    from abiprobe.analyze import analyze_set
+    from abiprobe.analyze.analysis import analyze_set
     from abiprobe.analyze.profiles import builtin_profile, load_profile
     from abiprobe.commands.check import exit_code
     from abiprobe.host.wheel import wheel_facts_from_path

@@ -7,7 +7,7 @@ import sys
 import pytest
 from support.stacks import FixtureStacks, fixture_stacks
 
-from abiprobe.analyze import SetAnalysis, analyze_set
+from abiprobe.analyze.analysis import SetAnalysis, analyze_set
 from abiprobe.analyze.checks import runtime_selection
 from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.model.target import Target

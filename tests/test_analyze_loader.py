@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from support.stacks import FixtureStacks, fixture_stacks
 
-from abiprobe.analyze import SetAnalysis, analyze_extension, analyze_set
+from abiprobe.analyze.analysis import SetAnalysis, analyze_extension, analyze_set
 from abiprobe.analyze.loader import LoaderSimulation, provider_name
 from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.model.facts import SymbolImport

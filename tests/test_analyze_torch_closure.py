@@ -10,7 +10,7 @@ import pytest
 from support.cbuild import build_shared
 from support.wheelbuild import build_wheel
 
-from abiprobe.analyze import analyze_set
+from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from support.loading_wheels import LoadingWheels, build_loading_wheels
 
-from abiprobe.analyze import SetAnalysis, analyze_set
-from abiprobe.analyze.analysis import UnitAnalysis
+from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
 from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.host.wheel import wheel_facts_from_path

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.first_error_wheels import FirstErrorWheels, build_first_error_wheels
 
-from abiprobe.analyze import analyze_set
+from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
 from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.host.wheel import wheel_facts_from_path

@@ -12,7 +12,7 @@ from support.indexserver import IndexServer
 from support.stacks import ABI3_TAG, _gpu_module
 from support.wheelbuild import build_wheel
 
-from abiprobe.analyze import analyze_set
+from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.analyze.variants import parse_variant_json
 from abiprobe.cli import main

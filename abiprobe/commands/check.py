@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from abiprobe.analyze import SetAnalysis, analyze_set
+from abiprobe.analyze.analysis import SetAnalysis, analyze_set
 from abiprobe.analyze.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
 from abiprobe.analyze.torch_abi import TorchRelease
 from abiprobe.commands.known_wheels import add_torch_option

@@ -10,19 +10,19 @@ import sys
 import tempfile
 import types
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from abiprobe.errors import UsageError
-from abiprobe.model.candidate import IndexFile
 from abiprobe.model.target import driver_api_version
-from abiprobe.net.http import Http
 from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeSet, probe_sets
 from abiprobe.probe.layers import parse_size
 from abiprobe.probe.parallel import wheel_tops
-from abiprobe.report.probe_text import render_result
-from abiprobe.solve.install import AddedWheel
 from abiprobe.store.primitives import write_text_atomic
-from abiprobe.ui.console import make_console, print_all
+
+if TYPE_CHECKING:  # what a lone probe of local wheels, printed as JSON, never needs is imported on use
+    from abiprobe.model.candidate import IndexFile
+    from abiprobe.net.http import Http
+    from abiprobe.solve.install import AddedWheel
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -175,6 +175,9 @@ def run(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
+        from abiprobe.report.probe_text import render_result
+        from abiprobe.ui.console import make_console, print_all
+
         if added:
             print(f"installed with what the install closure adds ({len(added)}):")
             for a in added:

@@ -345,6 +345,16 @@ def kept_stub(root: Path, key: str, symbols: Sequence[tuple[str, str | None]], o
     return dest
 
 
+def _tops_for_plan(sets: Sequence[ProbeSet], options: ProbeOptions) -> dict[Path, tuple[str, ...]]:
+    """The import names of the wheels, where the plan uses them: to group several sets into shared layers,
+    and to pick a fork-server's preload. A lone set forked only on ``fork="always"``; otherwise its one
+    layer holds its wheels whatever they install, so its wheels' file lists (~35,000 names for a torch
+    stack) are not gone through."""
+    if len(sets) == 1 and options.fork != "always":
+        return {}
+    return {w: wheel_tops(w) for s in sets for w in s.wheels}
+
+
 def probe_sets(
     sets: Sequence[ProbeSet], options: ProbeOptions | None = None, facts: FactsLoader | None = None
 ) -> list[ProbeResult]:
@@ -359,8 +369,7 @@ def probe_sets(
     validate(sets)
     interp = find_interpreter(options.python, [w.name for s in sets for w in s.wheels])
     installer = find_installer(options.installer)
-    tops = {w: wheel_tops(w) for s in sets for w in s.wheels}
-    layers = plan_layers(sets, tops)
+    layers = plan_layers(sets, _tops_for_plan(sets, options))
     parent = options.temp_dir or Path(tempfile.gettempdir())
     jobs = options.jobs or default_jobs(sets, parent)
     root = Path(tempfile.mkdtemp(prefix="abiprobe-probe-", dir=parent))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from rich.markup import escape
 from rich.table import Table
 
-from abiprobe.analyze import SetAnalysis
+from abiprobe.analyze.analysis import SetAnalysis
 from abiprobe.report.lines import Line, Part
 from abiprobe.solve.install import AddedWheel
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from packaging.utils import canonicalize_name
 
 from abiprobe import __version__
-from abiprobe.analyze import AnalysisCache, analyze_extension, analyze_set
+from abiprobe.analyze.analysis import AnalysisCache, analyze_extension, analyze_set
 from abiprobe.analyze.checks import (
     first_use_gpu_verdicts,
     metadata_verdicts,
