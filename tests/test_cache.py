@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.schemas import assert_valid
 
@@ -32,7 +32,7 @@ from abiprobe.model.facts import (
     WheelFacts,
 )
 from abiprobe.store.cache import Cache, CachedPage, default_cache_root, is_stale, strip_credentials
-from abiprobe.store.primitives import canonical_json, pretty_json, sha256_hex
+from abiprobe.store.primitives import _strip_credentials_parsed, canonical_json, pretty_json, sha256_hex
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE_URL = "https://download.pytorch.org/whl/cu130/torch/"
@@ -338,6 +338,30 @@ def test_strip_credentials_keeps_harmless_parts() -> None:
 def test_strip_credentials_drops_any_userinfo_and_token(secret: str) -> None:
     stripped = strip_credentials(f"https://{secret}x:{secret}y@flashinfer.ai/whl/?token={secret}z")
     assert stripped == "https://flashinfer.ai/whl/"
+
+
+_URL_PIECES = st.sampled_from(
+    ["http", "https", "file", "HTTPS", "ftp", "://", ":", "/", "//", "@", "?", "#", "%2F", "[", "]", "::1",
+     "\\", " ", "\t", "\n", "\x01", "é", ".", "-", "a", "Z", "0", "8", "443", "65535", "65536", "00",
+     "host", "Host", "x.org", "token=s", "a=1", "&", "sha256=ab", "simple", "files"]
+)  # fmt: skip
+
+
+@settings(max_examples=500)
+@given(st.sampled_from(["", "http://", "https://", "file://", "http://h"]), st.lists(_URL_PIECES, max_size=9))
+def test_strip_credentials_fast_path_gives_what_parsing_gives(start: str, pieces: list[str]) -> None:
+    # the URLs given back as they are must be exactly those that parsing and rebuilding leaves alone
+    url = start + "".join(pieces)
+    assert strip_credentials(url) == _strip_credentials_parsed(url)
+
+
+def test_strip_credentials_gives_plain_index_urls_back_as_they_are() -> None:
+    for url in (
+        "https://files.example.org/packages/ab/cd/torch-2.11.0-cp312-cp312-linux_x86_64.whl#sha256=00ff",
+        "http://127.0.0.1:8080/simple/demo/",
+        "file:///opt/wheels/demo-1.0-py3-none-any.whl",
+    ):
+        assert strip_credentials(url) == url == _strip_credentials_parsed(url)
 
 
 # corruption

@@ -9,14 +9,17 @@ from pathlib import Path
 
 import pytest
 from support.indexserver import IndexServer
+from support.proxy import TinyProxy
 from support.wheelbuild import build_wheel
 
 from abiprobe.errors import HashMismatchError
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexSource
+from abiprobe.installers.pip import Setting
 from abiprobe.model.candidate import IndexFile
 from abiprobe.net.http import Http
 from abiprobe.net.remote_wheel import listed_unchanged
+from abiprobe.net.settings import NetworkSettings
 from abiprobe.store.cache import Cache
 
 
@@ -111,6 +114,33 @@ def test_unknown_host_name_fails_at_once_without_retries(cache: Cache) -> None:
     # THEN it failed, and said so without "after 3 attempts" (no 2 s + 4 s of backoff either)
     assert fetch.status == "failed" and fetch.error is not None
     assert "attempts" not in fetch.error
+
+
+def test_unknown_host_name_is_told_without_making_an_http_client(cache: Cache) -> None:
+    # GIVEN a host name that does not resolve, and no proxy
+    with Http(timeout=5.0) as http:
+        client = IndexClient(["http://no-such-index.invalid/simple/"], cache, http)
+        fetch = client.fetch_page(IndexSource("http://no-such-index.invalid/simple/"), "demo")
+        # THEN it failed in the resolver's words, before any HTTP client (TLS context, pools) was made
+        assert fetch.status == "failed" and fetch.error is not None
+        assert "cannot connect (" in fetch.error and "attempts" not in fetch.error
+        assert http._client is None
+        # AND a second page of that host is not looked up again
+        again = client.fetch_page(IndexSource("http://no-such-index.invalid/simple/"), "other")
+        assert again.status == "failed"
+
+
+def test_behind_a_proxy_an_unknown_host_name_is_the_proxy_s_to_resolve(cache: Cache) -> None:
+    # GIVEN a proxy for http URLs (it resolves names itself: this one relays, and fails to connect)
+    with TinyProxy() as proxy:
+        network = NetworkSettings(proxies={"http": Setting(proxy.url, "test")})
+        with Http(timeout=5.0, retries=1, network=network) as http:
+            fetch = IndexClient(["http://no-such-index.invalid/simple/"], cache, http).fetch_page(
+                IndexSource("http://no-such-index.invalid/simple/"), "demo"
+            )
+    # THEN the request went to the proxy rather than being refused here
+    assert fetch.status == "failed"
+    assert proxy.requests and proxy.requests[0].startswith("GET http://no-such-index.invalid/simple/demo/")
 
 
 def test_304_refreshes_fetched_at(server: IndexServer, http: Http, cache: Cache) -> None:

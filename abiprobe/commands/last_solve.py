@@ -92,12 +92,7 @@ class LastSolve:
         names = sorted(set(listed) | set(before))
         known: dict[str, dict[str, object]] = {}
         for f in [*_range_read(self.range_doc), *range_read]:
-            summary = (
-                self.cache.load_summary(f.sha256, allow_partial=True, allow_unverified=True)
-                if f.sha256
-                else None
-            )
-            if summary is not None and not summary.verified:
+            if f.sha256 and self.cache.facts_verified(f.sha256) is False:  # from the entry's header
                 known[f.url] = {
                     "filename": f.filename,
                     "url": neutral(f.url),

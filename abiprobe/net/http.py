@@ -122,6 +122,7 @@ class Http:
         self.network = network if network is not None else network_settings()
         self._timeout, self._netrc_path, self._transport = timeout, netrc_path, transport
         self._client: httpx.Client | None = None  # made on the first request: an offline run makes none
+        self._names: dict[tuple[str, int], str | None] = {}  # (host, port) -> why it does not resolve
 
     @property
     def client(self) -> httpx.Client:
@@ -162,10 +163,13 @@ class Http:
         """Run ``operation``; on transport errors or RetryableError retry with exponential backoff (or
         after the server's Retry-After, up to ``retry_after_limit``). Every other HTTP failure (a
         redirect loop, a body that does not decode, a bad URL) is one FetchError line at once."""
+        shown = display_url(what)
+        unresolved = self._unresolved(what)
+        if unresolved is not None:  # the host name does not exist here: no client is made to be told so
+            raise FetchError(f"{shown}: cannot connect ({unresolved})")
         import httpx
 
         last, wait = "", 0.0
-        shown = display_url(what)
         for attempt in range(self.retries):
             if attempt:
                 time.sleep(max(wait, self.backoff * (2 ** (attempt - 1))))
@@ -191,6 +195,36 @@ class Http:
             except (httpx.HTTPError, httpx.InvalidURL) as exc:
                 raise FetchError(f"{shown}: {type(exc).__name__}: {_first_line(exc)}") from None
         raise FetchError(f"{shown}: {last} (after {self.retries} attempts)")
+
+    def _unresolved(self, url: str) -> str | None:
+        """Why ``url``'s host name does not resolve here (the resolver's words), once per host and port;
+        None when it resolves, or when the name is not this host's to resolve: a proxy is configured (it
+        resolves names itself), or a transport stands in for the network."""
+        if self._transport is not None or self.network.proxies:
+            return None
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(url)
+            host, port = parts.hostname, parts.port
+        except ValueError:
+            return None  # httpx says what is wrong with the URL
+        if parts.scheme not in ("http", "https") or not host:
+            return None
+        key = (host, port or (443 if parts.scheme == "https" else 80))
+        with self._lock:
+            if key in self._names:
+                return self._names[key]
+        try:
+            socket.getaddrinfo(key[0], key[1], type=socket.SOCK_STREAM)
+            why = None
+        except socket.gaierror as exc:
+            why = str(exc)
+        except (OSError, UnicodeError):
+            why = None  # not a lookup failure: the connection attempt will say what it is
+        with self._lock:
+            self._names[key] = why
+        return why
 
     def _watch(self, what: str, started: float, received: int) -> None:
         """Give up on a response that has taken longer than ``deadline`` and is not arriving at

@@ -285,6 +285,15 @@ class Cache:
             return None
         return summary if summary.verified or allow_unverified else None
 
+    def facts_verified(self, sha256: str) -> bool | None:
+        """Whether the stored facts of ``sha256`` were checked against it, from the entry's header alone;
+        None when none are stored (or the entry is damaged or of another schema)."""
+        sha = sha256.lower()
+        if not is_sha256_hex(sha):
+            return None
+        header = entries.facts_header(entries.facts_path(self.root, sha), sha)
+        return None if header is None else header.get("verified") is True
+
     def store_summary(self, summary: WheelSummary) -> None:
         sha = summary.sha256.lower()
         if self.readonly or not is_sha256_hex(sha) or sha != summary.sha256:

@@ -240,25 +240,32 @@ def encode_facts(facts: WheelFacts) -> bytes:
     return gzip_bytes(_frame("facts", facts.sha256, payload, facts_schema=facts.schema_version, **extra))
 
 
-def facts_entry_is_current(path: Path, sha256: str) -> bool:
-    """Whether ``path`` already holds a current-schema entry for ``sha256`` with complete, verified facts,
-    from its header alone (partial facts are replaced by whatever is stored next: a superset or complete
-    facts; facts never checked against the wheel's sha256 by whatever was read since)."""
+def facts_header(path: Path, sha256: str) -> dict[str, Any] | None:
+    """The header of a current-schema facts entry for ``sha256`` at ``path`` (its first line alone is
+    inflated), or None: missing, damaged, foreign."""
     try:
         with gzip.open(path, "rb") as handle:
             line = handle.readline(FACTS_HEADER_LIMIT)
         header = json.loads(line.decode("utf-8"))
     except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError):
-        return False
-    return (
+        return None
+    if (
         isinstance(header, dict)
         and header.get("kind") == "facts"
         and header.get("schema") == CACHE_SCHEMA_VERSION
         and header.get("key") == sha256
         and header.get("facts_schema") == FACTS_SCHEMA_VERSION
-        and not header.get("partial")
-        and header.get("verified") is True
-    )
+    ):
+        return header
+    return None
+
+
+def facts_entry_is_current(path: Path, sha256: str) -> bool:
+    """Whether ``path`` already holds a current-schema entry for ``sha256`` with complete, verified facts,
+    from its header alone (partial facts are replaced by whatever is stored next: a superset or complete
+    facts; facts never checked against the wheel's sha256 by whatever was read since)."""
+    header = facts_header(path, sha256)
+    return header is not None and not header.get("partial") and header.get("verified") is True
 
 
 def _framed_wheel_json(data: bytes, kind: str, expected_sha256: str) -> dict[str, Any]:

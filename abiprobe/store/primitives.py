@@ -40,11 +40,27 @@ def host_key(where: str) -> str:
     return netloc.strip().lower()
 
 
+# A URL that strip_credentials gives back as it is: lower-case scheme and host, a valid port without a
+# leading zero, no userinfo, no query, no characters urlsplit drops or treats apart (an index page lists
+# thousands of such file URLs, and every one is keyed through here).
+_PLAIN_URL = re.compile(
+    r"(?:https?|file)://[a-z0-9.\-]*(?::([1-9][0-9]{0,4}))?"  # scheme, host, port
+    r"(?:/(?!/)[^\s?#@\[\]\\]*)?(?:#[^\s#?@\\]+)?"  # path (not "//..."), fragment
+)
+
+
 def strip_credentials(url: str) -> str:
     """``url`` without userinfo and without query parameters that look like secrets (token=, sig=, ...).
 
     Scheme and host are lower-cased so that one page has one key however it was spelled.
     """
+    plain = _PLAIN_URL.fullmatch(url)
+    if plain is not None and (plain.group(1) is None or int(plain.group(1)) <= 65535):
+        return url
+    return _strip_credentials_parsed(url)
+
+
+def _strip_credentials_parsed(url: str) -> str:
     try:
         parts = urlsplit(url)
     except ValueError:

@@ -41,13 +41,18 @@ class TinyProxy:
             method, target, _version = line.split(" ", 2)
             if method == "CONNECT":
                 host, _, port = target.rpartition(":")
-                upstream = socket.create_connection((host, int(port)))
-                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                rest = head.split(b"\r\n\r\n", 1)[1]
             else:
                 hostport = target.split("://", 1)[1].split("/", 1)[0]
                 host, _, port = hostport.partition(":")
+            try:
                 upstream = socket.create_connection((host, int(port or 80)))
+            except OSError:  # as a real proxy does: the client is told, not dropped
+                client.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                return
+            if method == "CONNECT":
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                rest = head.split(b"\r\n\r\n", 1)[1]
+            else:
                 rest = head  # the server reads the absolute-form request line itself
             with contextlib.closing(upstream):
                 if rest:
