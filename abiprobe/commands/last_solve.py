@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,12 +69,19 @@ class LastSolve:
         listed_doc, range_doc = (tuple(cache.load_analysis(k) or ()) for k in (key, _range_key(key)))
         return cls(cache, key, (*stack.project_names(), *_listed(listed_doc)), listed_doc, range_doc)
 
-    def revalidate(self, client: IndexClient, http: Http) -> None:
-        """Stale pages (conditionally), all at once; then the directories (one tail each, at once) of the
-        range-read wheels the index now lists otherwise than before (none when every page is unchanged),
-        remembered by ``http`` for the rest of the run. A wheel whose page is not stored is left to its
-        listing (``abiprobe.net.remote_wheel.trusted``)."""
-        client.revalidate(self.projects)
+    def revalidate(self, client: IndexClient, http: Http) -> Future[None]:
+        """Stale pages (conditionally), all asked at once now (a listing waits for its own page's
+        answer); then, once they have answered, the directories (one tail each, at once) of the
+        range-read wheels the index now lists otherwise than before (none when every page is
+        unchanged), remembered by ``http`` for the rest of the run. A wheel whose page is not stored is
+        left to its listing (``abiprobe.net.remote_wheel.trusted``). The future is done when all is."""
+        client.revalidate(self.projects, wait=False)
+        after = ThreadPoolExecutor(1)
+        done = after.submit(self._directories, client, http)
+        after.shutdown(wait=False)
+        return done
+
+    def _directories(self, client: IndexClient, http: Http) -> None:
         todo = [f for f in _range_read(self.range_doc) if client.listing_as_before(f, unlisted=True) is False]
         with ThreadPoolExecutor(max(1, min(len(todo), http.max_workers))) as pool:
             tails = [pool.submit(served_directory, http, f, self.cache) for f in todo]

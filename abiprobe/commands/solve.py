@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from abiprobe.analyze.profiles import load_profile, profile_for
 from abiprobe.commands.last_solve import LastSolve
@@ -21,19 +21,13 @@ from abiprobe.index.config import IndexConfig, load_index_config
 from abiprobe.model.candidate import parse_upload_time
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http, display_url
-from abiprobe.report.matrix_json import matrix_document
-from abiprobe.report.solve_text import render_summary
 from abiprobe.solve.candidates import FilterOptions
-from abiprobe.solve.outputs import output_files
-from abiprobe.solve.pipeline import solve
-from abiprobe.solve.ports import SolveReads
-from abiprobe.solve.result import SolveResult
 from abiprobe.solve.stack import Stack, default_stack, load_stack_file
 from abiprobe.store.cache import Cache, default_cache_root
 from abiprobe.store.primitives import write_text_atomic
-from abiprobe.store.reads import WheelReads
-from abiprobe.ui.console import print_all
-from abiprobe.ui.progress import wheel_work
+
+if TYPE_CHECKING:  # the pipeline and the reports are imported while the indexes answer (see run)
+    from abiprobe.solve.result import SolveResult
 
 # What each serves (checked against saved copies of the sglang and flashinfer pages): PyTorch's torch and
 # the CUDA runtime wheels; sglang's kernels; flashinfer's cu130/ page the jit-cache shim and its
@@ -217,7 +211,6 @@ def run(args: argparse.Namespace) -> int:
     cache = Cache(args.cache_dir or default_cache_root())
     probing = args.probe or args.emit_probe_jobs is not None
     with Http(progress=not args.json) as http:
-        wheels = WheelReads(http, cache, offline=args.offline)
         client = IndexClient(
             config.sources,
             cache,
@@ -228,30 +221,44 @@ def run(args: argparse.Namespace) -> int:
             fresh_for=0.0 if args.refresh else PAGE_FRESH_FOR,
             refresh=args.refresh,
         )
-        # the pages the last solve of this stack on these indexes listed, asked about all at once, and
-        # at the same time the zip directories of the wheels it had range-read facts of
+        # the pages the last solve of this stack on these indexes listed, asked about all at once (the
+        # solve goes on meanwhile: a listing waits for its page), then the zip directories of the wheels
+        # it had range-read facts of that the index now lists otherwise
         last = None if args.offline else LastSolve.recall(cache, config.sources, stack)
-        if last is not None:
-            last.revalidate(client, http)
-        reads = SolveReads(
-            client,
-            wheels.info,
-            store=cache,
-            metadata_for=wheels.metadata,
-            runtime_facts_for=wheels.runtime_info,
-            index_urls={s.label: display_url(s.url) for s in client.sources},
-            progress=wheel_work,
-        )
-        result = solve(
-            stack,
-            target,
-            profile,
-            reads,
-            options,
-            window=None if args.all_versions else args.window,
-            runtime=not args.no_runtime,
-            installs=args.probe_cells if probing else "chosen",
-        )
+        asked = last.revalidate(client, http) if last is not None else None
+        try:
+            from abiprobe.solve.pipeline import solve
+            from abiprobe.solve.ports import SolveReads
+            from abiprobe.store.reads import WheelReads
+            from abiprobe.ui.progress import wheel_work
+
+            wheels = WheelReads(http, cache, offline=args.offline)
+            reads = SolveReads(
+                client,
+                wheels.info,
+                store=cache,
+                metadata_for=wheels.metadata,
+                runtime_facts_for=wheels.runtime_info,
+                index_urls={s.label: display_url(s.url) for s in client.sources},
+                progress=wheel_work,
+            )
+            result = solve(
+                stack,
+                target,
+                profile,
+                reads,
+                options,
+                window=None if args.all_versions else args.window,
+                runtime=not args.no_runtime,
+                installs=args.probe_cells if probing else "chosen",
+            )
+        finally:  # nothing asked is left in flight when the client closes
+            if asked is not None:
+                asked.result()
+            client.settle()
+    from abiprobe.report.matrix_json import matrix_document
+    from abiprobe.solve.outputs import output_files
+
     if last is not None:
         last.remember(client.listed, result.range_read)
     doc = matrix_document(result)
@@ -305,5 +312,8 @@ def emit_probe_jobs(args: argparse.Namespace, doc: dict[str, Any], result: Solve
 
 
 def print_summary(args: argparse.Namespace, result: SolveResult) -> None:
+    from abiprobe.report.solve_text import render_summary
+    from abiprobe.ui.console import print_all
+
     where = str(args.out_dir / f"{matrix_name(result.matrix.target)}.json") if not args.no_write else "--json"
     print_all(render_summary(result, where))

@@ -6,7 +6,7 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion
@@ -76,6 +76,8 @@ class IndexClient:
         self.refresh = refresh
         self._not_before = time.time() if refresh else None
         self._answered: dict[tuple[str, str], PageFetch] = {}  # by revalidate(), for this client's life
+        # pages revalidate() asked for that have not been waited for yet (see settle())
+        self._pending: dict[tuple[str, str], Future[PageFetch | None]] = {}
         # pages this run found as they were stored (a 304, or the very body again): read from the cache
         self._unchanged: set[str] = set()
         self._started = time.time()  # a page stored before this, reused unasked, is as it was stored
@@ -99,12 +101,12 @@ class IndexClient:
             fresh_for=self.fresh_for,
         )
         other.refresh, other._not_before = self.refresh, self._not_before
-        other._answered, other.listed = self._answered, self.listed
+        other._answered, other.listed, other._pending = self._answered, self.listed, self._pending
         other._unchanged, other._started, other._as_before = self._unchanged, self._started, self._as_before
         other._records = self._records
         return other
 
-    def revalidate(self, projects: Iterable[str]) -> int:
+    def revalidate(self, projects: Iterable[str], *, wait: bool = True) -> int:
         """Ask every index at once about the stored pages of ``projects`` that are older than the
         freshness window (conditionally, with their validators), in the order listings would read
         them: under ``first-index`` an index after one whose stored page lists the project is not asked
@@ -112,7 +114,11 @@ class IndexClient:
         A later listing uses these answers instead of asking again; a page found unchanged is parsed
         only when a listing needs it. A page not stored is left to its listing, and the stored pages of
         later indexes are asked about all the same (an index that was down stores none). Returns how
-        many pages were asked for."""
+        many pages were asked for.
+
+        Without ``wait`` it returns once they are asked: a listing waits for its own page's answer, and
+        whatever depends on how the pages compare with the stored ones (``listing_as_before``,
+        ``page_identity``) waits for all of them (``settle``)."""
         if self.offline or self.cache is None:
             return 0
         todo: list[tuple[IndexSource, str]] = []
@@ -128,18 +134,38 @@ class IndexClient:
                     todo.append((source, project))
                 if not record.missing and found_in is None:
                     found_in = source.pool
+        if not todo:
+            return 0
         # as many at once as the client keeps connections: a warm solve waits about one round trip
-        workers = max(1, min(len(todo), 2 * self.http.max_workers))
-        with ThreadPoolExecutor(workers) as pool:
-            fetched = list(pool.map(lambda sp: self._fetch_page(*sp, parse_unchanged=False), todo))
-        for (source, project), fetch in zip(todo, fetched, strict=True):
-            if fetch is not None:
-                self._answered[(source.url, project)] = fetch
+        pool = ThreadPoolExecutor(max(1, min(len(todo), 2 * self.http.max_workers)))
+        for source, project in todo:
+            self._pending[(source.url, project)] = pool.submit(
+                self._fetch_page, source, project, parse_unchanged=False
+            )
+        pool.shutdown(wait=False)  # its threads end with the last page
+        if wait:
+            self.settle()
         return len(todo)
+
+    def settle(self) -> None:
+        """Wait for every page ``revalidate`` asked for; their answers are kept for the listings."""
+        for key in list(self._pending):
+            self._await(key)
+
+    def _await(self, key: tuple[str, str]) -> None:
+        pending = self._pending.get(key)
+        if pending is None:
+            return
+        fetch = pending.result()  # several threads may wait on one page: each keeps the same answer
+        if fetch is not None:
+            self._answered[key] = fetch
+        self._pending.pop(key, None)
 
     def fetch_page(self, source: IndexSource, project: str) -> PageFetch:
         """One index's page for ``project``; failures are reported in the result, not raised."""
-        known = self._answered.get((source.url, str(canonicalize_name(project))))
+        key = (source.url, str(canonicalize_name(project)))
+        self._await(key)
+        known = self._answered.get(key)
         if known is not None:
             return known
         fetch = self._fetch_page(source, project)
@@ -156,7 +182,6 @@ class IndexClient:
         shown = display_url(url)
         index_url = display_url(source.url)
         name = None if source.kind == "find-links" else project
-        cached = self.cache.load_page(url) if self.cache is not None else None
 
         def from_cache(page: CachedPage, error: str | None) -> PageFetch:
             stale = is_stale(page, self.stale_after)
@@ -174,45 +199,55 @@ class IndexClient:
             return PageFetch(source, shown, status, parsed, error, True, revalidated, stale, page.fetched_at)
 
         if self.offline:
+            cached = self.cache.load_page(url) if self.cache is not None else None
             if cached is None:
                 return PageFetch(source, shown, "failed", error=NOT_CACHED)
             return from_cache(cached, None)
+        # what is decided from the stored page's record alone; its body is read where it is used
+        record = self._record(url)
         # a page that parsed with problems is asked for whole again: a 304 would keep its body and type
-        usable = cached is not None and self._trusted(cached.problems, cached.fetched_at)
-        if usable and cached is not None and (self._fresh(cached.fetched_at) or url in self._unchanged):
+        usable = record is not None and self._trusted(record.problems, record.fetched_at)
+        # a listing parses the stored body whatever the answer; a revalidation needs it only if it changed
+        reuse = usable and record is not None and (self._fresh(record.fetched_at) or url in self._unchanged)
+        cached = self._stored_page(url) if usable and (reuse or parse_unchanged) else None
+        if reuse and cached is not None:
             return from_cache(cached, None)
+        if (reuse or parse_unchanged) and cached is None:
+            usable = False  # the entry went between its record and its body: asked for whole
         headers = {"Accept": ACCEPT}
-        if usable and cached is not None and cached.etag:
-            headers["If-None-Match"] = cached.etag
-        if usable and cached is not None and cached.last_modified:
-            headers["If-Modified-Since"] = cached.last_modified
+        if usable and record is not None and record.etag:
+            headers["If-None-Match"] = record.etag
+        if usable and record is not None and record.last_modified:
+            headers["If-Modified-Since"] = record.last_modified
         try:
             response = self.http.get(url, headers)
         except FetchError as exc:
             reason = str(exc).removeprefix(f"{shown}: ")
+            cached = self._stored_page(url) if record is not None else None
             if cached is not None:
                 return from_cache(cached, reason)
             return PageFetch(source, shown, "failed", error=reason)
         now = time.time()
         same_body = (
             response.status == 200
-            and cached is not None
-            and response.content == cached.body
-            and response.headers.get("content-type", "") == cached.content_type
+            and record is not None
+            and self.cache is not None
+            and response.headers.get("content-type", "") == record.content_type
+            and self.cache.holds_body(record, response.content)
         )
-        if usable and cached is not None and not cached.missing and (response.status == 304 or same_body):
+        if usable and record is not None and not record.missing and (response.status == 304 or same_body):
             if self.cache is not None:  # unchanged: only the time it was last confirmed moves
-                self.cache.touch_page(url, now)
+                self.cache.touch_page(url, now, body_sha256=record.body_sha256)
                 self._forget(url)
             self._unchanged.add(url)
-            if not parse_unchanged:
+            if not parse_unchanged or cached is None:
                 return None
             page = parse_page(cached.body, cached.content_type, shown, index_url, name)
             self._note(page.files, True)
             return PageFetch(source, shown, "ok", page, from_cache=True, revalidated=True, fetched_at=now)
-        if response.status == 304 and cached is not None and usable:  # still not listed there
+        if response.status == 304 and record is not None and usable:  # still not listed there
             if self.cache is not None:
-                self.cache.touch_page(url, now)
+                self.cache.touch_page(url, now, body_sha256=record.body_sha256)
                 self._forget(url)
             return PageFetch(source, shown, "not-found", error="HTTP 404 (unchanged)", from_cache=True)
         if response.status in (404, 410):
@@ -230,7 +265,8 @@ class IndexClient:
             page = parse_page(response.content, content_type, display_url(response.url), index_url, name)
         except FetchError as exc:
             return PageFetch(source, shown, "failed", error=str(exc))
-        self._note_changed(page, cached if usable else None, shown, index_url, name)
+        before = (cached or self._stored_page(url)) if usable else None
+        self._note_changed(page, before, shown, index_url, name)
         if self.cache is not None:
             self.cache.store_page(
                 CachedPage(
@@ -245,6 +281,9 @@ class IndexClient:
             )
             self._forget(url)
         return PageFetch(source, shown, "ok", page, fetched_at=now)
+
+    def _stored_page(self, url: str) -> CachedPage | None:
+        return self.cache.load_page(url) if self.cache is not None else None
 
     def _record(self, url: str) -> PageRecord | None:
         """The stored record of the page at ``url`` (read once per run: this client's own writes drop it)."""
@@ -277,6 +316,7 @@ class IndexClient:
         for when a listing needs it) leaves it open: None."""
         if not file.sha256:
             return False  # listed without a sha256: no listing says which bytes it names
+        self.settle()
         noted = self._as_before.get((display_url(file.url), file.sha256))
         if noted is not None:
             return noted
@@ -354,6 +394,7 @@ class IndexClient:
         offline run (no page of a dead index) and an online one (the dead index skipped) agree."""
         if self.cache is None:
             return None
+        self.settle()
         out = []
         for source in sources_for(project, self.sources, self.pins):
             record = self._record(project_url(source, project))

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from abiprobe import log
 from abiprobe.errors import FetchError
+from abiprobe.net.names import HostNames
 from abiprobe.net.settings import NetworkSettings, network_settings
 from abiprobe.store.primitives import strip_credentials
 from abiprobe.ui.progress import DISPLAY
@@ -122,7 +123,7 @@ class Http:
         self.network = network if network is not None else network_settings()
         self._timeout, self._netrc_path, self._transport = timeout, netrc_path, transport
         self._client: httpx.Client | None = None  # made on the first request: an offline run makes none
-        self._names: dict[tuple[str, int], str | None] = {}  # (host, port) -> why it does not resolve
+        self.names = HostNames()  # looked up once, for the name check and every connection
 
     @property
     def client(self) -> httpx.Client:
@@ -142,6 +143,7 @@ class Http:
             max_redirects=MAX_REDIRECTS,
             netrc_path=self._netrc_path,
             transport=self._transport,
+            names=self.names,
         )
 
     @property
@@ -197,9 +199,9 @@ class Http:
         raise FetchError(f"{shown}: {last} (after {self.retries} attempts)")
 
     def _unresolved(self, url: str) -> str | None:
-        """Why ``url``'s host name does not resolve here (the resolver's words), once per host and port;
-        None when it resolves, or when the name is not this host's to resolve: a proxy is configured (it
-        resolves names itself), or a transport stands in for the network."""
+        """Why ``url``'s host name does not resolve here (the resolver's words); None when it resolves,
+        or when the name is not this host's to resolve: a proxy is configured (it resolves names
+        itself), or a transport stands in for the network."""
         if self._transport is not None or self.network.proxies:
             return None
         from urllib.parse import urlsplit
@@ -211,20 +213,7 @@ class Http:
             return None  # httpx says what is wrong with the URL
         if parts.scheme not in ("http", "https") or not host:
             return None
-        key = (host, port or (443 if parts.scheme == "https" else 80))
-        with self._lock:
-            if key in self._names:
-                return self._names[key]
-        try:
-            socket.getaddrinfo(key[0], key[1], type=socket.SOCK_STREAM)
-            why = None
-        except socket.gaierror as exc:
-            why = str(exc)
-        except (OSError, UnicodeError):
-            why = None  # not a lookup failure: the connection attempt will say what it is
-        with self._lock:
-            self._names[key] = why
-        return why
+        return self.names.unresolved(host, port or (443 if parts.scheme == "https" else 80))
 
     def _watch(self, what: str, started: float, received: int) -> None:
         """Give up on a response that has taken longer than ``deadline`` and is not arriving at

@@ -10,14 +10,17 @@ import base64
 import netrc
 import ssl
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
+import httpcore
 import httpx
 
 from abiprobe import __version__
 from abiprobe.net.filetransport import FileTransport
+from abiprobe.net.names import HostNames
 from abiprobe.net.settings import Credential, NetworkSettings
 from abiprobe.store.primitives import strip_credentials
 
@@ -102,8 +105,59 @@ def keyring_credentials(url: str) -> tuple[str, str] | None:
     return None
 
 
+class ResolvedOnce(httpcore.NetworkBackend):
+    """Connects as ``inner`` does, to the addresses ``names`` holds for the host (looked up once for all
+    the client's connections: :mod:`abiprobe.net.names`). TLS still names the host: the connection layer
+    passes it apart, for the certificate and SNI."""
+
+    def __init__(self, inner: httpcore.NetworkBackend, names: HostNames) -> None:
+        self._inner, self._names = inner, names
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        try:
+            addresses = self._names.addresses(host, port)
+        except OSError as exc:  # the resolver's words, as the connection error's cause
+            raise httpcore.ConnectError(str(exc)) from exc
+        failure: httpcore.ConnectError | httpcore.ConnectTimeout | None = None
+        for address in addresses:  # in the resolver's order, as a connection by name tries them
+            try:
+                return self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc
+        assert failure is not None  # getaddrinfo names at least one address or raises
+        raise failure
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
+        return self._inner.connect_unix_socket(path, timeout, socket_options)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def http_transport(
+    verify: ssl.SSLContext, limits: httpx.Limits, names: HostNames, proxy: str | None = None
+) -> httpx.HTTPTransport:
+    """An httpx transport whose connections look their host up once (:class:`ResolvedOnce`). Where
+    httpx keeps its connection pool otherwise than this version does, it is left as httpx made it."""
+    transport = httpx.HTTPTransport(verify=verify, limits=limits, proxy=proxy)
+    pool = getattr(transport, "_pool", None)
+    inner = getattr(pool, "_network_backend", None)
+    if isinstance(inner, httpcore.NetworkBackend):
+        pool._network_backend = ResolvedOnce(inner, names)  # type: ignore[union-attr]
+    return transport
+
+
 def _mounts(
-    net: NetworkSettings, verify: ssl.SSLContext, limits: httpx.Limits
+    net: NetworkSettings, verify: ssl.SSLContext, limits: httpx.Limits, names: HostNames
 ) -> dict[str, httpx.BaseTransport | None]:
     """Per-scheme transports: proxies (and their NO_PROXY exceptions), and ``file://`` from disk."""
     mounts: dict[str, httpx.BaseTransport | None] = {"file://": FileTransport()}
@@ -112,11 +166,11 @@ def _mounts(
     if "*" in exempt:
         return mounts
     for scheme, proxy in proxies.items():
-        mounts[f"{scheme}://"] = httpx.HTTPTransport(verify=verify, limits=limits, proxy=proxy.value)
+        mounts[f"{scheme}://"] = http_transport(verify, limits, names, proxy.value)
     if proxies:
         for host in exempt:
             pattern = host if "://" in host else f"all://{'' if host[0].isdigit() else '*'}{host.lstrip('.')}"
-            mounts[pattern] = httpx.HTTPTransport(verify=verify, limits=limits)
+            mounts[pattern] = http_transport(verify, limits, names)
     return mounts
 
 
@@ -128,11 +182,13 @@ def make_client(
     max_redirects: int,
     netrc_path: Path | None,
     transport: httpx.BaseTransport | None,
+    names: HostNames | None = None,
 ) -> httpx.Client:
     """The one ``httpx.Client`` of an :class:`~abiprobe.net.http.Http`: TLS, proxies, credentials, limits."""
     verify = net.ssl_context()
     limits = httpx.Limits(max_connections=max_workers * 2, max_keepalive_connections=max_workers)
-    mounts = _mounts(net if transport is None else NetworkSettings(), verify, limits)
+    names = names if names is not None else HostNames()
+    mounts = _mounts(net if transport is None else NetworkSettings(), verify, limits, names)
     return httpx.Client(
         timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
         follow_redirects=True,
@@ -141,7 +197,7 @@ def make_client(
         headers={"User-Agent": f"abiprobe/{__version__}"},
         verify=verify,
         limits=limits,
-        transport=transport,
+        transport=transport if transport is not None else http_transport(verify, limits, names),
         mounts=mounts,
         trust_env=False,
     )

@@ -538,6 +538,7 @@ def _hashed(chunks: Iterator[bytes], digest: Any) -> Iterator[bytes]:
 
 _DIRECTORIES: weakref.WeakKeyDictionary[Http, dict[str, str]] = weakref.WeakKeyDictionary()
 _DIRECTORIES_LOCK = threading.Lock()
+_ASKING: weakref.WeakKeyDictionary[Http, dict[str, threading.Lock]] = weakref.WeakKeyDictionary()
 
 
 def _remember_directory(http: Http, url: str, digest: str) -> None:
@@ -556,13 +557,17 @@ def listed_unchanged(http: Http, file: IndexFile) -> bool:
 def served_directory(http: Http, file: IndexFile, cache: Cache | None = None) -> str | None:
     """The sha256 of the central directory the server serves for ``file`` now: one tail request, once per
     client; None for a host that ignores ranges (the file was downloaded whole instead)."""
+    shown = display_url(file.url)
     with _DIRECTORIES_LOCK:
-        known = _DIRECTORIES.get(http, {}).get(display_url(file.url))
-    if known is not None:
-        return known
-    with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
-        remote.open()
-        return remote.directory_sha256
+        asking = _ASKING.setdefault(http, {}).setdefault(shown, threading.Lock())
+    with asking:  # one tail however many ask at once (a solve's check, and the revalidation's beside it)
+        with _DIRECTORIES_LOCK:
+            known = _DIRECTORIES.get(http, {}).get(shown)
+        if known is not None:
+            return known
+        with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
+            remote.open()
+            return remote.directory_sha256
 
 
 def trusted(

@@ -100,6 +100,7 @@ class Cache:
         self.root = Path(root).expanduser() if root is not None else default_cache_root()
         self.readonly = readonly
         self._prepared = False
+        self._resolved: str | None = None  # the root resolved, for this machine's notes of its pages
 
     def __repr__(self) -> str:
         return f"Cache({str(self.root)!r}, readonly={self.readonly})"
@@ -157,7 +158,9 @@ class Cache:
     # machine (abiprobe.store.localstate), so a nightly refresh commits no page whose content did not change.
 
     def _fetched_file(self, key: str) -> Path:
-        where = hashlib.sha256(f"{self.root.resolve()}\0{key}".encode()).hexdigest()
+        if self._resolved is None:
+            self._resolved = str(self.root.resolve())
+        where = hashlib.sha256(f"{self._resolved}\0{key}".encode()).hexdigest()
         return local_state_dir() / "page-fetched" / where[:2] / where
 
     def _fetched_at(self, key: str, record: PageRecord) -> float:
@@ -170,8 +173,12 @@ class Cache:
             return record.fetched_at
 
     def _note_fetched(self, key: str, body_sha256: str, fetched_at: float) -> None:
+        """This machine's note of when the very body ``body_sha256`` was last confirmed. A note lost in a
+        crash only makes the page count from an earlier time (it is asked about sooner), so it is not
+        synced to disk; it names its body, so it needs no lock either: it never applies to another."""
+        note = f"{body_sha256} {float(fetched_at)!r}".encode("ascii")
         with contextlib.suppress(OSError):
-            atomic_write(self._fetched_file(key), f"{body_sha256} {float(fetched_at)!r}".encode("ascii"))
+            atomic_write(self._fetched_file(key), note, durable=False)
 
     def store_page(self, page: CachedPage) -> None:
         """Store ``page`` under its credential-free URL, replacing (and deleting) any older body."""
@@ -202,16 +209,23 @@ class Cache:
             if old is not None and old.body_sha256 != body_sha:
                 remove_quietly(entries.body_path(self.root, key, old.body_sha256))
 
-    def touch_page(self, url: str, fetched_at: float) -> None:
-        """Record a successful revalidation (HTTP 304) of a cached page; no-op when it is not cached."""
+    def holds_body(self, record: PageRecord, body: bytes) -> bool:
+        """Whether ``body``, as fetched, is the very body the page entry of ``record`` holds (by sha256:
+        the body itself is not read)."""
+        return sha256_hex(neutral_bytes(body)) == record.body_sha256
+
+    def touch_page(self, url: str, fetched_at: float, *, body_sha256: str | None = None) -> None:
+        """Record a successful revalidation (HTTP 304) of a cached page; no-op when it is not cached.
+        ``body_sha256``: the body the index confirmed, from the record the request was made from (the
+        entry is not read again; should it hold another body by now, the note does not apply to it)."""
         if self.readonly:
             return
         key = strip_credentials(url)
-        meta_path = entries.page_path(self.root, key)
-        with self.lock():
-            old = self._current_page_record(meta_path, key)
-            if old is not None:
-                self._note_fetched(key, old.body_sha256, fetched_at)
+        if body_sha256 is None:
+            old = self._current_page_record(entries.page_path(self.root, key), key)  # written atomically
+            body_sha256 = old.body_sha256 if old is not None else None
+        if body_sha256 is not None:
+            self._note_fetched(key, body_sha256, fetched_at)
 
     def _current_page_record(self, meta_path: Path, key: str) -> PageRecord | None:
         data = self._read(meta_path)

@@ -157,23 +157,27 @@ def write_text_atomic(path: Path, text: str) -> None:
     atomic_write(path, text.encode("utf-8"))
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a part."""
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a part.
+    ``durable``: on disk (file and directory synced) before this returns; without, for a note whose loss
+    in a crash costs nothing but asking again."""
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = f"{TEMP_PREFIX}{os.getpid()}-"
     fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.chmod(tmp_name, 0o644)
         os.replace(tmp_name, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def _fsync_dir(directory: Path) -> None:
