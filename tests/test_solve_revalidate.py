@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import time
 from pathlib import Path
 
@@ -111,3 +112,30 @@ def test_the_stored_pages_after_an_index_that_is_down_are_revalidated_at_once(tm
     # THEN the live index's stored pages were asked about at once, not one listing after another
     assert len(asked) >= 8 and len(asked) == len(set(asked))
     assert seconds < len(asked) * DELAY / 2, (seconds, len(asked))
+
+
+def test_a_listing_waits_for_its_page_being_revalidated_while_the_solve_goes_on(tmp_path: Path) -> None:
+    stack = solve_stack(tmp_path / "stack")
+    with IndexServer() as server:
+        served = serve(server, stack)
+        # GIVEN a solved stack (flashinfer-python 0.5.3 chosen), all its stored pages past the window
+        assert _solve(server, tmp_path / "cache", tmp_path / "m1") == 0
+        assert _chosen(tmp_path / "m1")["flashinfer"] == "flashinfer-python==0.5.3"
+        assert _age(tmp_path / "cache") >= 8
+        # AND since then 0.5.3 was yanked, and its page takes a while to answer
+        served["fi_0.5.3"].yanked = "broken build"  # type: ignore[attr-defined]
+        server.fail(match="/simple/flashinfer-python/", delay=1.0)
+        # WHEN it is solved again (the pages are asked about while the solve goes on)
+        server.reset_counts()
+        assert _solve(server, tmp_path / "cache", tmp_path / "m2") == 0
+        asked = [path for path, _h, _s in server.log if path.startswith("/simple/")]
+    # THEN the solve judged the page as the index serves it now, not the one stored
+    assert _chosen(tmp_path / "m2")["flashinfer"] == "flashinfer-python==0.5.2"
+    # AND its listing waited for the answer already asked for rather than asking again
+    assert asked.count("/simple/flashinfer-python/") == 1, asked
+
+
+def _chosen(out: Path) -> dict[str, str]:
+    (doc,) = [json.loads(p.read_text()) for p in out.glob("*.json")]
+    chosen: dict[str, str] = doc["chosen"]
+    return chosen
