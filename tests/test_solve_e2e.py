@@ -6,6 +6,7 @@ import functools
 import http.server
 import json
 import platform
+import random
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 from support.cbuild import build_shared
 from support.indexserver import IndexServer
 from support.solve_stacks import SolveStack, serve, solve_argv, solve_stack
-from support.stacks import CP_TAG, PY_TAG
+from support.stacks import ABI3_TAG, CP_TAG, PY_TAG
 from support.tools import venv_tool
 from support.wheelbuild import build_wheel
 
@@ -331,3 +332,43 @@ def test_a_wheel_whose_metadata_file_names_another_cuda_is_left_out_unread(
     assert excluded[("sglang-kernel", "0.4.1")] == (
         "not a CUDA 13 candidate: built for CUDA 12 (needs libcudart.so.12)"
     )
+
+
+def test_a_kernel_whose_smallest_library_needs_another_cuda_is_left_out_with_only_that_read(
+    stack: SolveStack, tmp_path: Path
+) -> None:
+    # GIVEN an unlabelled kernel release with no metadata hint, holding a big library (4 MB of data that
+    # does not compress) and a small one, both needing libcudart.so.12, served beside the fixture stack
+    cudart12 = build_shared(tmp_path / "rt", "libcudart.so.12", "int cudaFree(void* p) { return 0; }\n",
+                            soname="libcudart.so.12")  # fmt: skip
+    noise = ", ".join(str(b) for b in random.Random(7).randbytes(4 << 20))
+    source = f"const unsigned char big_data[] = {{{noise}}};\nint big_fn(void) {{ return big_data[9]; }}\n"
+    big = build_shared(tmp_path / "big", "big_ops.abi3.so", source, link=[cudart12])
+    small = build_shared(tmp_path / "small", "small_ops.abi3.so", "int small_fn(void) { return 1; }\n",
+                         link=[cudart12])  # fmt: skip
+    files: dict[str, bytes | Path] = {"sgl_kernel/__init__.py": b"", "sgl_kernel/big_ops.abi3.so": big,
+                                      "sgl_kernel/small_ops.abi3.so": small}  # fmt: skip
+    cu12 = build_wheel(tmp_path / "w", "sglang-kernel", "0.4.5", files, tag=ABI3_TAG,
+                       requires_dist=["torch==2.9.0"])  # fmt: skip
+    with IndexServer() as srv:
+        serve(srv, stack)
+        kernel = srv.add_wheel(cu12)
+        # WHEN every version is solved for
+        srv.reset_counts()
+        main(solve_args(srv.index_url, tmp_path, "--all-versions"))
+        excluded = {(e["name"], e["version"]): e["reason"] for e in document(tmp_path)["excluded"]}
+        served = srv.bytes_served[kernel.path]
+        # AND solved again, warm
+        srv.reset_counts()
+        main(solve_args(srv.index_url, tmp_path, "--all-versions"))
+        again = {(e["name"], e["version"]): e["reason"] for e in document(tmp_path)["excluded"]}
+        asked_again = srv.requests[kernel.path]
+    # THEN it is excluded for its CUDA major, as reading all of it would have found
+    assert excluded[("sglang-kernel", "0.4.5")] == (
+        "not a CUDA 13 candidate: built for CUDA 12 (needs libcudart.so.12)"
+    )
+    # AND what was read of it is its zip directory, its dist-info and its small library: not the big one
+    assert 0 < served < cu12.stat().st_size // 4, (served, cu12.stat().st_size)
+    # AND the warm solve excluded it the same way from what was stored, asking nothing of it
+    assert again[("sglang-kernel", "0.4.5")] == excluded[("sglang-kernel", "0.4.5")]
+    assert asked_again == 0

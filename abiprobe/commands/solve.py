@@ -241,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
                 runtime_facts_for=wheels.runtime_info,
                 index_urls={s.label: display_url(s.url) for s in client.sources},
                 progress=wheel_work,
+                variant_facts_for=wheels.variant_info,
             )
             result = solve(
                 stack,

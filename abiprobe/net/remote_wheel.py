@@ -344,6 +344,14 @@ class RemoteZip:
         assert self._directory is not None
         return [m.name for m in self._directory.members]
 
+    def compressed_sizes(self) -> dict[str, int]:
+        """Each member's compressed size, as the zip directory gives it."""
+        self.open()
+        if self._local is not None:
+            return {i.filename: i.compress_size for i in self._local.infolist()}
+        assert self._directory is not None
+        return {m.name: m.compressed_size for m in self._directory.members}
+
     def members(self) -> tuple[ZipMember, ...]:
         """The central directory's entries (range mode only; a full download has none to report)."""
         self.open()

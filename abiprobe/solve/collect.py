@@ -25,6 +25,7 @@ from abiprobe.solve.candidates import (
     FilterOptions,
     StackCandidate,
     declared_variant,
+    infer_variant,
     matching_companions,
     prefilter,
     public_version,
@@ -38,6 +39,7 @@ from abiprobe.solve.ports import (
     PageOutcome,
     Progress,
     RuntimeFactsFor,
+    VariantFactsFor,
     no_progress,
 )
 from abiprobe.solve.stack import Stack
@@ -57,6 +59,7 @@ class Collector:
     metadata_for: MetadataFor | None = None  # METADATA where no PEP 658 file is offered
     runtime_facts_for: RuntimeFactsFor | None = None  # partial reads of runtime wheels; else facts_for
     progress: Progress = no_progress
+    variant_facts_for: VariantFactsFor | None = None  # stored facts, else its smallest library only
     outcomes: list[PageOutcome] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     _facts: dict[tuple[str, str], WheelInfo | None] = field(default_factory=dict)
@@ -117,9 +120,13 @@ class Collector:
 
     def declared_variant(self, sc: StackCandidate) -> CudaVariant:
         """The CUDA variant ``sc``'s local label and, where the index serves it (PEP 658), its metadata
-        file declare, before any of its bytes are read; a metadata file that cannot be read leaves it to
-        the wheel's own facts. (Its sonames are no cheaper: the dynamic section that lists them sits
-        after the GPU code in a kernel library, so reading up to it reads nearly all of it.)"""
+        file declare, before its libraries are read; a metadata file that cannot be read leaves it to the
+        wheel's own facts. Where they say nothing: what ``variant_facts_for`` gives (the stored facts, else
+        the wheel's smallest library, read alone), taken only when it rules the wheel out. A major one
+        library names other than the target's excludes the wheel whatever the others name
+        (:meth:`CudaVariant.excludes`); one that fits says nothing of the rest. (The sonames of the
+        library that matters are no cheaper: the dynamic section that lists them sits after the GPU code
+        in a kernel library, so reading up to it reads nearly all of it.)"""
         key = _file_key(sc)
         if key not in self._declared:
             requires: tuple[str, ...] | None = None
@@ -128,8 +135,26 @@ class Collector:
                     requires = requires_dist_of(self.index.fetch_metadata(sc.candidate.file))
                 except AbiprobeError:
                     requires = None
-            self._declared[key] = declared_variant(sc.candidate, requires, self.target)
+            said = declared_variant(sc.candidate, requires, self.target)
+            if not said.majors and not said.cpu:
+                said = self._probed_variant(sc, said)
+            self._declared[key] = said
         return self._declared[key]
+
+    def _probed_variant(self, sc: StackCandidate, said: CudaVariant) -> CudaVariant:
+        key = _file_key(sc)
+        info = self._facts.get(key)
+        if info is None and self.variant_facts_for is not None and not sc.candidate.file.duplicate:
+            try:
+                info = self.variant_facts_for(sc.candidate.file)
+            except AbiprobeError:  # left to the read of the whole wheel, which says what went wrong
+                return said
+            if info is not None and not info.summary.partial:  # the whole wheel's facts, stored
+                self._facts.setdefault(key, info)
+        if info is None:
+            return said
+        probed = infer_variant(sc.candidate, info.summary, self.target)
+        return probed if probed.excludes(self.target.cuda[0]) else said
 
     def declare(self, scs: Sequence[StackCandidate]) -> None:
         """:meth:`declared_variant` of several candidates at once (their metadata files fetched
@@ -247,8 +272,8 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions, window: 
         by_role[member.role] = ordered
     # the newest few of every role at once, less those whose label or metadata file already names another
     # CUDA major (no byte of theirs is read); select_window then reads on only where one is excluded
-    if window is None:  # every release: what each declares, asked at once
-        collector.declare([sc for ordered in by_role.values() for sc in ordered])
+    # what each declares, asked at once: of every release, or of the newest few of each role
+    collector.declare([sc for ordered in by_role.values() for sc in ordered[:window]])
     first = [sc for ordered in by_role.values() for sc in _first_fitting(ordered, collector, window)]
     collector.prefetch(first)
     arch_found: dict[str, dict[str, list[StackCandidate]]] = {}

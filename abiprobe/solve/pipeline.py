@@ -263,7 +263,13 @@ def solve(
     facts into groups, build the matrix from pairwise analyses, resolve, explain what lost, and resolve the
     whole install of the chosen set (and of the cells ``installs`` selects for probe jobs)."""
     collector = Collector(
-        reads.index, reads.facts_for, target, reads.metadata_for, reads.runtime_facts_for, reads.progress
+        reads.index,
+        reads.facts_for,
+        target,
+        reads.metadata_for,
+        reads.runtime_facts_for,
+        reads.progress,
+        variant_facts_for=reads.variant_facts_for,
     )
     runtime_wheels = RuntimeWheels(collector, options, reads.store) if runtime else None
     collected = collect(stack, collector, options, window)

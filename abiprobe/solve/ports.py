@@ -90,6 +90,8 @@ FactsFor = Callable[[IndexFile], WheelInfo | WheelFacts]
 RuntimeFactsFor = Callable[[IndexFile, Callable[[str], bool]], WheelInfo]
 # a wheel's METADATA where its index offers no PEP 658 file
 MetadataFor = Callable[[IndexFile], bytes]
+# what is known of a wheel's CUDA major cheaply: stored facts, else a few members' (None: nothing cheap)
+VariantFactsFor = Callable[[IndexFile], WheelInfo | None]
 
 
 class WorkProgress(Protocol):
@@ -131,3 +133,5 @@ class SolveReads:
     runtime_facts_for: RuntimeFactsFor | None = None
     index_urls: Mapping[str, str] = field(default_factory=dict)
     progress: Progress = no_progress
+    # a wheel's stored facts, else its smallest library read alone (a CUDA major it rules out, cheaply)
+    variant_facts_for: VariantFactsFor | None = None

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from abiprobe.binary.wheel_members import dist_info_dir
+from abiprobe.binary.objects import looks_like_binary_member
+from abiprobe.binary.wheel_members import dist_info_dir, installed_path
 from abiprobe.errors import NotCachedError, WheelFormatError
+from abiprobe.host.wheel import select_members
 from abiprobe.model.candidate import IndexFile
 from abiprobe.model.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.net.http import Http
@@ -253,6 +255,31 @@ class WheelReads:
                 self._keep(_Read(full, learned))
 
         return cache_first(lookup, through, keep, offline=self.offline, missing=lambda: self._missing(file))
+
+    def variant_info(self, file: IndexFile) -> WheelInfo | None:
+        """What is stored of ``file``, else its facts with only its smallest library read (and its
+        dist-info and Python files), kept as partial facts: enough to tell a CUDA major the library's
+        sonames name (:meth:`abiprobe.solve.collect.Collector.declared_variant`) for a few kB of a
+        possibly huge wheel. A later read of the whole wheel replaces them. None (nothing more read than
+        its zip directory) where that would not save much: no library, or one that is most of the wheel.
+        Offline, only what is stored."""
+        summary = self._stored_summary(file, partial=True)
+        if summary is not None:
+            return WheelInfo(summary, load=lambda: self._like(summary))
+        if self.offline:
+            return None
+        with RemoteZip(self.http, file.url, file.sha256, file.size, self.cache) as remote:
+            sizes = remote.compressed_sizes()
+            binaries = sorted((n, name) for name, n in sizes.items() if looks_like_binary_member(name))
+            if not binaries:
+                return None
+            smallest = installed_path(binaries[0][1])
+            cost = sum(sizes[n] for n in select_members(list(sizes), lambda p: p == smallest))
+            if 2 * cost > sum(sizes.values()):
+                return None
+            facts = remote.facts(file.filename, file.sha256, lambda p: p == smallest)
+        self._keep(_Read(facts))
+        return WheelInfo.of(facts)
 
     def metadata(self, file: IndexFile) -> bytes:
         """A wheel's METADATA when its index offers no PEP 658 file: one member read from the wheel (a few
