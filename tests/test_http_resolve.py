@@ -12,6 +12,7 @@ from support.indexserver import IndexServer
 from support.wheelbuild import build_wheel
 
 from abiprobe.net.http import Http
+from abiprobe.net.names import HostNames
 
 
 @pytest.fixture
@@ -42,3 +43,31 @@ def test_many_connections_to_one_host_make_one_lookup(
     # for every connection)
     assert statuses == [200] * 32
     assert looked_up.count("localhost") == 1, looked_up
+
+
+def test_a_name_that_does_not_exist_is_kept_and_a_temporary_failure_is_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[str] = []
+    real = socket.getaddrinfo
+    failures = iter([socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")])
+
+    def resolver(host: Any, *args: Any, **kwargs: Any) -> Any:
+        asked.append(str(host))
+        if host == "localhost":  # the first lookup fails as a resolver that is not answering does
+            failure = next(failures, None)
+            if failure is not None:
+                raise failure
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
+    names = HostNames()
+    # GIVEN a name that does not exist: the resolver's words, then the same again without asking it
+    first = names.unresolved("no-such-index.invalid", 80)
+    assert first is not None and names.unresolved("no-such-index.invalid", 80) == first
+    assert asked.count("no-such-index.invalid") == 1
+    # AND a temporary failure: told, and the next connection asks again (and resolves)
+    with pytest.raises(socket.gaierror):
+        names.addresses("localhost", 80)
+    assert names.addresses("localhost", 80)
+    assert asked.count("localhost") == 2

@@ -2,8 +2,9 @@
 
 A solve opens sixteen connections to an index at once; looked up one by one, each is another chance for a
 resolver that drops a query to stall the run for its timeout (5 s with the usual resolver settings).
-Lookups of one name at the same time wait for the first. A name that does not exist (``socket.gaierror``)
-stays unknown for the client's life, as asking again would not help; any other failure is not kept.
+Lookups of one name at the same time wait for the first. A name the resolver says does not exist stays
+unknown for the client's life, as asking again would not help; any other failure (a temporary one among
+them) is not kept: the next connection asks again.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class HostNames:
         try:
             found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError as exc:
-            if not isinstance(exc, socket.gaierror):
+            if not _does_not_exist(exc):
                 with self._lock:
                     del self._known[(host, port)]
             known.set_exception(exc)
@@ -48,3 +49,9 @@ class HostNames:
         except (OSError, UnicodeError):
             return None
         return None
+
+
+def _does_not_exist(exc: OSError) -> bool:
+    """The resolver's "no such name" (or no address for it), not a failure to ask it."""
+    final = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
+    return isinstance(exc, socket.gaierror) and exc.errno in final
