@@ -217,7 +217,19 @@ class WheelReads:
             return WheelInfo(summary, load=lambda: self._like(summary))
         facts = self.facts(file)
         self._keep_summary(facts)  # stored facts whose summary went missing get it back
-        return WheelInfo.of(facts)
+        return self._held_lightly(facts)
+
+    def _held_lightly(self, facts: WheelFacts) -> WheelInfo:
+        """``facts`` just read, as their summary with the full facts loaded from the cache on first use:
+        a solve over every release reads a few hundred wheels before it analyses any, and holding all
+        their symbol tables at once cost gigabytes. Kept in memory where the cache does not hold them."""
+        if self.cache is None or self.cache.readonly or facts.partial:
+            return WheelInfo.of(facts)
+        # the entry holds these very facts, or (kept as it was) complete ones checked against the same sha256
+        if self.cache.facts_verified(facts.sha256) is not facts.verified:
+            return WheelInfo.of(facts)
+        summary = facts.summary()
+        return WheelInfo(summary, load=lambda: self._like(summary))
 
     def runtime_info(self, file: IndexFile, read: Callable[[str], bool]) -> WheelInfo:
         """A runtime wheel's facts with at least the binaries ``read`` accepts (installed paths) read.
