@@ -71,3 +71,14 @@ def test_a_name_that_does_not_exist_is_kept_and_a_temporary_failure_is_asked_aga
         names.addresses("localhost", 80)
     assert names.addresses("localhost", 80)
     assert asked.count("localhost") == 2
+
+
+def test_a_name_the_resolver_cannot_even_encode_is_told_and_asked_again() -> None:
+    # GIVEN a host label longer than IDNA allows (the lookup raises UnicodeError, not a socket error)
+    names = HostNames()
+    host = "a" * 70 + ".invalid"
+    # THEN each lookup raises it, the second one too, rather than waiting on the first forever
+    for _ in range(2):
+        with pytest.raises(UnicodeError):
+            names.addresses(host, 80)
+    assert names.unresolved(host, 80) is None  # left to the connection attempt to say

@@ -223,7 +223,7 @@ class IndexClient:
             response = self.http.get(url, headers)
         except FetchError as exc:
             reason = str(exc).removeprefix(f"{shown}: ")
-            cached = self._stored_page(url) if record is not None else None
+            cached = cached or (self._stored_page(url) if record is not None else None)
             if cached is not None:
                 return from_cache(cached, reason)
             return PageFetch(source, shown, "failed", error=reason)

@@ -30,7 +30,7 @@ class HostNames:
             return known.result()
         try:
             found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
+        except BaseException as exc:  # whatever it is (a name IDNA cannot encode too): no waiter hangs
             if not _does_not_exist(exc):
                 with self._lock:
                     del self._known[(host, port)]
@@ -51,7 +51,7 @@ class HostNames:
         return None
 
 
-def _does_not_exist(exc: OSError) -> bool:
+def _does_not_exist(exc: BaseException) -> bool:
     """The resolver's "no such name" (or no address for it), not a failure to ask it."""
     final = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
     return isinstance(exc, socket.gaierror) and exc.errno in final
