@@ -321,23 +321,26 @@ def select_window(
     declared: Callable[[StackCandidate], CudaVariant] | None = None,
 ) -> tuple[list[StackCandidate], list[Exclusion]]:
     """Walk newest first, fetching facts, until ``window`` candidates fit the target's CUDA major (all of
-    them when ``window`` is None). One whose ``declared`` variant (label, metadata file) already names
-    another major is excluded without its facts."""
+    them when ``window`` is None). One whose ``declared`` variant (label, metadata file, smallest library)
+    already names another major is excluded without its facts."""
     kept: list[StackCandidate] = []
     excluded: list[Exclusion] = []
+
+    def exclude(sc: StackCandidate, variant: CudaVariant) -> None:
+        reason = f"not a CUDA {target.cuda[0]} candidate: {variant.describe()}"
+        excluded.append(Exclusion(role, str(sc.name), str(sc.version), sc.filename, "sonames", reason))
+
     for sc in ordered:
         if window is not None and len(kept) >= window:
             break
         said = declared(sc) if declared is not None else None
         if said is not None and said.excludes(target.cuda[0]):
-            reason = f"not a CUDA {target.cuda[0]} candidate: {said.describe()}"
-            excluded.append(Exclusion(role, str(sc.name), str(sc.version), sc.filename, "sonames", reason))
+            exclude(sc, said)
             continue
         info = facts_for(sc)
         variant = infer_variant(sc.candidate, info.summary if info else None, target)
         if not variant.fits(target.cuda[0]):
-            reason = f"not a CUDA {target.cuda[0]} candidate: {variant.describe()}"
-            excluded.append(Exclusion(role, str(sc.name), str(sc.version), sc.filename, "sonames", reason))
+            exclude(sc, variant)
             continue
         kept.append(StackCandidate(sc.role, sc.candidate, sc.tag_rank, info=info, variant=variant))
     return kept, excluded

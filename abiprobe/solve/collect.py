@@ -157,8 +157,8 @@ class Collector:
         return probed if probed.excludes(self.target.cuda[0]) else said
 
     def declare(self, scs: Sequence[StackCandidate]) -> None:
-        """:meth:`declared_variant` of several candidates at once (their metadata files fetched
-        concurrently): for a solve over every release."""
+        """:meth:`declared_variant` of several candidates at once (their metadata files, or their smallest
+        libraries, fetched concurrently)."""
         todo = [sc for sc in scs if _file_key(sc) not in self._declared]
         with ThreadPoolExecutor(max(1, min(PREFETCH_WORKERS, len(todo)))) as pool:
             list(pool.map(self.declared_variant, todo))
@@ -270,9 +270,8 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions, window: 
             excluded += dropped
         ordered.sort(key=lambda s: s.version, reverse=True)
         by_role[member.role] = ordered
-    # the newest few of every role at once, less those whose label or metadata file already names another
-    # CUDA major (no byte of theirs is read); select_window then reads on only where one is excluded
-    # what each declares, asked at once: of every release, or of the newest few of each role
+    # what each of the newest few of every role (of every release without a window) declares, asked at
+    # once; those it does not rule out are read at once; select_window reads on only where one is excluded
     collector.declare([sc for ordered in by_role.values() for sc in ordered[:window]])
     first = [sc for ordered in by_role.values() for sc in _first_fitting(ordered, collector, window)]
     collector.prefetch(first)

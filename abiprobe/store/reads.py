@@ -194,9 +194,12 @@ class WheelReads:
                 wheel_sha256=entry.wheel_sha256,
             )
 
-    def _keep_summary(self, facts: WheelFacts) -> None:
+    def _keep_summary(self, facts: WheelFacts) -> WheelSummary:
+        """``facts``' summary, stored."""
+        summary = facts.summary()
         if self.cache is not None and facts.sha256:
-            self.cache.store_summary(facts.summary())
+            self.cache.store_summary(summary)
+        return summary
 
     # the reads
 
@@ -214,22 +217,25 @@ class WheelReads:
         """The stored summary when there is one (full facts loaded on first use); else the full facts."""
         summary = self._stored_summary(file)
         if summary is not None:
-            return WheelInfo(summary, load=lambda: self._like(summary))
+            return self._lazy(summary)
         facts = self.facts(file)
-        self._keep_summary(facts)  # stored facts whose summary went missing get it back
-        return self._held_lightly(facts)
+        summary = self._keep_summary(facts)  # stored facts whose summary went missing get it back
+        return self._held_lightly(facts, summary)
 
-    def _held_lightly(self, facts: WheelFacts) -> WheelInfo:
-        """``facts`` just read, as their summary with the full facts loaded from the cache on first use:
-        a solve over every release reads a few hundred wheels before it analyses any, and holding all
-        their symbol tables at once cost gigabytes. Kept in memory where the cache does not hold them."""
+    def _lazy(self, summary: WheelSummary) -> WheelInfo:
+        """A stored summary, its full facts loaded from the cache on first use."""
+        return WheelInfo(summary, load=lambda: self._like(summary))
+
+    def _held_lightly(self, facts: WheelFacts, summary: WheelSummary) -> WheelInfo:
+        """``facts`` just read, as their ``summary`` with the full facts loaded from the cache on first
+        use: a solve over every release reads a few hundred wheels before it analyses any, and holding
+        all their symbol tables at once cost gigabytes. Kept in memory where the cache does not hold them."""
         if self.cache is None or self.cache.readonly or facts.partial:
             return WheelInfo.of(facts)
         # the entry holds these very facts, or (kept as it was) complete ones checked against the same sha256
         if self.cache.facts_verified(facts.sha256) is not facts.verified:
             return WheelInfo.of(facts)
-        summary = facts.summary()
-        return WheelInfo(summary, load=lambda: self._like(summary))
+        return self._lazy(summary)
 
     def runtime_info(self, file: IndexFile, read: Callable[[str], bool]) -> WheelInfo:
         """A runtime wheel's facts with at least the binaries ``read`` accepts (installed paths) read.
@@ -244,7 +250,7 @@ class WheelReads:
             nonlocal known
             summary = self._stored_summary(file, partial=True)
             if summary is not None and not any(read(p) for p in summary.unread):
-                return WheelInfo(summary, load=lambda: self._like(summary))
+                return self._lazy(summary)
             known = self._stored(file, partial=True)
             if known is not None and not any(read(p) for p in known.unread):
                 self._keep_summary(known)
@@ -277,7 +283,7 @@ class WheelReads:
         Offline, only what is stored."""
         summary = self._stored_summary(file, partial=True)
         if summary is not None:
-            return WheelInfo(summary, load=lambda: self._like(summary))
+            return self._lazy(summary)
         if self.offline:
             return None
         with RemoteZip(self.http, file.url, file.sha256, file.size, self.cache) as remote:
