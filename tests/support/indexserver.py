@@ -311,6 +311,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     state: _State
     _sent_this_request = 0
+    _entry: tuple[int, str, dict[str, str]] = (-1, "", {})
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -341,12 +342,17 @@ class _Handler(BaseHTTPRequestHandler):
         # counted before answering: a client may assert on the counters as soon as it has the body
         with self.state.lock:
             self.state.requests[path] += 1
-            entry = len(self.state.log)
+            self._entry = (len(self.state.log), path, headers)
             self.state.log.append((path, headers, 0))
-        status = self._answer(path, fault)
+        self._answer(path, fault)
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        """The status is logged before any byte of the answer leaves: a client may assert on it at once."""
+        entry, path, headers = self._entry
         with self.state.lock:
-            if entry < len(self.state.log) and self.state.log[entry][0] == path:
-                self.state.log[entry] = (path, headers, status)
+            if 0 <= entry < len(self.state.log) and self.state.log[entry][0] == path:
+                self.state.log[entry] = (path, headers, code)
+        super().send_response(code, message)
 
     def _answer(self, path: str, fault: Fault | None) -> int:
         if fault is not None and fault.delay:
@@ -488,20 +494,28 @@ class _Handler(BaseHTTPRequestHandler):
     def _raw_write(self, path: str, data: bytes, fault: Fault | None = None) -> None:
         if fault is not None and fault.drip is not None:
             for i in range(len(data)):
+                self._count(path, 1)
                 try:
                     self.wfile.write(data[i : i + 1])
                     self.wfile.flush()
                 except OSError:  # the client gave up on the drip
+                    self._count(path, -1)
                     self.close_connection = True
                     return
-                with self.state.lock:
-                    self.state.bytes_served[path] += 1
                 time.sleep(fault.drip)
             return
         if data and not getattr(self, "_head", False):
-            self.wfile.write(data)
-            with self.state.lock:
-                self.state.bytes_served[path] += len(data)
+            # counted before the bytes leave: a client may assert on the counter as soon as it has them
+            self._count(path, len(data))
+            try:
+                self.wfile.write(data)
+            except OSError:
+                self._count(path, -len(data))
+                raise
+
+    def _count(self, path: str, n: int) -> None:
+        with self.state.lock:
+            self.state.bytes_served[path] += n
 
     def _cut(self, *, reset: bool) -> None:
         self.wfile.flush()
