@@ -151,13 +151,12 @@ def naive_installs(
     solve wrote (those uv's resolver would install at all)."""
     from abiprobe.analyze.profiles import profile_for
     from abiprobe.cli import build_parser
-    from abiprobe.commands.solve import build_stack, index_config
+    from abiprobe.commands.solve import build_stack, index_config, solve_reads
     from abiprobe.index.client import IndexClient
     from abiprobe.model.target import Target
     from abiprobe.net.http import Http
     from abiprobe.solve.candidates import FilterOptions
     from abiprobe.solve.pipeline import solve
-    from abiprobe.solve.ports import SolveReads
     from abiprobe.store.cache import Cache
     from abiprobe.store.reads import WheelReads
 
@@ -173,7 +172,7 @@ def naive_installs(
     with Http(progress=False) as http:
         client = IndexClient(config.sources, store, http, offline=True)
         wheels = WheelReads(http, store, offline=True)
-        reads = SolveReads(client, wheels.info, store=store, metadata_for=wheels.metadata)
+        reads = solve_reads(client, wheels, store)
         result = solve(
             stack, target, profile_for(target.machine, target.glibc), reads, FilterOptions(),
             window=None if args.all_versions else args.window, installs="all",

@@ -10,6 +10,7 @@ from support.solve_stacks import SolveStack, serve, solve_stack
 from support.stacks import PY_TAG
 
 from abiprobe.analyze.profiles import profile_for
+from abiprobe.commands.solve import solve_reads
 from abiprobe.index.client import IndexClient
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http
@@ -18,7 +19,6 @@ from abiprobe.report.matrix_json import matrix_document
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.outputs import lock_set, output_files
 from abiprobe.solve.pipeline import solve
-from abiprobe.solve.ports import SolveReads
 from abiprobe.solve.result import CellSelection, SolveResult
 from abiprobe.solve.stack import default_stack
 from abiprobe.store.cache import Cache
@@ -32,14 +32,7 @@ def _solve(url: str, cache: Path, options: FilterOptions, installs: CellSelectio
     with Http() as http:
         client = IndexClient([url], store, http)
         wheels = WheelReads(http, store)
-        reads = SolveReads(
-            client,
-            wheels.info,
-            store=store,
-            metadata_for=wheels.metadata,
-            runtime_facts_for=wheels.runtime_info,
-            index_urls={s.label: s.url for s in client.sources},
-        )
+        reads = solve_reads(client, wheels, store)
         profile = profile_for(TARGET.machine, TARGET.glibc)
         return solve(default_stack(), TARGET, profile, reads, options, installs=installs)
 

@@ -27,7 +27,9 @@ from abiprobe.store.cache import Cache, default_cache_root
 from abiprobe.store.primitives import write_text_atomic
 
 if TYPE_CHECKING:  # the pipeline and the reports are imported while the indexes answer (see run)
+    from abiprobe.solve.ports import Progress, SolveReads
     from abiprobe.solve.result import SolveResult
+    from abiprobe.store.reads import WheelReads
 
 # What each serves (checked against saved copies of the sglang and flashinfer pages): PyTorch's torch and
 # the CUDA runtime wheels; sglang's kernels; flashinfer's cu130/ page the jit-cache shim and its
@@ -188,6 +190,25 @@ def index_config(
     )
 
 
+def solve_reads(
+    client: IndexClient, wheels: WheelReads, cache: Cache, progress: Progress | None = None
+) -> SolveReads:
+    """Every port a solve reads through, wired as this command wires them (a benchmark or a test that
+    solves in process gets the same solve: a port left out changes what is read, and so the matrix)."""
+    from abiprobe.solve.ports import SolveReads
+
+    return SolveReads(
+        client,
+        wheels.info,
+        store=cache,
+        metadata_for=wheels.metadata,
+        runtime_facts_for=wheels.runtime_info,
+        index_urls={s.label: display_url(s.url) for s in client.sources},
+        variant_facts_for=wheels.variant_info,
+        **({} if progress is None else {"progress": progress}),
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """The edges wired once, the pipeline called once, then the files, the jobs and the summary made
     from its value."""
@@ -228,21 +249,10 @@ def run(args: argparse.Namespace) -> int:
         asked = last.revalidate(client, http) if last is not None else None
         try:
             from abiprobe.solve.pipeline import solve
-            from abiprobe.solve.ports import SolveReads
             from abiprobe.store.reads import WheelReads
             from abiprobe.ui.progress import wheel_work
 
-            wheels = WheelReads(http, cache, offline=args.offline)
-            reads = SolveReads(
-                client,
-                wheels.info,
-                store=cache,
-                metadata_for=wheels.metadata,
-                runtime_facts_for=wheels.runtime_info,
-                index_urls={s.label: display_url(s.url) for s in client.sources},
-                progress=wheel_work,
-                variant_facts_for=wheels.variant_info,
-            )
+            reads = solve_reads(client, WheelReads(http, cache, offline=args.offline), cache, wheel_work)
             result = solve(
                 stack,
                 target,
