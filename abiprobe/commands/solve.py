@@ -22,12 +22,12 @@ from abiprobe.model.candidate import parse_upload_time
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http, display_url
 from abiprobe.solve.candidates import FilterOptions
+from abiprobe.solve.ports import Progress, SolveReads, no_progress
 from abiprobe.solve.stack import Stack, default_stack, load_stack_file
 from abiprobe.store.cache import Cache, default_cache_root
 from abiprobe.store.primitives import write_text_atomic
 
 if TYPE_CHECKING:  # the pipeline and the reports are imported while the indexes answer (see run)
-    from abiprobe.solve.ports import Progress, SolveReads
     from abiprobe.solve.result import SolveResult
     from abiprobe.store.reads import WheelReads
 
@@ -191,12 +191,10 @@ def index_config(
 
 
 def solve_reads(
-    client: IndexClient, wheels: WheelReads, cache: Cache, progress: Progress | None = None
+    client: IndexClient, wheels: WheelReads, cache: Cache, progress: Progress = no_progress
 ) -> SolveReads:
     """Every port a solve reads through, wired as this command wires them (a benchmark or a test that
     solves in process gets the same solve: a port left out changes what is read, and so the matrix)."""
-    from abiprobe.solve.ports import SolveReads
-
     return SolveReads(
         client,
         wheels.info,
@@ -205,7 +203,7 @@ def solve_reads(
         runtime_facts_for=wheels.runtime_info,
         index_urls={s.label: display_url(s.url) for s in client.sources},
         variant_facts_for=wheels.variant_info,
-        **({} if progress is None else {"progress": progress}),
+        progress=progress,
     )
 
 
