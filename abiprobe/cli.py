@@ -11,6 +11,7 @@ from abiprobe import __version__
 from abiprobe.errors import AbiprobeError
 from abiprobe.log import set_verbosity
 from abiprobe.ui.cli_help import HelpFormatter, add_verbosity, decorate
+from abiprobe.ui.interrupt import handled as signals_stop_the_run
 
 # Order is the order `abiprobe --help` lists them in.
 COMMANDS = (
@@ -60,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        with signals_stop_the_run():
+            return int(args.func(args) or 0)
     except AbiprobeError as exc:
         print(f"abiprobe: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import signal
 import sys
 import tempfile
-import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,10 +105,6 @@ def default_import_order(wheels: list[Path]) -> tuple[str, ...]:
     return tuple(order)
 
 
-def _on_sigterm(signum: int, frame: types.FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def _run_job_command(args: argparse.Namespace) -> int:
     """``abiprobe probe --job FILE [--job-id ID]``: exit 0 when the set imports and agrees with the matrix."""
     from abiprobe.probe.job_runner import run_job
@@ -156,16 +150,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("nothing to import: pass --import-order")
     options = probe_options(args, args.python)
     label = " + ".join(w.name for w in named)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        if args.installed:
-            from abiprobe.probe.environment import probe_environment
+    if args.installed:
+        from abiprobe.probe.environment import probe_environment
 
-            results = [probe_environment(args.python or sys.executable, order, options, wheels)]
-        else:
-            results = probe_sets([ProbeSet(tuple(wheels), order, label, expected=args.expect)], options)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        results = [probe_environment(args.python or sys.executable, order, options, wheels)]
+    else:
+        results = probe_sets([ProbeSet(tuple(wheels), order, label, expected=args.expect)], options)
     if args.json:
         doc: dict[str, Any] = {
             "schema_version": PROBE_SCHEMA_VERSION,

@@ -26,6 +26,7 @@ from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver, nee
 from abiprobe.probe.venv import unpack_wheel
 from abiprobe.solve.stack import default_stack
 from abiprobe.store.reads import cached_wheel_facts
+from abiprobe.ui import interrupt
 
 _RUNNER = Path(__file__).with_name("runner.py")
 _PATHS = (
@@ -71,7 +72,7 @@ def probe_environment(
         if wanted & set(d.facts.metadata.top_level)
     ]
     extra = [cached_wheel_facts(w) for w in overlay] if may_stub else []
-    root = Path(tempfile.mkdtemp(prefix="abiprobe-env-", dir=options.temp_dir))
+    root = interrupt.temp_dir(options.temp_dir or Path(tempfile.gettempdir()), "abiprobe-env-")
     try:
         overlay_dir = root / "overlay" if overlay else None
         for w in overlay:
@@ -102,3 +103,4 @@ def probe_environment(
     finally:
         if not options.keep:
             shutil.rmtree(root, ignore_errors=True)
+        interrupt.release(root)

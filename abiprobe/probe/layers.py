@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from abiprobe.store.localstate import local_state_dir
+from abiprobe.ui import interrupt
 
 DEFAULT_MAX_BYTES = 20 * 2**30
 _MANIFEST = "manifest.json"
@@ -146,9 +147,7 @@ class LayerStore:
     def building(self, key: str) -> Path:
         """A fresh directory to build a layer of ``key`` in (its venv goes to ``<dir>/venv``)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        d = self.root / f".build-{key}-{os.getpid()}-{time.monotonic_ns()}"
-        d.mkdir()
-        return d
+        return interrupt.new_dir(self.root / f".build-{key}-{os.getpid()}-{time.monotonic_ns()}")
 
     def adopt(self, key: str, built: Path) -> KeptLayer:
         """Move a completely built layer into place (another process's copy wins if it came first)."""
@@ -158,6 +157,7 @@ class LayerStore:
         lock = self._lock(key, exclusive=False, wait=True)
         try:
             os.rename(built, dest)
+            interrupt.release(built)
         except OSError:  # a layer of this key is there (another run's, or one in use that failed its
             if lock is not None:  # check and could not be removed): this copy serves this run only
                 lock.close()

@@ -40,6 +40,7 @@ from abiprobe.probe.venv import (
 )
 from abiprobe.store.localstate import local_sha256, local_state_dir
 from abiprobe.store.reads import local_wheel_info, stored_local_summary
+from abiprobe.ui import interrupt
 
 FactsLoader = Callable[[Path], WheelInfo]
 _RUNNER = Path(__file__).with_name("runner.py")
@@ -225,6 +226,7 @@ class _Prober:
             return self.layers.adopt(key, built)
         except BaseException:
             shutil.rmtree(built, ignore_errors=True)
+            interrupt.release(built)
             raise
 
     def run_layer(
@@ -332,7 +334,7 @@ def kept_stub(root: Path, key: str, symbols: Sequence[tuple[str, str | None]], o
     if (dest / "libcuda.so.1").is_file():
         return dest
     root.mkdir(parents=True, exist_ok=True)
-    temp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+    temp = interrupt.temp_dir(root, f".{key}-")
     try:
         build_stub(temp, symbols, options.driver_version)
         try:
@@ -342,6 +344,7 @@ def kept_stub(root: Path, key: str, symbols: Sequence[tuple[str, str | None]], o
                 raise
     finally:
         shutil.rmtree(temp, ignore_errors=True)
+        interrupt.release(temp)
     return dest
 
 
@@ -372,31 +375,33 @@ def probe_sets(
     layers = plan_layers(sets, _tops_for_plan(sets, options))
     parent = options.temp_dir or Path(tempfile.gettempdir())
     jobs = options.jobs or default_jobs(sets, parent)
-    root = Path(tempfile.mkdtemp(prefix="abiprobe-probe-", dir=parent))
+    root = interrupt.temp_dir(parent, "abiprobe-probe-")
     prober = _Prober(sets, options, facts or local_wheel_info)
     try:
-        runner = root / "runner.py"
-        shutil.copyfile(_RUNNER, runner)
-        ctx = RunContext(prober.procs, runner, options, interp.path, interp.label, installer.kind, root)
-        outer = max(1, min(jobs, len(layers)))
-        inner = max(1, jobs // outer)
-        results: list[ProbeResult | None] = [None] * len(sets)
-        pool = ThreadPoolExecutor(outer)
-        try:
-            futures: list[Future[list[tuple[int, ProbeResult]]]] = [
-                pool.submit(prober.run_layer, n, layer, ctx, inner) for n, layer in enumerate(layers)
-            ]
-            for fut in as_completed(futures):
-                for index, result in fut.result():
-                    results[index] = result
-        except BaseException:
-            prober.procs.cancel()
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
+        with interrupt.on_stop(prober.procs.cancel):
+            runner = root / "runner.py"
+            shutil.copyfile(_RUNNER, runner)
+            ctx = RunContext(prober.procs, runner, options, interp.path, interp.label, installer.kind, root)
+            outer = max(1, min(jobs, len(layers)))
+            inner = max(1, jobs // outer)
+            results: list[ProbeResult | None] = [None] * len(sets)
+            pool = ThreadPoolExecutor(outer)
+            try:
+                futures: list[Future[list[tuple[int, ProbeResult]]]] = [
+                    pool.submit(prober.run_layer, n, layer, ctx, inner) for n, layer in enumerate(layers)
+                ]
+                for fut in as_completed(futures):
+                    for index, result in fut.result():
+                        results[index] = result
+            except BaseException:
+                prober.procs.cancel()
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+            pool.shutdown(wait=True)
     finally:
         if not options.keep:
             shutil.rmtree(root, ignore_errors=True)
+        interrupt.release(root)
         if prober.layers is not None:
             prober.layers.prune()
     missing = [s.label for s, r in zip(sets, results, strict=True) if r is None]

@@ -33,7 +33,7 @@ class ProcessRegistry:
     """Tracks live children so an interrupt can kill every process group before the temp root goes."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # cancel() may run in a signal handler while this thread holds it
         self._live: set[subprocess.Popen[bytes]] = set()
         self.cancelled = threading.Event()
 

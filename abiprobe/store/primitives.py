@@ -8,12 +8,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import fnmatch
 import gzip
 import hashlib
 import json
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from abiprobe.errors import CacheError
+from abiprobe.ui import interrupt
 
 TEMP_PREFIX = ".tmp-"
 TEMP_SUFFIX = ".part"
@@ -160,24 +161,51 @@ def write_text_atomic(path: Path, text: str) -> None:
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a part.
     ``durable``: on disk (file and directory synced) before this returns; without, for a note whose loss
-    in a crash costs nothing but asking again."""
+    in a crash costs nothing but asking again. The temporary file goes if the run is interrupted."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    prefix = f"{TEMP_PREFIX}{os.getpid()}-"
-    fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=path.parent)
+    fd, tmp = interrupt.temp_file(path.parent, f"{TEMP_PREFIX}{os.getpid()}-", TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
+            held = _held_write(path)
+            if held is not None:
+                handle.write(data[: len(data) // 2])
+                handle.flush()
+                _hold(held, tmp)
             handle.write(data)
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, path)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
+            os.unlink(tmp)
         raise
+    finally:
+        interrupt.release(tmp)
     if durable:
         _fsync_dir(path.parent)
+
+
+# A test-only fault injection point: a write whose file name matches HOLD_NAME stops half-written and
+# blocks on the FIFO HOLD_WRITE names, having written its temporary file's path there, so that a test
+# kills a writer exactly in the middle of a write instead of hoping a timed kill lands there.
+HOLD_WRITE = "ABIPROBE_TEST_HOLD_WRITE"
+HOLD_NAME = "ABIPROBE_TEST_HOLD_NAME"
+
+
+def _held_write(path: Path) -> str | None:
+    fifo = os.environ.get(HOLD_WRITE)
+    if not fifo or not fnmatch.fnmatch(path.name, os.environ.get(HOLD_NAME, "*")):
+        return None
+    return fifo
+
+
+def _hold(fifo: str, tmp: Path) -> None:
+    with open(fifo, "wb") as announce:  # blocks until the test opens its end
+        announce.write(f"{tmp}\n".encode())
+    with open(fifo, "rb") as wait:  # blocks until the test writes (or kills this process)
+        wait.read()
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -7,6 +7,7 @@ Usage::
         server.index_url                                # "http://127.0.0.1:PORT/simple/"
         server.find_links_url                           # "http://127.0.0.1:PORT/links/" (every file)
         server.fail(match="/files/", status=500, times=2)   # misbehave on demand (see Fault)
+        server.fail(match="/files/", stall_after=4096); server.wait_stalled()  # held until release()
         server.requests["/simple/demo/"], server.bytes_served[served.path], server.total_bytes
         server.stop()                                   # index down: the port is closed
 
@@ -70,6 +71,8 @@ class Fault:
     content_type: str | None = None  # label a page's body with this Content-Type instead
     body: bytes | None = None  # answer a page with these bytes instead of the listing
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers (Retry-After ...)
+    stall: bool = False  # hold the request unanswered until the server is released or stopped
+    stall_after: int | None = None  # send this many body bytes, then hold the rest the same way
     unless: str = ""  # spare paths ending so (".metadata": the wheel misbehaves, its PEP 658 file not)
     used: int = 0
 
@@ -130,6 +133,10 @@ class _State:
     changed_at: int = 0
     auth: str | None = None  # the expected Authorization header value
     validators: bool = True  # False: pages carry no ETag / Last-Modified and are never answered 304
+    released: threading.Event = field(default_factory=threading.Event)  # ends every stall
+    stalled: int = 0  # requests being held by a stall now
+    in_flight: int = 0  # requests being answered now
+    max_in_flight: int = 0  # the most answered at once since the counts were reset
 
 
 class IndexServer:
@@ -162,6 +169,7 @@ class IndexServer:
         self._thread.start()
 
     def stop(self) -> None:
+        self._state.released.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -273,11 +281,37 @@ class IndexServer:
         """(path, request headers lower-cased, status) per request, in arrival order."""
         return self._state.log
 
+    @property
+    def stalled(self) -> int:
+        """How many requests a ``stall`` / ``stall_after`` fault holds now."""
+        with self._state.lock:
+            return self._state.stalled
+
+    def wait_stalled(self, count: int = 1, timeout: float = 120.0) -> bool:
+        """Wait until ``count`` requests are held by a stall; False if that does not happen in time."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.stalled >= count:
+                return True
+            time.sleep(0.02)
+        return False
+
+    def release(self) -> None:
+        """End every stall, now and later (a stopped server releases too)."""
+        self._state.released.set()
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most requests answered at the same time since the counts were last reset."""
+        with self._state.lock:
+            return self._state.max_in_flight
+
     def reset_counts(self) -> None:
         with self._state.lock:
             self._state.requests.clear()
             self._state.bytes_served.clear()
             self._state.log.clear()
+            self._state.max_in_flight = self._state.in_flight
 
 
 def _not_modified(if_none_match: str | None, if_modified_since: str | None, etag: str, modified: str) -> bool:
@@ -344,7 +378,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.state.requests[path] += 1
             self._entry = (len(self.state.log), path, headers)
             self.state.log.append((path, headers, 0))
-        self._answer(path, fault)
+        with self.state.lock:
+            self.state.in_flight += 1
+            self.state.max_in_flight = max(self.state.max_in_flight, self.state.in_flight)
+        try:
+            self._answer(path, fault)
+        finally:
+            with self.state.lock:
+                self.state.in_flight -= 1
+
+    def _stall(self) -> None:
+        with self.state.lock:
+            self.state.stalled += 1
+        try:
+            self.state.released.wait()
+        finally:
+            with self.state.lock:
+                self.state.stalled -= 1
 
     def send_response(self, code: int, message: str | None = None) -> None:
         """The status is logged before any byte of the answer leaves: a client may assert on it at once."""
@@ -357,6 +407,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, path: str, fault: Fault | None) -> int:
         if fault is not None and fault.delay:
             time.sleep(fault.delay)
+        if fault is not None and fault.stall:
+            self._stall()
         if fault is not None and fault.redirect_loop:
             return self._send(path, 302, b"", None, fault, {"Location": self.path})
         if fault is not None and fault.status is not None:
@@ -477,6 +529,16 @@ class _Handler(BaseHTTPRequestHandler):
     def _write(self, path: str, data: bytes, fault: Fault | None) -> bool:
         """Write body bytes, honouring reset/truncate faults; False once the connection is cut."""
         limit = None
+        if fault is not None and fault.stall_after is not None:
+            now = data[: max(0, fault.stall_after - self._sent_this_request)]
+            self._sent_this_request += len(now)
+            self._raw_write(path, now, fault)
+            if len(now) < len(data):
+                self.wfile.flush()
+                self._stall()
+                self.close_connection = True
+                return False
+            return True
         if fault is not None:
             limit = fault.reset_after if fault.reset_after is not None else fault.truncate_after
         if limit is not None:
