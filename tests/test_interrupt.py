@@ -122,7 +122,9 @@ def test_sigterm_during_a_cold_page_fetch_stops_the_solve(server: IndexServer, t
     _assert_nothing_left(tmp_path, cache)
 
 
-def test_ctrl_c_while_stale_pages_are_revalidated_stops_the_solve(server: IndexServer, tmp_path: Path) -> None:
+def test_ctrl_c_while_stale_pages_are_revalidated_stops_the_solve(
+    server: IndexServer, tmp_path: Path
+) -> None:
     # GIVEN a solved stack whose stored pages are past the freshness window, and an index that now
     # takes the conditional requests (asked by a pool of threads at once) and never answers them
     cache = tmp_path / "cache"
