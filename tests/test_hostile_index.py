@@ -201,8 +201,11 @@ def test_refresh_asks_without_validators(server: IndexServer, tmp_path: Path) ->
         b"garbage, not a page",
         b'<html><a href="../../files/hostile-1.0-py3-none-any.whl">hostile',
         b"<a>x</a>",
+        b'<a href="../../files/hostile-1.0-py3-none-any.whl#sha256=not-a-digest">hostile</a>',
+        b'<a href="../../files/hostile-1.0-py3-none-any.whl" data-requires-python="&gt;=3.8,&lt;&lt;">h</a>',
+        b'<a href="../../files/hostile-1.0-py3-none-any.whl" data-core-metadata="sha256=">hostile</a>',
     ],
-    ids=["garbage", "unclosed", "no-href"],
+    ids=["garbage", "unclosed", "no-href", "bad-hash", "bad-requires-python", "bad-metadata-hash"],
 )
 def test_a_malformed_page_stays_out_of_the_fresh_window(
     server: IndexServer, tmp_path: Path, body: bytes

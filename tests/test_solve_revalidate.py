@@ -56,7 +56,7 @@ def test_stale_pages_are_revalidated_at_once_and_nothing_else_is_asked(tmp_path:
     assert seconds < len(asked) * DELAY / 2, (seconds, len(asked))
 
 
-def test_a_project_an_index_does_not_list_is_remembered_and_answers_offline(tmp_path: Path) -> None:
+def test_a_project_an_index_does_not_list_is_asked_again_and_answers_offline(tmp_path: Path) -> None:
     # GIVEN an index that lists no sgl-kernel and no flashinfer-jit-cache (HTTP 404 for their pages)
     stack = build_history_stack(tmp_path / "build", 2, 2, 2)
     with IndexServer() as server:
@@ -67,10 +67,13 @@ def test_a_project_an_index_does_not_list_is_remembered_and_answers_offline(tmp_
         # WHEN it is solved again within the freshness window
         server.reset_counts()
         assert _solve(server, tmp_path / "cache", tmp_path / "m2") == 0
-        # THEN nothing is asked, not even the pages that were not there
-        assert not server.requests, dict(server.requests)
+        # THEN only the pages that were not there are asked about again: a "not listed" is never reused
+        assert set(server.requests) == {"/simple/sgl-kernel/", "/simple/flashinfer-jit-cache/"}, dict(
+            server.requests
+        )
         # AND past the window the missing pages are asked about again, with the rest
         _age(tmp_path / "cache")
+        server.reset_counts()
         assert _solve(server, tmp_path / "cache", tmp_path / "m3") == 0
         assert server.requests["/simple/sgl-kernel/"] == 1
     # AND offline, "not listed" is an answer, not a page missing from the cache
@@ -139,3 +142,21 @@ def _chosen(out: Path) -> dict[str, str]:
     (doc,) = [json.loads(p.read_text()) for p in out.glob("*.json")]
     chosen: dict[str, str] = doc["chosen"]
     return chosen
+
+
+def test_a_page_that_answered_404_once_is_asked_again_inside_the_window(tmp_path: Path) -> None:
+    stack = solve_stack(tmp_path / "stack")
+    with IndexServer() as server:
+        serve(server, stack)
+        # GIVEN a solve during which the kernel's page answered 404 once (a CDN hiccup)
+        server.fail(match="/simple/sglang-kernel/", status=404, times=1)
+        _solve(server, tmp_path / "cache", tmp_path / "m1")
+        assert _chosen(tmp_path / "m1").get("kernel") != "sglang-kernel==0.4.0"
+        # WHEN the index has recovered and the stack is solved again inside the freshness window
+        assert _solve(server, tmp_path / "cache", tmp_path / "m2") == 0
+        asked = server.requests["/simple/sglang-kernel/"]
+    # THEN the page was asked for again, and the answer is the whole one, with the kernel
+    assert asked == 2
+    (doc,) = [json.loads(p.read_text()) for p in (tmp_path / "m2").glob("*.json")]
+    assert doc["complete"] is True
+    assert doc["chosen"]["kernel"] == "sglang-kernel==0.4.0"

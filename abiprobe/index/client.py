@@ -130,7 +130,7 @@ class IndexClient:
                 record = self._record(project_url(source, project))
                 if record is None:  # never stored (an index that was down): its listing asks it again;
                     continue  # the stored pages after it were read by an earlier run, so are asked now
-                if not (self._trusted(record.problems, record.fetched_at) and self._fresh(record.fetched_at)):
+                if not self._reusable(record):
                     todo.append((source, project))
                 if not record.missing and found_in is None:
                     found_in = source.pool
@@ -208,7 +208,7 @@ class IndexClient:
         # a page that parsed with problems is asked for whole again: a 304 would keep its body and type
         usable = record is not None and self._trusted(record.problems, record.fetched_at)
         # a listing parses the stored body whatever the answer; a revalidation needs it only if it changed
-        reuse = usable and record is not None and (self._fresh(record.fetched_at) or url in self._unchanged)
+        reuse = record is not None and (self._reusable(record) or (usable and url in self._unchanged))
         cached = self._stored_page(url) if usable and (reuse or parse_unchanged) else None
         if reuse and cached is not None:
             return from_cache(cached, None)
@@ -335,12 +335,9 @@ class IndexClient:
             record = self._record(url)
             if record is None:
                 return None
-            reused = (
-                not self.refresh
-                and not record.problems
-                and record.fetched_at < self._started
-                and self._fresh(record.fetched_at)
-            )
+            if record.missing and record.fetched_at >= self._started:
+                continue  # asked by this run: still not listed there
+            reused = not self.refresh and record.fetched_at < self._started and self._reusable(record)
             if url not in self._unchanged and not reused:
                 return False
             if not record.missing and found_in is None:
@@ -364,6 +361,16 @@ class IndexClient:
         """Whether a stored page may be revalidated or reused: it parsed cleanly, and (under
         ``refresh``) was fetched by this very run."""
         return not problems and (self._not_before is None or fetched_at >= self._not_before)
+
+    def _reusable(self, record: PageRecord) -> bool:
+        """Whether a stored page may be reused without asking: a sound page inside the freshness window.
+        A stored "not listed here" is only once this run asked (one 404 from a CDN would otherwise hide
+        a project for the whole window), and a page that parsed with problems never is."""
+        return (
+            (not record.missing or record.fetched_at >= self._started)
+            and self._trusted(record.problems, record.fetched_at)
+            and self._fresh(record.fetched_at)
+        )
 
     def _fresh(self, fetched_at: float) -> bool:
         return time.time() - fetched_at < self.fresh_for or self._not_before is not None
@@ -402,8 +409,7 @@ class IndexClient:
                 continue
             if record is None:
                 return None
-            trusted = self._trusted(record.problems, record.fetched_at) and self._fresh(record.fetched_at)
-            if not self.offline and not trusted:
+            if not self.offline and not self._reusable(record):
                 return None
             if not record.missing:
                 out.append(record.body_sha256)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 from html.parser import HTMLParser
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from abiprobe.model.candidate import IndexFile, ProjectPage, mark_duplicates, parse_hash_fragment
 
@@ -103,6 +106,9 @@ def parse_html_page(
             continue
         if not filename.endswith(_DIST_SUFFIXES):
             continue
+        malformed = _malformed_attributes(fragment, attrs)
+        if malformed:
+            problems.append(f"{filename} on {page_url}: malformed {', '.join(malformed)}")
         core = _metadata_attr(attrs.get("data-core-metadata"))
         if core is False:
             core = _metadata_attr(attrs.get("data-dist-info-metadata"))
@@ -131,6 +137,42 @@ def parse_html_page(
     return ProjectPage(
         url=page_url, files=marked, notes=(*problems, *notes), project=project, problems=tuple(problems)
     )
+
+
+def _malformed_attributes(fragment: str, attrs: dict[str, str | None]) -> list[str]:
+    """What of a file link's hash fragment and data attributes does not say what PEP 503 / 658 / 592
+    spell: such a page is answered as it is, but never stored as sound (it is asked for again)."""
+    bad = []
+    if not _hash_is_sound(fragment):
+        bad.append("hash fragment")
+    for name in ("data-core-metadata", "data-dist-info-metadata"):
+        value = attrs.get(name)
+        if value is not None and value.strip().lower() not in ("true", "false") and not _hash_is_sound(value):
+            bad.append(name)
+    spec = attrs.get("data-requires-python")
+    if spec:
+        try:
+            SpecifierSet(spec)
+        except InvalidSpecifier:
+            bad.append("data-requires-python")
+    return bad
+
+
+def _hash_is_sound(text: str) -> bool:
+    """A ``name=hexdigest`` of a known algorithm with a digest of its length; or no hash at all."""
+    name, sep, value = text.partition("=")
+    name = name.strip().lower()
+    if not sep:
+        return name not in hashlib.algorithms_available
+    if name not in hashlib.algorithms_available:
+        return True  # another fragment (#egg=...), not a hash
+    try:
+        size = hashlib.new(name).digest_size
+    except (ValueError, TypeError):  # a variable-length digest (shake_*): any hex is as good
+        size = 0
+    value = value.strip().lower()
+    hex_ok = bool(value) and all(c in "0123456789abcdef" for c in value)
+    return hex_ok and (size == 0 or len(value) == 2 * size)
 
 
 def _markup_problems(text: str, parser: _AnchorCollector, page_url: str) -> list[str]:
