@@ -83,9 +83,10 @@ def _files(value: str, origin: str) -> list[Setting]:
     return [s for path in value.split() for s in requirement_lines(path, origin)]
 
 
-def pip_install_settings(environ: Mapping[str, str]) -> InstallSettings:
+def pip_install_settings(environ: Mapping[str, str], *, rules: bool = True) -> InstallSettings:
+    """pip's settings; without ``rules`` its constraint files are not read (for the network settings)."""
     pip = pip_settings(environ)
-    constraint = pip.get("constraint")
+    constraint = pip.get("constraint") if rules else None
     hosts = [Setting(h, s.origin) for s in [pip.get("trusted-host")] if s for h in pip_list(s)]
     keyring = pip.get("keyring-provider")
     if keyring is not None and keyring.value.strip() not in PIP_KEYRING:
@@ -127,7 +128,8 @@ def _uv_list(
     return []
 
 
-def uv_install_settings(environ: Mapping[str, str], cwd: Path) -> InstallSettings:
+def uv_install_settings(environ: Mapping[str, str], cwd: Path, *, rules: bool = True) -> InstallSettings:
+    """uv's settings; without ``rules`` its constraint and override files are not read."""
     sections = [(str(p), s) for p in uv_config_files(environ, cwd) if (s := uv_section(p)) is not None]
     strategy = _uv_value(environ, sections, "UV_INDEX_STRATEGY", "index-strategy")
     if strategy is not None and strategy.value not in UV_STRATEGIES:
@@ -147,10 +149,12 @@ def uv_install_settings(environ: Mapping[str, str], cwd: Path) -> InstallSetting
              for o, d in sections if isinstance(d.get("allow-insecure-host"), list)),
             [],
         )  # fmt: skip
+    constraints = _uv_list(environ, sections, "UV_CONSTRAINT", "constraint-dependencies") if rules else []
+    overrides = _uv_list(environ, sections, "UV_OVERRIDE", "override-dependencies") if rules else []
     return InstallSettings(
         "uv",
-        constraints=tuple(_uv_list(environ, sections, "UV_CONSTRAINT", "constraint-dependencies")),
-        overrides=tuple(_uv_list(environ, sections, "UV_OVERRIDE", "override-dependencies")),
+        constraints=tuple(constraints),
+        overrides=tuple(overrides),
         trusted_hosts=tuple(hosts),
         index_strategy=strategy,
         keyring_provider=keyring,

@@ -180,8 +180,8 @@ def network_settings(environ: Mapping[str, str] | None = None, cwd: Path | None 
     if ca is not None and uv.native_tls is not None:
         ignored.append(f"native TLS ({uv.native_tls.origin}), overridden by {ca.origin}")
     creds = tuple(Credential(url, user, password, origin) for url, user, password, origin in uv.credentials)
-    pip_hosts = pip_install_settings(env).trusted_hosts
-    uv_hosts = uv_install_settings(env, cwd or Path.cwd())
+    pip_hosts = pip_install_settings(env, rules=False).trusted_hosts
+    uv_hosts = uv_install_settings(env, cwd or Path.cwd(), rules=False)
     uv_keyring = uv_hosts.keyring_provider
     return NetworkSettings(
         ca=ca,
