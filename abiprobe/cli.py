@@ -52,8 +52,21 @@ def _command_named(argv: Sequence[str]) -> str | None:
     return argv[0] if argv and argv[0] in names else None
 
 
+def _asks_version(words: Sequence[str]) -> bool:
+    """``--version`` before any command word: answered without building the parser (no command imported)."""
+    for word in words:
+        if word == "--version":
+            return True
+        if not word.startswith("-") or word == "--":
+            return False
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
+    if _asks_version(words):
+        print(f"abiprobe {__version__}")
+        return 0
     parser = build_parser(_command_named(words))
     args = parser.parse_args(words)
     set_verbosity(int(getattr(args, "verbose", 0) or 0) - int(getattr(args, "quiet", 0) or 0))

@@ -16,7 +16,9 @@ and the ratios the issue asks for, each against a baseline measured in the same 
   afterwards); the bytes are counted by a CONNECT proxy the uv processes talk through. ``--naive-cells N``
   runs the first N cells only (0: none); the lock-derived estimates (every cell's whole install from the
   index's file sizes) are printed beside it;
-- warm online / warm offline.
+- warm online / warm offline;
+- start-up (bench/startup.py): ``abiprobe --version`` and ``solve --help`` (the solve's imports and
+  parser, before any solving), medians of fresh interpreters.
 
     python bench/bench_solve_real.py [--skip-cold] [--naive-cells N] [--json OUT]
 """
@@ -41,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 from countingproxy import CountingProxy  # noqa: E402
+from startup import startup_rows  # noqa: E402
 
 ARGS = ["--cuda", "13.0", "--arch", "sm120", "--python", "3.12", "--platform", "manylinux_2_28_x86_64"]
 WARM_RUNS = 3
@@ -342,6 +345,9 @@ def targets(results: dict[str, Any]) -> dict[str, str]:
         if value is not None:
             out[name] = f"{'met' if ok else 'missed'} ({value}{unit})"
 
+    startup = results.get("startup")
+    if isinstance(startup, dict):
+        said("--version within 0.10 s", startup["version"], startup["version"] <= 0.10, " s")
     online = results.get("warm_online_window_passed")
     if isinstance(online, dict):
         said("warm online under 0.5 s", online["seconds"], online["seconds"] < 0.5, " s")
@@ -370,6 +376,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
         t = Path(tmp)
         os.environ["ABIPROBE_LOCAL_DIR"] = str(t / "local")
+        results["startup"] = startup_rows(child_env(t / "local"), ROOT)
         if not args.skip_cold:
             results["cold"] = run(t / "cold", t / "local-cold", "--clock-offset", "0")
             save(args.json, results)

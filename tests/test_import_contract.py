@@ -45,6 +45,8 @@ SHARED: tuple[str, ...] = (
     "abiprobe.errors",
     "abiprobe.log",
     "abiprobe.installers.toml",  # TOML text -> dict, the one TOML reader (config files and stack files)
+    # pip's default registry, asked of a pip (here, else one on PATH): the hosts model.hosts tokenises
+    "abiprobe.installers.registry",
 )
 
 # (core module, edge module it imports): each a violation still standing. May only shrink.

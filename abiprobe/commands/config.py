@@ -90,6 +90,14 @@ def config_document(args: argparse.Namespace) -> dict[str, Any]:
         },
         "keyring": net.keyring,
         "netrc": str(net.netrc) if net.netrc is not None else None,
+        "install": {
+            "installer": config.install.installer,
+            "constraints": [_setting(c) for c in config.install.constraints],
+            "overrides": [_setting(o) for o in config.install.overrides],
+            "trusted_hosts": [_setting(h) for h in net.trusted_hosts],
+            "index_strategy": _setting(config.install.index_strategy),
+            "keyring_provider": _setting(config.install.keyring_provider),
+        },
         "files": {"pip": config_files(), "uv": [str(p) for p in uv_config_files_here()]},
     }
 

@@ -10,6 +10,7 @@ beside them is ``abiprobe.solve.install``'s job. A wheel whose bytes cannot be r
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -18,7 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from abiprobe.errors import AbiprobeError, UsageError
 from abiprobe.index.client import IndexClient
-from abiprobe.index.config import load_index_config
+from abiprobe.index.config import IndexConfig, load_index_config
 from abiprobe.index.remote_items import facts_of_file, index_file_from_url, pick_candidate, remote_member
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.facts import WheelFacts, WheelInfo
@@ -71,10 +72,14 @@ class ItemSource:
             self._http = Http(progress=self.progress)
         return self._http
 
+    @functools.cached_property
+    def config(self) -> IndexConfig:
+        return load_index_config(cli_indexes=self.index_urls)
+
     @property
     def client(self) -> IndexClient:
         if self._client is None:
-            config = load_index_config(cli_indexes=self.index_urls)
+            config = self.config
             self._client = IndexClient(
                 config.sources,
                 self.cache,

@@ -55,7 +55,6 @@ def gather(texts: Sequence[str], target: Target, source: ItemSource, *, no_deps:
     items = tuple(resolve_item(text, source, target) for text in texts)
     if no_deps:
         return ItemSet(items)
-    from abiprobe.solve.candidates import FilterOptions
     from abiprobe.solve.collect import Collector
     from abiprobe.store.reads import WheelReads
     from abiprobe.ui.progress import wheel_work
@@ -70,6 +69,7 @@ def gather(texts: Sequence[str], target: Target, source: ItemSource, *, no_deps:
         progress=wheel_work,
     )
     roots = [root_of(i.file, i.info) for i in items]
-    closure = install_closure(roots, collector, target, FilterOptions(), memo=source.cache)
+    options = source.config.filter_options(target)
+    closure = install_closure(roots, collector, target, options, memo=source.cache)
     trouble = tuple(dict.fromkeys(o.index for o in collector.outcomes if o.status == "failed"))
     return ItemSet(items, closure.added, closure.error, closure.impossible, trouble)

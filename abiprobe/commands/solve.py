@@ -21,7 +21,6 @@ from abiprobe.index.config import IndexConfig, load_index_config
 from abiprobe.model.candidate import parse_upload_time
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http, display_url
-from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.ports import Progress, SolveReads, no_progress
 from abiprobe.solve.stack import Stack, default_stack, load_stack_file
 from abiprobe.store.cache import Cache, default_cache_root
@@ -226,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
     config = index_config(
         target, indexes=args.index, extra_indexes=args.extra_index, strategy=args.index_strategy
     )
-    options = FilterOptions(pre=args.pre, exclude_newer=exclude_newer(args.exclude_newer))
+    options = config.filter_options(target, pre=args.pre, exclude_newer=exclude_newer(args.exclude_newer))
     cache = Cache(args.cache_dir or default_cache_root())
     probing = args.probe or args.emit_probe_jobs is not None
     with Http(progress=not args.json) as http:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit
@@ -17,9 +18,14 @@ from urllib.parse import urlsplit
 from packaging.utils import canonicalize_name
 
 from abiprobe.errors import UsageError
-from abiprobe.installers.indexes import InstallerIndexes, installer_indexes
+from abiprobe.installers.indexes import INSTALLERS, InstallerIndexes, installer_indexes
+from abiprobe.installers.install_settings import PIP_KEYS, InstallSettings, install_settings
+from abiprobe.installers.pip import pip_settings
 from abiprobe.installers.toml import read_toml
+from abiprobe.model.target import Target
 from abiprobe.net.http import display_url
+from abiprobe.solve.candidates import FilterOptions
+from abiprobe.solve.install_rules import install_rules
 
 Strategy = Literal["first-index", "best-match"]
 STRATEGIES: tuple[Strategy, ...] = ("first-index", "best-match")
@@ -56,6 +62,42 @@ class IndexConfig:
     pins: Mapping[str, str] = field(default_factory=dict)
     origins: tuple[str, ...] = ()
     installer: str = ""  # whose configuration gave the indexes (pip, uv), when abiprobe's did not
+    install: InstallSettings = field(default_factory=lambda: InstallSettings("pip"))
+
+    def filter_options(
+        self, target: Target, *, pre: bool = False, exclude_newer: datetime | None = None
+    ) -> FilterOptions:
+        """Candidate filtering with the installer's constraints and overrides that apply on ``target``."""
+        return FilterOptions(
+            pre=pre,
+            exclude_newer=exclude_newer,
+            constraints=install_rules(((s.value, s.origin) for s in self.install.constraints), target),
+            overrides=install_rules(((s.value, s.origin) for s in self.install.overrides), target),
+        )
+
+
+# uv's index strategies as abiprobe's: unsafe-first-match takes every index's versions as best-match does
+# (uv prefers the first index with a compatible version; abiprobe judges them all and says so)
+UV_STRATEGY = {
+    "first-index": "first-index",
+    "unsafe-best-match": "best-match",
+    "unsafe-first-match": "best-match",
+}
+
+
+def whose_settings(
+    environ: Mapping[str, str], cwd: Path, found: InstallerIndexes | None, prefer: str | None
+) -> InstallSettings:
+    """The install settings of the installer whose indexes were read, else the one named, else pip's when
+    pip sets any, else uv's when uv sets any, else pip's (empty)."""
+    if found is not None and found.installer in INSTALLERS:
+        return install_settings(environ, cwd, found.installer)
+    if prefer in INSTALLERS:
+        return install_settings(environ, cwd, str(prefer))
+    if any(k in PIP_KEYS for k in pip_settings(environ)):
+        return install_settings(environ, cwd, "pip")
+    uv = install_settings(environ, cwd, "uv")
+    return uv if uv != InstallSettings("uv") else InstallSettings("pip")
 
 
 def project_settings(cwd: Path) -> tuple[dict[str, Any], str | None]:
@@ -125,6 +167,7 @@ def load_index_config(
     settings, settings_origin = project_settings(here)
     origin = settings_origin or "abiprobe settings"
     installer: InstallerIndexes | None = None
+    prefer = env.get("ABIPROBE_INSTALLER") or settings.get("installer")
     if cli_indexes:
         primary = [_source(u, "--index") for u in cli_indexes]
     elif env.get("ABIPROBE_INDEX_URL"):
@@ -134,7 +177,6 @@ def load_index_config(
             _source(u, f"{origin} index-url") for u in _as_list(settings["index-url"], "index-url", origin)
         ]
     else:
-        prefer = env.get("ABIPROBE_INSTALLER") or settings.get("installer")
         installer = installer_indexes(env, here, str(prefer) if prefer else None)
         pool = _installer_pool(installer.installer)
         primary = [_source(s.value, s.origin, pool=pool) for s in installer.indexes]
@@ -166,7 +208,16 @@ def load_index_config(
         pool = _installer_pool(installer.installer)
         sources += [_source(s.value, s.origin, "find-links", pool) for s in installer.find_links]
     unique = tuple(dict.fromkeys(sources))
+    install = whose_settings(env, here, installer, str(prefer) if prefer else None)
     strategy = cli_strategy or env.get("ABIPROBE_INDEX_STRATEGY") or settings.get("index-strategy")
+    if not strategy and install.index_strategy is not None:
+        strategy = UV_STRATEGY[install.index_strategy.value]
+        origins.append(f"index strategy {install.index_strategy.value} ({install.index_strategy.origin})")
+        if install.index_strategy.value == "unsafe-first-match":
+            origins.append(
+                "unsafe-first-match: every index's versions are judged; uv would take the first index "
+                "with a compatible version, which may differ from the newest passing set"
+            )
     strategy = strategy or "first-index"
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown index strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
@@ -183,4 +234,5 @@ def load_index_config(
         pins=pins,
         origins=tuple(origins),
         installer=installer.installer if installer is not None else "",
+        install=install,
     )

@@ -8,13 +8,13 @@ order, the default last; ``explicit`` ones are left out, as uv reads them only f
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from abiprobe.errors import UsageError
 from abiprobe.installers.pip import Setting, pip_flag, pip_list, pip_location, pip_settings
+from abiprobe.installers.registry import pip_registry
 from abiprobe.installers.uv import UvSettings, uv_settings
 
 PIP_INDEX_KEYS = ("index-url", "extra-index-url", "find-links", "no-index")
@@ -32,13 +32,18 @@ class InstallerIndexes:
     notes: tuple[str, ...] = ()
 
 
+NO_PIP = (
+    "no index configured, and no pip on this machine to read its default index from: "
+    "pass --index-url URL, or set PIP_INDEX_URL or UV_DEFAULT_INDEX"
+)
+
+
 def builtin_default_index() -> str:
-    """pip's built-in default simple-API URL, read from the installed pip at run time."""
-    try:
-        module = importlib.import_module("pip._internal.models.index")
-        return str(module.PyPI.simple_url)
-    except (ImportError, AttributeError):
-        raise UsageError("no index configured and pip is not importable: pass --index-url URL") from None
+    """pip's built-in default simple-API URL, read at run time from a pip here or elsewhere on the machine."""
+    registry = pip_registry()
+    if registry is None:
+        raise UsageError(NO_PIP)
+    return registry.simple_url
 
 
 def _builtin() -> Setting:

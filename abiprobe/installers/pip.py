@@ -1,18 +1,17 @@
 """pip's configuration as pip itself reads it: its config files in pip's precedence, then ``PIP_*`` variables.
 
-Which files, in which order, comes from pip's own configuration API (``Configuration.iter_config_files``,
-``OVERRIDE_ORDER``) when pip is importable, so the rules pip applies (``PIP_CONFIG_FILE=/dev/null`` reads
-none, an existing ``PIP_CONFIG_FILE`` hides the user files, the virtualenv's ``pip.conf``, XDG folders)
-are pip's and follow a pip upgrade. Each file is then parsed here, as pip parses it (RawConfigParser,
-``[global]`` then ``[install]``, then the environment), so every value can name the file it came from;
-``pip config list`` gives the values but not their files. Without pip, the same rules are applied to
-the same file list written out below.
+Which files, in which order, follows pip's documented rules, written out below without importing pip
+(abiprobe runs where pip is not importable, as an installed tool, and pip's configuration module costs
+60 ms): ``PIP_CONFIG_FILE=/dev/null`` reads none, an existing ``PIP_CONFIG_FILE`` hides the user files,
+the global files of ``XDG_CONFIG_DIRS`` and ``/etc``, the user's legacy and XDG files, the environment's
+own ``pip.conf``. tests/test_pip_config_files.py holds them to pip's own ``Configuration`` API. Each file
+is parsed as pip parses it (RawConfigParser, ``[global]`` then ``[install]``, then the environment), so
+every value can name the file it came from; ``pip config list`` gives the values but not their files.
 """
 
 from __future__ import annotations
 
 import configparser
-import importlib
 import locale
 import os
 import sys
@@ -24,6 +23,10 @@ from abiprobe.errors import UsageError
 
 # The sections pip's `install` command reads, lowest precedence first (pip's ConfigOptionParser order).
 SECTIONS = ("global", "install")
+# pip's variants, lowest precedence first (its OVERRIDE_ORDER without the variables, read after them all).
+OVERRIDE_ORDER = ("global", "user", "site", "env")
+CONFIG_NAME = "pip.conf"
+APP_SUPPORT = "/Library/Application Support"
 TRUE = frozenset({"y", "yes", "t", "true", "on", "1"})
 FALSE = frozenset({"n", "no", "f", "false", "off", "0"})
 
@@ -36,17 +39,35 @@ class Setting:
     origin: str
 
 
-def _fallback_files(environ: Mapping[str, str]) -> list[tuple[str, list[str]]]:
-    """pip's variants and files (its rules on Linux/macOS) for when pip cannot be imported."""
+def _xdg_dirs(environ: Mapping[str, str]) -> list[str]:
+    """``XDG_CONFIG_DIRS`` as pip's platformdirs takes it: absolute entries only, else ``/etc/xdg``."""
+    dirs = [d.strip() for d in environ.get("XDG_CONFIG_DIRS", "").split(":")]
+    return [d for d in dirs if os.path.isabs(d)] or ["/etc/xdg"]
+
+
+def _user_dir(environ: Mapping[str, str], home: str) -> str:
+    """pip's user config folder: XDG on Linux; on macOS Application Support's if it exists, else ~/.config."""
+    if sys.platform == "darwin":
+        support = os.path.join(home + APP_SUPPORT, "pip")
+        return support if os.path.isdir(support) else os.path.join(home, ".config", "pip")
+    xdg = environ.get("XDG_CONFIG_HOME", "").strip()
+    return os.path.join(xdg if os.path.isabs(xdg) else os.path.join(home, ".config"), "pip")
+
+
+def pip_variant_files(environ: Mapping[str, str]) -> list[tuple[str, list[str]]]:
+    """pip's (variant, files) on POSIX systems, as its ``Configuration.iter_config_files`` yields them."""
     explicit = environ.get("PIP_CONFIG_FILE")
-    dirs = [d for d in (environ.get("XDG_CONFIG_DIRS") or "/etc/xdg").split(":") if d]
-    home = Path(environ.get("HOME") or Path.home())
-    xdg_home = Path(environ["XDG_CONFIG_HOME"]) if environ.get("XDG_CONFIG_HOME") else home / ".config"
-    out = [("env", [explicit] if explicit is not None else [])]
-    out.append(("global", [str(Path(d) / "pip" / "pip.conf") for d in dirs] + ["/etc/pip.conf"]))
+    home = environ.get("HOME") or os.path.expanduser("~")
+    if sys.platform == "darwin":
+        system = [APP_SUPPORT + "/pip"]
+    else:
+        system = [*(os.path.join(d, "pip") for d in _xdg_dirs(environ)), "/etc"]
+    out = [("global", [os.path.join(d, CONFIG_NAME) for d in system])]
     if not (explicit and os.path.exists(explicit)):
-        out.append(("user", [str(home / ".pip" / "pip.conf"), str(xdg_home / "pip" / "pip.conf")]))
-    out.append(("site", [str(Path(sys.prefix) / "pip.conf")]))
+        legacy = os.path.join(home, ".pip", CONFIG_NAME)
+        out.append(("user", [legacy, os.path.join(_user_dir(environ, home), CONFIG_NAME)]))
+    out.append(("site", [os.path.join(sys.prefix, CONFIG_NAME)]))
+    out.append(("env", [explicit] if explicit is not None else []))
     return out
 
 
@@ -54,19 +75,9 @@ def config_files(environ: Mapping[str, str] | None = None) -> list[str]:
     """pip's config files that exist, lowest precedence first; none under ``PIP_CONFIG_FILE=/dev/null``."""
     env = os.environ if environ is None else environ
     if env.get("PIP_CONFIG_FILE") == os.devnull:
-        return []  # pip reads no file at all then; its configuration module (60 ms to import) is not needed
-    order: tuple[str, ...] = ("global", "user", "site", "env")
-    variants: list[tuple[str, list[str]]]
-    try:
-        module = importlib.import_module("pip._internal.configuration")
-        if env is not os.environ:
-            raise ImportError("pip reads os.environ only")
-        variants = [(str(k), list(v)) for k, v in module.Configuration(isolated=False).iter_config_files()]
-        order = tuple(str(k) for k in module.OVERRIDE_ORDER)
-    except (ImportError, AttributeError, TypeError):
-        variants = _fallback_files(env)
-    by_kind = dict(variants)
-    return [f for kind in order for f in by_kind.get(kind, []) if os.path.isfile(f)]
+        return []
+    by_kind = dict(pip_variant_files(env))
+    return [f for kind in OVERRIDE_ORDER for f in by_kind.get(kind, []) if os.path.isfile(f)]
 
 
 def _parse(path: str) -> configparser.RawConfigParser:

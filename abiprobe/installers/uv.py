@@ -64,7 +64,7 @@ def env_name(index_name: str) -> str:
     return re.sub(r"[^A-Z0-9]", "_", index_name.upper())
 
 
-def _section(path: Path) -> dict[str, Any] | None:
+def uv_section(path: Path) -> dict[str, Any] | None:
     """uv's settings in ``path``: the whole uv.toml, or ``[tool.uv]`` of a pyproject.toml (None if absent)."""
     data = read_toml(path)
     if data is None:
@@ -78,7 +78,7 @@ def _section(path: Path) -> dict[str, Any] | None:
 def _project_file(cwd: Path) -> Path | None:
     for folder in (cwd, *cwd.parents):
         for name in ("uv.toml", "pyproject.toml"):
-            if _section(folder / name) is not None:
+            if uv_section(folder / name) is not None:
                 return folder / name
     return None
 
@@ -172,7 +172,7 @@ def _ordered(indexes: list[UvIndex]) -> tuple[UvIndex, ...]:
 def uv_settings(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> UvSettings:
     env = os.environ if environ is None else environ
     files = uv_config_files(env, cwd or Path.cwd())
-    sections = [(str(p), s) for p in files if (s := _section(p)) is not None]
+    sections = [(str(p), s) for p in files if (s := uv_section(p)) is not None]
     indexes = _env_indexes(env)
     for origin, data in sections:
         indexes += _file_indexes(data, origin)

@@ -2,14 +2,15 @@
 
 The default registry's hosts are never written literally into files abiprobe produces for committing
 (wheel_index_cache/, matrices/): they become ``{registry}`` and ``{registry-files}``, resolved at run time
-from pip's own built-in default (the same place the default index URL comes from). Other hosts (the
-PyTorch, sglang and flashinfer indexes, a private mirror) are kept as they are.
+from pip's own built-in default (abiprobe.installers.registry, where the default index URL comes from too).
+Other hosts (the PyTorch, sglang and flashinfer indexes, a private mirror) are kept as they are.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
+
+from abiprobe.installers.registry import pip_registry
 
 REGISTRY = "{registry}"
 REGISTRY_FILES = "{registry-files}"
@@ -17,12 +18,11 @@ REGISTRY_FILES = "{registry-files}"
 
 @functools.cache
 def _pairs() -> tuple[tuple[str, str], ...]:
-    """(host, token) pairs, longest host first; empty when pip is not importable."""
-    try:
-        module = importlib.import_module("pip._internal.models.index")
-        files, index = str(module.PyPI.file_storage_domain), str(module.PyPI.netloc)
-    except (ImportError, AttributeError):
+    """(host, token) pairs, longest host first; empty when no pip exists on this machine."""
+    registry = pip_registry()
+    if registry is None:
         return ()
+    files, index = registry.files_host, registry.index_host
     pairs = [(files, REGISTRY_FILES), (index, REGISTRY)]
     return tuple(sorted((p for p in pairs if p[0]), key=lambda p: -len(p[0])))
 
@@ -65,5 +65,5 @@ def concrete_bytes(data: bytes) -> bytes:
 
 
 def registry_file_host() -> str | None:
-    """The host the default registry serves wheel files from, per pip; None without pip."""
+    """The host the default registry serves wheel files from, per pip; None without any pip."""
     return next((host for host, token in _pairs() if token == REGISTRY_FILES), None)

@@ -163,6 +163,12 @@ def _mounts(
     mounts: dict[str, httpx.BaseTransport | None] = {"file://": FileTransport()}
     proxies = dict(net.proxies or {})
     exempt = [h.strip() for h in (net.no_proxy.value if net.no_proxy else "").split(",") if h.strip()]
+    if net.trusted_hosts:  # pip's trusted-host / uv's allow-insecure-host: TLS unverified for that host
+        unverified = net.unverified_context()
+        https = proxies.get("https") if "*" not in exempt else None
+        for trusted in net.trusted_hosts:
+            via = https.value if https is not None else None
+            mounts[f"all://{trusted.value}"] = http_transport(unverified, limits, names, via)
     if "*" in exempt:
         return mounts
     for scheme, proxy in proxies.items():

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe.errors import UsageError
+from abiprobe.installers.install_settings import pip_install_settings, uv_install_settings
 from abiprobe.installers.pip import Setting, pip_settings
 from abiprobe.installers.uv import uv_settings
 
@@ -47,6 +48,8 @@ class NetworkSettings:
     netrc: Path | None = None
     keyring: str = "off"  # "on" (importable and not disabled), "off: <why>"
     ignored: tuple[str, ...] = ()  # settings that lost to a higher one, for `abiprobe config`
+    # pip's trusted-host and uv's allow-insecure-host: host or host:port whose certificate is not verified
+    trusted_hosts: tuple[Setting, ...] = ()
 
     def trust_label(self) -> str:
         if self.ca is not None:
@@ -85,6 +88,15 @@ class NetworkSettings:
                 raise UsageError(
                     f"client certificate {self.client_cert.value} ({self.client_cert.origin}): {exc}"
                 ) from None
+        return context
+
+    def unverified_context(self) -> ssl.SSLContext:
+        """The context for a trusted host: no certificate or name check (the client certificate kept)."""
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        if self.client_cert is not None:
+            context.load_cert_chain(self.client_cert.value)
         return context
 
 
@@ -128,10 +140,13 @@ def _proxies(environ: Mapping[str, str], pip: Mapping[str, Setting]) -> dict[str
     return out
 
 
-def _keyring_state(pip: Mapping[str, Setting]) -> str:
+def _keyring_state(pip: Mapping[str, Setting], uv: Setting | None) -> str:
+    """pip's keyring-provider ``disabled`` or uv's (``UV_KEYRING_PROVIDER``, default disabled, set
+    explicitly) turn keyring off; otherwise it is asked after a 401 when the package is there."""
     provider = pip.get("keyring-provider")
-    if provider is not None and provider.value.strip() == "disabled":
-        return f"off: disabled ({provider.origin})"
+    for said in (provider, uv):
+        if said is not None and said.value.strip() == "disabled":
+            return f"off: disabled ({said.origin})"
     try:  # found, not imported: only a 401 needs it
         found = importlib.util.find_spec("keyring") is not None
     except (ImportError, ValueError, AttributeError):  # blocked in sys.modules, or a broken spec
@@ -165,6 +180,9 @@ def network_settings(environ: Mapping[str, str] | None = None, cwd: Path | None 
     if ca is not None and uv.native_tls is not None:
         ignored.append(f"native TLS ({uv.native_tls.origin}), overridden by {ca.origin}")
     creds = tuple(Credential(url, user, password, origin) for url, user, password, origin in uv.credentials)
+    pip_hosts = pip_install_settings(env, rules=False).trusted_hosts
+    uv_hosts = uv_install_settings(env, cwd or Path.cwd(), rules=False)
+    uv_keyring = uv_hosts.keyring_provider
     return NetworkSettings(
         ca=ca,
         native_tls=uv.native_tls,
@@ -173,8 +191,9 @@ def network_settings(environ: Mapping[str, str] | None = None, cwd: Path | None 
         no_proxy=_env(env, "no_proxy", "NO_PROXY"),
         credentials=creds,
         netrc=default_netrc(env),
-        keyring=_keyring_state(pip),
+        keyring=_keyring_state(pip, uv_keyring),
         ignored=(*ignored, *ignored_client),
+        trusted_hosts=(*pip_hosts, *uv_hosts.trusted_hosts),
     )
 
 

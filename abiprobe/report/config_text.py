@@ -35,6 +35,19 @@ def render_config(doc: dict[str, Any], proxy_urls: Mapping[str, str]) -> list[Re
         np = doc["proxies"]["no_proxy"]
         parts.append(f"no proxy for: {np['value']} (from {np['origin']})")
     parts.append(f"keyring: {doc['keyring']}")
+    parts.extend(_install_lines(doc["install"]))
     parts.append(f"pip config files read: {', '.join(doc['files']['pip']) or 'none'}")
     parts.append(f"uv config files read: {', '.join(doc['files']['uv']) or 'none'}")
     return parts
+
+
+def _install_lines(install: Mapping[str, Any]) -> list[str]:
+    """What the installer applies beyond its indexes: constraints, overrides, trusted hosts, strategy."""
+    lines = [f"install settings of {install['installer']}:"]
+    lines += [f"  constraint: {c['value']} (from {c['origin']})" for c in install["constraints"]]
+    lines += [f"  override: {o['value']} (from {o['origin']})" for o in install["overrides"]]
+    lines += [f"  TLS not verified for: {h['value']} (from {h['origin']})" for h in install["trusted_hosts"]]
+    for key, words in (("index_strategy", "index strategy"), ("keyring_provider", "keyring provider")):
+        if install[key]:
+            lines.append(f"  {words}: {install[key]['value']} (from {install[key]['origin']})")
+    return lines if len(lines) > 1 else [f"install settings of {install['installer']}: none"]

@@ -23,6 +23,7 @@ from abiprobe.model.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.sonames import cuda_major_of_soname
 from abiprobe.model.target import Target
+from abiprobe.solve.install_rules import InstallRule
 
 _LABEL = re.compile(r"(?:^|[._-])cu(\d{2,3})(?=$|[._-])")
 _NVIDIA_SUFFIX = re.compile(r"^nvidia-.+-cu(\d{2})$")
@@ -233,6 +234,17 @@ class FilterOptions:
     pre: bool = False
     yanked: bool = False
     exclude_newer: datetime | None = None
+    constraints: tuple[InstallRule, ...] = ()  # the installer's (abiprobe.solve.install_rules)
+    overrides: tuple[InstallRule, ...] = ()
+
+    def bounds(self, name: str) -> tuple[InstallRule, ...]:
+        """The installer's constraints and overrides on ``name``."""
+        wanted = canonicalize_name(name)
+        return tuple(r for r in (*self.constraints, *self.overrides) if r.name == wanted)
+
+    def override_of(self, name: str) -> InstallRule | None:
+        wanted = canonicalize_name(name)
+        return next((r for r in self.overrides if r.name == wanted), None)
 
 
 def prefilter(
@@ -296,6 +308,9 @@ def _cheap_reason(
         return "metadata", "pre-release (use --pre)"
     if specifier and not specifier.contains(c.version, prereleases=True):
         return "requires", f"outside the stack's bound {specifier}"
+    for rule in options.bounds(c.name):
+        if not rule.admits(c.version):
+            return "requires", f"outside the installer's {rule.describe()}"
     if c.file.requires_python and not _python_ok(c.file.requires_python, target):
         return "requires", f"Requires-Python {c.file.requires_python} excludes Python {target.python_tag}"
     label = variant_from_label(c.version)

@@ -138,8 +138,12 @@ class _ClosureAdapter(AbstractProvider):  # type: ignore[type-arg]
             name = canonicalize_name(req.name)
             if self.follow is None or self.follow(name):
                 extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+                override = self.options.override_of(name)
+                specifier = override.specifier if override is not None else req.specifier
                 shown = f"{req.name}{extras}{req.specifier}"
-                yield Req(name, frozenset(req.extras), req.specifier, f"{label} requires {shown}")
+                if override is not None:
+                    shown += f", overridden by {override.describe()}"
+                yield Req(name, frozenset(req.extras), specifier, f"{label} requires {shown}")
 
     def _requires_dist(self, pin: Pin) -> tuple[str, ...]:
         if pin.root is not None and pin.root.summary is not None:
@@ -175,6 +179,9 @@ def _memo_key(
                            "target": target.key(), "pre": options.pre, "scope": scope}  # fmt: skip
     if options.yanked:
         doc["yanked"] = True
+    for kind, rules in (("constraints", options.constraints), ("overrides", options.overrides)):
+        if rules:
+            doc[kind] = [r.text for r in rules]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
