@@ -27,7 +27,8 @@ from abiprobe.analyze.first_error import LoaderMessage, first_message
 from abiprobe.analyze.layout import InstalledObject, dist_label
 from abiprobe.analyze.loader import LoaderSimulation, LoadResult
 from abiprobe.analyze.profiles import Profile
-from abiprobe.analyze.torch_abi import TorchRelease, torch_range_verdicts
+from abiprobe.analyze.torch_abi import TorchRelease, declared_torch, torch_range_verdicts
+from abiprobe.analyze.torch_build import build_torch_verdict, recorded_build_torch
 from abiprobe.analyze.units import PlannedUnit, Timing
 from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.model.facts import WheelFacts
@@ -147,6 +148,12 @@ def unit_verdicts(sim: LoaderSimulation, result: LoadResult) -> tuple[Verdict, .
         driver_verdict(result, target),
     ]
     obj = layout.objects[result.path]
+    torch = layout.wheel_of("torch")
+    if torch is not None and obj.wheel is not torch:
+        recorded = recorded_build_torch(obj.wheel, declared_torch(obj.wheel))
+        scope = (n.soname for n in result.needed)
+        built = build_torch_verdict(result.path, obj.facts, recorded, torch.metadata.version, scope)
+        verdicts += [built] if built is not None else []
     py = obj.extension_python
     if isinstance(py, tuple) and target.implementation == "cp" and py != target.python:
         text = f"built for CPython {py[0]}.{py[1]}; the target runs {target.python_tag}"
