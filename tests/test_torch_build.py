@@ -16,11 +16,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.utils import canonicalize_name, parse_wheel_filename
 from support.torch_abi_stacks import TorchAbiStacks, no_torch_wheel, torch_abi_stacks
 
+from abiprobe.analyze.analysis import analyze_set
+from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.analyze.torch_abi import WheelTorchRange, releases_of, wheel_torch_range
 from abiprobe.cli import main
 from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.model.candidate import Candidate, IndexFile
+from abiprobe.model.facts import WheelInfo
+from abiprobe.model.target import Target
+from abiprobe.solve.candidates import StackCandidate
+from abiprobe.solve.evaluate import StaticEvaluator
+from abiprobe.solve.matrix import Group, MatrixBuilder
+from abiprobe.solve.stack import Stack, StackMember
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 TARGET = ["--cuda", "13.0", "--python", PY, "--platform", "manylinux_2_28_x86_64", "--json"]
@@ -132,3 +142,41 @@ def test_a_kernel_no_known_release_can_load_says_so_in_plain_words(built: TorchA
     r = wheel_torch_range(wheel_facts_from_path(built.kernels["removed-unpinned"]), releases)
     assert "no known torch release exports all of them (1 known: 2.13.0)" in r.reason
     assert "none of the known releases" not in r.reason
+
+
+def _candidate(role: str, path: Path) -> StackCandidate:
+    facts = wheel_facts_from_path(path)
+    name, version, build, tags = parse_wheel_filename(path.name)
+    file = IndexFile(filename=path.name, url=path.as_uri(), hashes={"sha256": facts.sha256})
+    return StackCandidate(role, Candidate(name, version, build, tags, file), 0, WheelInfo.of(facts))
+
+
+def test_a_matrix_cell_that_does_not_load_is_fail_with_the_pin_named_too(built: TorchAbiStacks) -> None:
+    # GIVEN a matrix of both fixture torches and the pinned kernel built against 2.12.0
+    stack = Stack((StackMember("torch", (canonicalize_name("torch"),)), StackMember("kernel", ())))
+    rows = [_candidate("torch", built.torch_old), _candidate("torch", built.torch_new)]
+    target = Target.parse(cuda="13.0", python=PY, platform="manylinux_2_28_x86_64")
+    profile = builtin_profile("manylinux_2_28_x86_64")
+    evaluator = StaticEvaluator(target, profile, lambda _g: (), torch_candidates=rows)
+    kernel = _candidate("kernel", built.kernels["kept-pinned"])
+    groups = {"torch": tuple(Group("torch", r) for r in rows), "kernel": (Group("kernel", kernel),)}
+    matrix = MatrixBuilder(stack, target, evaluator).build(groups)
+    # THEN on 2.13.0 the cell fails on the build torch, and the pin that forbids it is named after it
+    cell = matrix.cell("torch==2.13.0", "kept-pinned==1.0.0")
+    assert cell.status == "fail"
+    assert cell.explanation.startswith(
+        "symbols fail: kept_pinned/kept_pinned_ops.abi3.so: built against torch 2.12"
+    )
+    assert "; blocked as well: kept-pinned 1.0.0: requires torch==2.12.0" in cell.explanation
+    assert matrix.cell("torch==2.12.0", "kept-pinned==1.0.0").status in ("ok", "warn")
+
+
+def test_the_loader_s_first_failure_is_the_first_reason_of_a_failing_set(built: TorchAbiStacks) -> None:
+    # GIVEN a set that fails to load (at::legacy_helper is gone in 2.13.0) on a target its tags do not fit
+    target = Target.parse(cuda="13.0", python=PY, platform="manylinux_2_17_x86_64")
+    wheels = [wheel_facts_from_path(p) for p in (built.torch_new, built.kernels["removed-pinned"])]
+    analysis = analyze_set(wheels, target, builtin_profile("manylinux_2_28_x86_64"))
+    # THEN the failure the loader stops at comes first, before the tags and the pin
+    first = analysis.failures()[0]
+    assert first.evidence["loader_message"] == analysis.first_error.to_json()  # type: ignore[union-attr]
+    assert {v.check for v in analysis.failures() if v.status in ("fail", "blocked")} >= {"tags", "requires"}

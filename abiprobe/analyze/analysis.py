@@ -118,9 +118,14 @@ class SetAnalysis:
         return first.loader_message if first is not None else None
 
     def failures(self) -> tuple[Verdict, ...]:
-        """Every verdict that is not ok, worst first."""
-        bad = (v for v in self.verdicts if v.status != "ok")
-        return tuple(sorted(bad, key=lambda v: -STATUS_ORDER[v.status]))
+        """Every verdict that is not ok, worst first; of the failures, the loader's first error first."""
+        first = self.first_error
+        message = first.to_json() if first is not None else None
+
+        def key(v: Verdict) -> tuple[int, int]:
+            return (-STATUS_ORDER[v.status], 0 if v.evidence.get("loader_message") == message else 1)
+
+        return tuple(sorted((v for v in self.verdicts if v.status != "ok"), key=key))
 
     def to_json(self) -> dict[str, Any]:
         return {
