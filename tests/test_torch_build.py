@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from packaging.utils import canonicalize_name, parse_wheel_filename
+from support.indexserver import IndexServer
 from support.torch_abi_stacks import TorchAbiStacks, no_torch_wheel, torch_abi_stacks
 
 from abiprobe.analyze.analysis import analyze_set
@@ -180,3 +181,23 @@ def test_the_loader_s_first_failure_is_the_first_reason_of_a_failing_set(built: 
     first = analysis.failures()[0]
     assert first.evidence["loader_message"] == analysis.first_error.to_json()  # type: ignore[union-attr]
     assert {v.check for v in analysis.failures() if v.status in ("fail", "blocked")} >= {"tags", "requires"}
+
+
+@pytest.mark.parametrize("command", ["inspect", "check"])
+def test_torch_releases_are_read_only_for_a_wheel_that_needs_torch_s_libraries(
+    built: TorchAbiStacks, tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN torch==2.13.0 on an index, and two wheels: one needing no torch library, one linking torch
+    unrelated, kernel = no_torch_wheel(tmp_path), built.kernels["kept-unpinned"]
+    with IndexServer() as server:
+        torch = server.add_wheel(built.torch_new)
+        extra = [*TARGET[:-1], "--no-deps"] if command == "check" else []
+        argv = ["--torch", "torch==2.13.0", "--index-url", server.index_url, *extra]
+        # WHEN each is inspected (checked) with --torch torch==2.13.0
+        seen = []
+        for i, wheel in enumerate((unrelated, kernel)):
+            main([command, str(wheel), *argv, "--cache-dir", str(tmp_path / f"cache{i}"), "--json"])
+            seen.append(server.requests[torch.path] > 0)
+    capsys.readouterr()
+    # THEN the torch release is read for the kernel only
+    assert seen == [False, True]
