@@ -78,7 +78,8 @@ def test_unstable_kernel_without_a_torch_requirement_is_too_loose(built: TorchAb
     assert (r.verdict, r.declared) == ("too loose", None)
     assert r.reason == (
         "declares no torch requirement but imports torch's C++ ABI, "
-        "which only torch 2.12.0 exports (of 2 known)"
+        "which only torch 2.12.0 exports (of 2 known); built against torch 2.12 (its imports are all "
+        "exported only by torch 2.12.0), it fails with any other torch minor"
     )
 
 

@@ -27,7 +27,8 @@ from abiprobe.analyze.first_error import LoaderMessage, first_message
 from abiprobe.analyze.layout import InstalledObject, dist_label
 from abiprobe.analyze.loader import LoaderSimulation, LoadResult
 from abiprobe.analyze.profiles import Profile
-from abiprobe.analyze.torch_abi import TorchRelease, torch_range_verdicts
+from abiprobe.analyze.torch_abi import TorchRelease, declared_torch, torch_range_verdicts
+from abiprobe.analyze.torch_build import build_torch_verdict, recorded_build_torch
 from abiprobe.analyze.units import PlannedUnit, Timing
 from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.model.facts import WheelFacts
@@ -117,9 +118,14 @@ class SetAnalysis:
         return first.loader_message if first is not None else None
 
     def failures(self) -> tuple[Verdict, ...]:
-        """Every verdict that is not ok, worst first."""
-        bad = (v for v in self.verdicts if v.status != "ok")
-        return tuple(sorted(bad, key=lambda v: -STATUS_ORDER[v.status]))
+        """Every verdict that is not ok, worst first; of the failures, the loader's first error first."""
+        first = self.first_error
+        message = first.to_json() if first is not None else None
+
+        def key(v: Verdict) -> tuple[int, int]:
+            return (-STATUS_ORDER[v.status], 0 if v.evidence.get("loader_message") == message else 1)
+
+        return tuple(sorted((v for v in self.verdicts if v.status != "ok"), key=key))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -147,6 +153,12 @@ def unit_verdicts(sim: LoaderSimulation, result: LoadResult) -> tuple[Verdict, .
         driver_verdict(result, target),
     ]
     obj = layout.objects[result.path]
+    torch = layout.wheel_of("torch")
+    if torch is not None and obj.wheel is not torch:
+        recorded = recorded_build_torch(obj.wheel, declared_torch(obj.wheel))
+        scope = (n.soname for n in result.needed)
+        built = build_torch_verdict(result.path, obj.facts, recorded, torch.metadata.version, scope)
+        verdicts += [built] if built is not None else []
     py = obj.extension_python
     if isinstance(py, tuple) and target.implementation == "cp" and py != target.python:
         text = f"built for CPython {py[0]}.{py[1]}; the target runs {target.python_tag}"

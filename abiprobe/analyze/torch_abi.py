@@ -24,6 +24,13 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from abiprobe.analyze.torch_build import (
+    SHIM_NAME,
+    BuildTorch,
+    build_torch,
+    recorded_build_torch,
+    torch_linked,
+)
 from abiprobe.analyze.torch_diff import TORCH_MANGLED, libstdcxx_may_provide, torch_exports
 from abiprobe.model.facts import ElfFacts, WheelFacts
 from abiprobe.model.requirements import parse_requirement
@@ -32,7 +39,6 @@ from abiprobe.model.verdict import Status, Verdict
 AbiKind = Literal["stable", "unstable", "none"]
 RangeVerdict = Literal["agrees", "too loose", "too tight", "unknown"]
 SHIM_TABLE = Path(__file__).resolve().parent.parent / "data" / "torch_stable_shim.json"
-_SHIM_NAME = re.compile(r"^(?:aoti_torch_|torch_)[A-Za-z0-9_]+$")
 _UPPER_OPERATORS = frozenset({"==", "===", "~=", "<", "<="})
 
 
@@ -110,7 +116,7 @@ def shim_table(path: Path = SHIM_TABLE) -> ShimTable:
 def is_torch_import(name: str, releases: Sequence[TorchRelease]) -> bool:
     """A symbol only torch provides: torch's C++ namespaces, its C shim, or anything a known torch release
     exports (except std:: instantiations and operators libstdc++ provides as well)."""
-    if _SHIM_NAME.match(name) or TORCH_MANGLED.match(name):
+    if SHIM_NAME.match(name) or TORCH_MANGLED.match(name):
         return True
     if libstdcxx_may_provide(name):
         return False
@@ -161,7 +167,7 @@ def extension_range(obj: ElfFacts, releases: Sequence[TorchRelease], table: Shim
             loads.append(r.version)
         else:
             missing.append((r.version, lacking))
-    if not all(_SHIM_NAME.match(n) for n in names):
+    if not all(SHIM_NAME.match(n) for n in names):
         return ExtensionRange(obj.path, "unstable", len(names), tuple(loads), tuple(missing))
     floor, symbol, source, unknown = _stable_floor(names, releases, table)
     return ExtensionRange(
@@ -226,6 +232,7 @@ class WheelTorchRange:
     declared: str | None  # the specifier text ("" for a bare ``torch``), None when torch is not required
     verdict: RangeVerdict
     reason: str
+    built_with: BuildTorch | None = None  # unstable: the torch minor it was built against, when known
 
     @property
     def loads_with(self) -> tuple[str, ...]:
@@ -263,6 +270,7 @@ class WheelTorchRange:
             "declared": self.declared,
             "verdict": self.verdict,
             "reason": self.reason,
+            "built_with": self.built_with.to_json() if self.built_with else None,
             "extensions": [e.to_json() for e in self.extensions if e.kind != "none"],
         }
 
@@ -304,30 +312,38 @@ def _stable_verdict(
 
 
 def _unstable_verdict(
-    spec: SpecifierSet | None, loads: Sequence[str], releases: Sequence[str]
+    spec: SpecifierSet | None, loads: Sequence[str], releases: Sequence[str], built: BuildTorch | None
 ) -> tuple[RangeVerdict, str]:
-    shown = ", ".join(loads) or "none of the known releases"
+    known = f"{len(releases)} known: {', '.join(releases)}"
+    exports = (
+        f"which only torch {', '.join(loads)} exports (of {len(releases)} known)"
+        if loads
+        else f"and no known torch release exports all of them ({known})"
+    )
+    bound = (
+        f"; built against torch {built.minor} ({built.evidence}), it fails with any other torch minor"
+        if built
+        else "; the torch it was built against cannot be determined, so another minor may abort it"
+    )
     if spec is None or not any(s.operator in _UPPER_OPERATORS for s in spec):
         declared = f"torch{spec}" if spec else "no torch requirement"
-        return "too loose", (
-            f"declares {declared} but imports torch's C++ ABI, which only torch {shown} exports "
-            f"(of {len(releases)} known)"
-        )
+        return "too loose", f"declares {declared} but imports torch's C++ ABI, {exports}{bound}"
     if not loads:
-        return "unknown", f"declares torch{spec}; no known torch release exports everything it imports"
+        return "unknown", f"declares torch{spec}; no known torch release exports all it imports ({known})"
+    shown = ", ".join(loads)
     admitted = [v for v in releases if spec.contains(Version(v).public, prereleases=True)]
     outside = [v for v in admitted if v not in loads]
     if outside:
         return (
             "too loose",
-            f"declares torch{spec}, which admits torch {outside[0]}; the bytes load only with {shown}",
+            f"declares torch{spec}, which admits torch {outside[0]}; the bytes load only with {shown}{bound}",
         )
     if not admitted:
         return (
             "unknown",
             f"declares torch{spec}; none of the known releases ({', '.join(releases)}) is admitted",
         )
-    return "agrees", f"declares torch{spec}; the bytes load with torch {shown}"
+    return "agrees", f"declares torch{spec}; the bytes load with torch {shown}{bound}"
 
 
 def wheel_torch_range(
@@ -336,7 +352,10 @@ def wheel_torch_range(
     """The torch range of every extension in ``wheel``, and the wheel's verdict against its declaration."""
     table = table or shim_table()
     label = f"{wheel.metadata.name} {wheel.metadata.version}"
-    exts = tuple(extension_range(e, releases, table) for e in wheel.elf if e.elf_type == "DYN")
+    linked = torch_linked(wheel)  # an object that needs no torch library cannot bind to torch's exports
+    exts = tuple(
+        extension_range(e, releases, table) for e in wheel.elf if e.elf_type == "DYN" and e.path in linked
+    )
     kinds = {e.kind for e in exts}
     kind: AbiKind = "unstable" if "unstable" in kinds else ("stable" if "stable" in kinds else "none")
     spec = declared_torch(wheel)
@@ -350,7 +369,9 @@ def wheel_torch_range(
     elif not releases and spec is not None and any(s.operator in _UPPER_OPERATORS for s in spec):
         verdict, reason = "unknown", "no torch release is known to check its imports against"
     else:
-        verdict, reason = _unstable_verdict(spec, result.loads_with, versions)
+        built = build_torch(recorded_build_torch(wheel, spec), result.loads_with, versions)
+        verdict, reason = _unstable_verdict(spec, result.loads_with, versions, built)
+        return WheelTorchRange(label, kind, exts, versions, declared, verdict, reason, built)
     return WheelTorchRange(label, kind, exts, versions, declared, verdict, reason)
 
 

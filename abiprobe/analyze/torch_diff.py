@@ -38,8 +38,9 @@ PUBLIC_PREFIXES = (
 )
 _CXX11_MARKERS = ("B5cxx11", "St7__cxx11")
 # torch's C++ namespaces as an Itanium mangled name spells them, anywhere in the name (vtables,
-# typeinfo and std templates over torch types included)
-TORCH_MANGLED = re.compile(r"^_Z.*?(?:3c10|2at|5torch|4c10d|6caffe2)")
+# typeinfo and std templates over torch types included), the length not the tail of a longer one
+# (``std::__12atomic`` names no torch type)
+TORCH_MANGLED = re.compile(r"^_Z.*?(?<![0-9])(?:3c10|2at|5torch|4c10d|6caffe2)")
 _STD_PREFIXES = ("_ZNSt", "_ZNKSt", "_ZSt", "_ZNSs", "_ZNKSs", "_ZTVSt", "_ZTISt", "_ZTSSt",
                  "_Znw", "_Zna", "_Zdl", "_Zda")  # fmt: skip
 

@@ -112,6 +112,14 @@ def exit_code(analysis: SetAnalysis) -> int:
     return code
 
 
+def needs_torch(wheels: Sequence[WheelFacts]) -> bool:
+    """Whether a wheel other than torch has a library that needs torch's: only then are the torch
+    releases of ``--torch`` (large facts) read."""
+    from abiprobe.analyze.torch_build import torch_linked
+
+    return any(w.metadata.name.lower() != "torch" and torch_linked(w) for w in wheels)
+
+
 def _interpreter_version(python: str) -> str:
     try:
         out = subprocess.run(
@@ -192,21 +200,20 @@ def run(args: argparse.Namespace) -> int:
     releases: tuple[TorchRelease, ...] = ()
     items = None
     with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
-        if args.torch:
-            from abiprobe.commands.known_wheels import torch_releases
-
-            releases = torch_releases(args.torch, source, target)  # the torch wheels the target would get
         if not args.installed:
             from abiprobe.commands.itemset import gather
 
             items = gather(args.items, target, source, no_deps=args.no_deps)
+        wheels = installed_wheels(args) if items is None else items.facts
+        if args.torch and needs_torch(wheels):
+            from abiprobe.commands.known_wheels import torch_releases
+
+            releases = torch_releases(args.torch, source, target)  # the torch wheels the target would get
     if items is None:
-        wheels = installed_wheels(args)
         analysis = scoped(analyze_set(wheels, target, profile, releases), wheels, args)
     else:
         from abiprobe.analyze.analysis import with_unread
 
-        wheels = items.facts
         analysis = analyze_set(wheels, target, profile, releases)
         analysis = scoped(with_unread(analysis, items.unread), wheels, args)
         if items.closure_error is not None and items.closure_impossible:

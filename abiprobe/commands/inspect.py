@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abiprobe.analyze.torch_abi import TorchRelease, wheel_torch_range
+from abiprobe.analyze.torch_build import torch_linked
 from abiprobe.analyze.variants import variant_document, variant_member
 from abiprobe.binary.cuda import GpuArch, arch_verdict
 from abiprobe.binary.cuda_arch import parse_known_arch
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
         sources, item = resolve_target(args.target, args.python, source)
         releases: tuple[TorchRelease, ...] = ()
-        if any(isinstance(f, WheelFacts) and f.metadata.name.lower() != "torch" for _, f in sources):
+        if any(_needs_torch(f) for _, f in sources):  # torch's facts are large: read only when used
             from abiprobe.commands.known_wheels import torch_releases
 
             releases = torch_releases(args.torch or [CACHED], source, None)  # no target: this host's wheels
@@ -126,6 +127,13 @@ def _variant_json(item: Item, source: ItemSource) -> bytes | None:
     assert item.facts is not None
     member = variant_member(item.facts.files)
     return None if member is None else source.member(item, member)
+
+
+def _needs_torch(facts: WheelFacts | ElfFacts) -> bool:
+    """A wheel other than torch with a library that needs torch's: the only kind with a torch range."""
+    if not isinstance(facts, WheelFacts) or facts.metadata.name.lower() == "torch":
+        return False
+    return bool(torch_linked(facts))
 
 
 def _torch_range(facts: WheelFacts, releases: Sequence[TorchRelease]) -> dict[str, Any] | None:

@@ -171,13 +171,20 @@ def explain(verdicts: Sequence[Verdict]) -> str:
         (v for v in verdicts if v.status != "ok"),
         key=lambda v: (-STATUS_ORDER[v.status], _check_order(v.check)),
     )
+    if bad and bad[0].status == "fail":
+        # the loader's own first failure leads (verdicts come in load order); the pin that also forbids
+        # the set is named after it: a set that does not load is ``fail``, never merely ``blocked``
+        first = next((v for v in verdicts if v.status == "fail" and "loader_message" in v.evidence), bad[0])
+        bad = [first, *(v for v in bad if v is not first)]
     ranges = _torch_ranges(verdicts, bad[0] if bad else None)
     if not bad:
         return "all checks pass" + ranges
     head = bad[0]
     where = f"{head.subject}: " if head.subject else ""
     more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
-    return f"{head.check} {head.status}: {where}{head.text}{more}{ranges}"
+    pin = next((v for v in bad if v.status == "blocked"), None) if head.status == "fail" else None
+    pinned = f"; blocked as well: {pin.subject}: {pin.text}" if pin is not None else ""
+    return f"{head.check} {head.status}: {where}{head.text}{more}{pinned}{ranges}"
 
 
 def _torch_ranges(verdicts: Sequence[Verdict], head: Verdict | None) -> str:
