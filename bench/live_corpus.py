@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,10 @@ import live_predictions as lp  # noqa: E402
 CORPUS = ROOT / "bench" / "corpus26.toml"
 RUNNER = ROOT / "bench" / "real_load.py"
 ARCH = "sm90"
+PY312 = next(iter(sorted(Path.home().glob(".pyenv/versions/3.12*/bin/python3.12"))), Path("python3.12"))
+# libraries of a GPU host's driver (only libcuda.so.1 is stubbed): a package probing for them is not
+# loading a library of its own, and on the CUDA target they are there
+DRIVER = re.compile(r"^(libnvidia-ml\.so|libcuda\.so|nvml|libnvcuvid|libnvidia-)")
 LOADER_CHECKS = ("sonames", "symbols", "symbol_versions", "tags", "files")
 
 
@@ -110,12 +115,16 @@ def user_check(s: CorpusSet, work: Path, no_deps: bool) -> tuple[int, dict[str, 
     return lp.run_json(argv)
 
 
-def headline(doc: dict[str, Any], rc: int) -> dict[str, Any]:
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def headline(doc: dict[str, Any], rc: int, dist: str = "") -> dict[str, Any]:
     """abiprobe's answer in the table's terms: status, exit, load verdict at import, first message."""
     if not doc:
         return {"status": "error", "exit": rc, "load": "error", "first": "no analysis", "units": 0}
     units = doc.get("units", [])
-    mine = [u for u in units if u.get("kind") != "preloaded"]
+    mine = [u for u in units if _norm(u.get("dist", "")) == _norm(dist)]
     failing = [u for u in units if u.get("status") in ("fail", "unknown")]
     order = {"import": 0, "unknown": 1, "first_use": 2}
     failing.sort(key=lambda u: (0 if u.get("selected") is not False else 1, order.get(u.get("timing"), 3)))
@@ -135,8 +144,18 @@ def headline(doc: dict[str, Any], rc: int) -> dict[str, Any]:
     if load == "ok" and any(checks.get(c) == "unknown" for c in LOADER_CHECKS):
         load = "unknown"
     judged = sorted({u["path"] for u in mine})
+    rows = [[u["path"], u.get("timing"), u.get("status"), u.get("where")] for u in mine]
+    later = [u for u in mine if u.get("timing") != "import" and u.get("status") in ("fail", "unknown")]
     return {"status": doc.get("status", "?"), "exit": rc, "load": load, "first": first, "units": len(judged),
-            "unit_paths": judged[:40]}  # fmt: skip
+            "unit_paths": judged[:40], "first_use_flagged": bool(later),
+            "unit_rows": rows}  # fmt: skip
+
+
+def scratch(s: CorpusSet, work: Path) -> Path:
+    """This set's own directory for its venv, stub and home (sets of two runs may go at once)."""
+    d = work / "sets" / re.sub(r"[^A-Za-z0-9]+", "_", f"{s.torch}_{s.package}")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
 
 
 def venv_for(files: list[str], work: Path, python: str) -> Path:
@@ -144,7 +163,7 @@ def venv_for(files: list[str], work: Path, python: str) -> Path:
     venv = work / "venv"
     if venv.exists():
         shutil.rmtree(venv)
-    env = lp.uv_env(work)
+    env = lp.uv_env(work.parent.parent)
     subprocess.run(["uv", "venv", "-q", "--python", python, str(venv)], check=True, env=env)
     argv = ["uv", "pip", "install", "-q", "--offline", "--no-deps", "--python", str(venv / "bin" / "python")]
     subprocess.run(argv + files, check=True, env=env)
@@ -158,7 +177,8 @@ def stub_dir(files: list[str], work: Path) -> Path:
     return build_stub(work / "stub", symbols, 13000)
 
 
-def real_load(s: CorpusSet, files: list[str], work: Path, python: str) -> dict[str, Any]:
+def real_load(s: CorpusSet, files: list[str], top: Path, python: str) -> dict[str, Any]:
+    work = scratch(s, top)
     venv = venv_for(files, work, python)
     spec = work / "spec.json"
     spec.write_text(json.dumps({"module": s.module, "first_use": [list(x) for x in s.first_use]}))
@@ -188,7 +208,7 @@ def outcome(s: CorpusSet, doc: dict[str, Any]) -> dict[str, Any]:
     tolerate = re.compile(s.tolerate) if s.tolerate else None
 
     def failed(phase: str) -> list[dict[str, Any]]:
-        bad = [a for a in own if a["phase"] == phase and not a["ok"]]
+        bad = [a for a in own if a["phase"] == phase and not a["ok"] and not DRIVER.match(a["path"])]
         return [a for a in bad if not (tolerate and phase == "import" and tolerate.search(a["path"]))]
 
     loaded = sorted({a["path"].split(site)[-1] for a in own if a["ok"] and site in a["path"]})
@@ -200,7 +220,8 @@ def outcome(s: CorpusSet, doc: dict[str, Any]) -> dict[str, Any]:
     imp = steps.get("import", {})
     bad = failed("import")
     if not imp.get("ok"):
-        first = bad[0]["error"] if bad else (imp.get("error") or ["?"])[-1]
+        tried = bad or [a for a in own if a["phase"] == "import" and not (a["ok"] or DRIVER.match(a["path"]))]
+        first = tried[0]["error"] if tried else (imp.get("error") or ["?"])[-1]
         verdict, why = "fail", f"{(imp.get('error') or ['?'])[0][:300]}; loader: {first}"
     elif bad:
         verdict, why = "fail (swallowed)", f"{bad[0]['path'].split(site)[-1]}: {bad[0]['error']}"
@@ -232,20 +253,22 @@ def message_key(text: str) -> str | None:
     return None
 
 
-def compare(static: dict[str, Any], real: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
+def compare(static: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
     real_fail = real["import"] not in ("ok",)
     static_fail = static["load"] == "fail"
     agree = real_fail == static_fail and static["load"] != "unknown"
     key = message_key(real["first"]) if real_fail else None
     exact = bool(key and key in static["first"]) if real_fail else None
     fu_real = [u for u in real["first_use"] if not u["ok"]]
+    fu_caught = bool(fu_real) and (static_fail or bool(static.get("first_use_flagged")))
     return {"agree": agree, "real_fails": real_fail, "caught": real_fail and static_fail, "exact": exact,
-            "first_use_real_fails": len(fu_real)}  # fmt: skip
+            "first_use_real_fails": len(fu_real), "first_use_caught": fu_caught}  # fmt: skip
 
 
 def run_set(s: CorpusSet, work: Path, python: str, stats: dict[str, Any]) -> dict[str, Any]:
     pins, alone = lock_set(s, work)
     files = []
+    (work / "wheels").mkdir(exist_ok=True)
     t0 = time.monotonic()
     for pin in pins:
         path, got = lp.fetch(pin, work / "wheels")
@@ -253,17 +276,20 @@ def run_set(s: CorpusSet, work: Path, python: str, stats: dict[str, Any]) -> dic
         files.append(str(path))
     stats["download_s"] += time.monotonic() - t0
     rc_u, doc_u, sec_u, err_u = user_check(s, work, alone)
-    user = headline(doc_u, rc_u) | {"seconds": round(sec_u, 1), "stderr": err_u[-300:]}
+    keep = scratch(s, work)
+    (keep / "check-user.json").write_text(json.dumps(doc_u))
+    user = headline(doc_u, rc_u, s.dist) | {"seconds": round(sec_u, 1), "stderr": err_u[-300:]}
     rc_f, doc_f, sec_f = lp.check(files, None, cuda=s.cuda, arch=ARCH)
-    local = headline(doc_f, rc_f) | {"seconds": round(sec_f, 1)}
+    local = headline(doc_f, rc_f, s.dist) | {"seconds": round(sec_f, 1)}
     host_added: list[str] = []
     if lp.load_verdict(doc_f) == "fail" and (missing := lp.missing_sonames(doc_f)):
         profile = work / "host-profile.json"
         host_added = lp.host_profile(missing, profile)
         if host_added:
             rc_h, doc_h, _ = lp.check(files, profile, cuda=s.cuda, arch=ARCH)
-            local = headline(doc_h, rc_h) | {"seconds": round(sec_f, 1), "host_added": host_added}
+            local = headline(doc_h, rc_h, s.dist) | {"seconds": round(sec_f, 1), "host_added": host_added}
             doc_f = doc_h
+    (keep / "check-files.json").write_text(json.dumps(doc_f))
     raw = real_load(s, files, work, python)
     real = outcome(s, raw)
     return {
@@ -275,9 +301,24 @@ def run_set(s: CorpusSet, work: Path, python: str, stats: dict[str, Any]) -> dic
         "files": local,
         "real": real,
         "real_raw": {k: raw.get(k) for k in ("steps", "attempts", "seconds", "stderr_tail", "crash")},
-        "vs_user": compare(user, real, doc_u),
-        "vs_files": compare(local, real, doc_f),
+        "vs_user": compare(user, real),
+        "vs_files": compare(local, real),
     }
+
+
+def rescore(row: dict[str, Any], corpus: dict[str, CorpusSet], work: Path) -> dict[str, Any]:
+    """A stored row judged again from its saved check documents and recorded loads (rules refined since)."""
+    s = corpus.get(row["set"])
+    if s is None:
+        return row
+    keep = scratch(s, work)
+    for form in ("user", "files"):
+        if (saved := keep / f"check-{form}.json").is_file():
+            doc = json.loads(saved.read_text())
+            row = row | {form: row[form] | headline(doc, row[form]["exit"], s.dist)}
+    real = outcome(s, row["real_raw"])
+    vs = {"vs_user": compare(row["user"], real), "vs_files": compare(row["files"], real)}
+    return row | {"real": real} | vs
 
 
 def _cell(text: str) -> str:
@@ -291,9 +332,8 @@ def markdown(rows: list[dict[str, Any]], before: dict[str, dict[str, Any]] | Non
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         u, f, real = r["user"], r["files"], r["real"]
-        user = (
-            f"**{u['status']}** (exit {u['exit']}, load {u['load']}, {u['units']} units): {u['first'][:300]}"
-        )
+        user = f"**{u['status']}** (exit {u['exit']}, load {u['load']}, {u['units']} units of the package)"
+        user += f": {u['first'][:300]}"
         files = f"**{f['status']}** (load {f['load']}): {f['first'][:300]}"
         if f.get("host_added"):
             files += f" (with this host's {', '.join(f['host_added'])})"
@@ -324,8 +364,12 @@ def summary(rows: list[dict[str, Any]]) -> str:
         caught = sum(r[form]["caught"] for r in fails)
         exact = sum(bool(r[form]["exact"]) for r in fails)
         fu = sum(r[form]["first_use_real_fails"] > 0 for r in rows)
+        fu_caught = sum(bool(r[form].get("first_use_caught")) for r in rows)
+        blind = sum(r[form[3:]]["units"] == 0 for r in rows)
         text = f"{form[3:]}: {agree} of {len(rows)} sets agree; {caught} of {len(fails)} real import failures"
-        lines.append(f"{text} caught, first loader message exact on {exact}; {fu} sets fail on first use")
+        text += f" caught, first loader message exact on {exact}; {fu} sets fail on first use"
+        text += f" ({fu_caught} of them flagged)"
+        lines.append(f"{text}; {blind} sets judge no unit of the package")
     return "\n".join(lines)
 
 
@@ -334,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("/var/tmp/corpus26/work"), help="downloads (reused)")
     ap.add_argument("--corpus", type=Path, default=CORPUS, help="the sets (TOML)")
     ap.add_argument("--only", action="append", default=[], help="run only sets whose label has this text")
-    ap.add_argument("--python", default="python3.12", help="interpreter for the real venvs")
+    ap.add_argument("--python", default=str(PY312), help="interpreter (CPython 3.12) for the real venvs")
     ap.add_argument("--out", type=Path, help="write rows and stats as JSON here")
     ap.add_argument("--render", type=Path, help="only print the table of a JSON file --out wrote")
     ap.add_argument("--before", type=Path, help="with --render: an earlier --out file, the 'before' column")
@@ -343,10 +387,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     if args.render:
+        corpus = {s.label: s for s in load_corpus(args.corpus)}
         before = None
         if args.before:
-            before = {r["set"]: r for r in json.loads(args.before.read_text())["rows"]}
-        print(markdown(json.loads(args.render.read_text())["rows"], before))
+            before = {
+                r["set"]: rescore(r, corpus, args.work) for r in json.loads(args.before.read_text())["rows"]
+            }
+        rows = [rescore(r, corpus, args.work) for r in json.loads(args.render.read_text())["rows"]]
+        print(markdown(rows, before))
         return 0
     work = args.work.absolute()
     work.mkdir(parents=True, exist_ok=True)
@@ -360,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             row = run_set(s, work, args.python, stats)
         except (subprocess.CalledProcessError, SystemExit, OSError) as e:
             print(json.dumps({"set": s.label, "error": str(e)[:400]}), flush=True)
+            traceback.print_exc()
             continue
         row["seconds"] = round(time.monotonic() - t0, 1)
         rows.append(row)
