@@ -17,6 +17,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -76,7 +77,7 @@ def uv_env(work: Path) -> dict[str, str]:
 
 def lock(requirement: str, work: Path, no_deps: bool = False) -> list[Pin]:
     """The wheels ``uv pip compile`` picks for ``requirement`` on CPython 3.12, manylinux_2_28 x86_64."""
-    stem = requirement.replace("==", "_").replace(".", "_").replace("-", "_")
+    stem = re.sub(r"[^A-Za-z0-9]+", "_", requirement.strip())
     req = work / f"{stem}.in"
     out = work / f"pylock.{stem}.toml"
     req.write_text(requirement + "\n")
@@ -121,8 +122,10 @@ def fetch(pin: Pin, dest: Path) -> tuple[Path, int]:
 _FACTS: dict[str, Any] = {}
 
 
-def check(files: list[str], profile: Path | None) -> tuple[int, dict[str, Any], float]:
-    """What ``abiprobe check FILES... --cuda 13.0 --arch sm90 --python 3.12 --platform
+def check(
+    files: list[str], profile: Path | None, cuda: str = "13.0", arch: str = "sm90"
+) -> tuple[int, dict[str, Any], float]:
+    """What ``abiprobe check FILES... --cuda CUDA --arch ARCH --python 3.12 --platform
     manylinux_2_28_x86_64 [--profile P] --json`` prints and exits with, in process: the facts of a torch
     layer's wheels are read once and shared by every set of the run."""
     from abiprobe.analyze.analysis import analyze_set
@@ -137,7 +140,7 @@ def check(files: list[str], profile: Path | None) -> tuple[int, dict[str, Any], 
     for f in files:
         if f not in _FACTS:
             _FACTS[f] = wheel_facts_from_path(Path(f))
-    target = Target.parse(cuda="13.0", arch="sm90", python="3.12", platform="manylinux_2_28_x86_64")
+    target = Target.parse(cuda=cuda, arch=arch, python="3.12", platform="manylinux_2_28_x86_64")
     prof = builtin_profile("manylinux_2_28_x86_64") if profile is None else load_profile(profile)
     analysis = analyze_set([_FACTS[f] for f in files], target, prof)
     return exit_code(analysis), analysis.to_json(), time.monotonic() - start
