@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
-from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
+from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, ResolutionTooDeep, Resolver
 
 from abiprobe.errors import AbiprobeError
 from abiprobe.model.candidate import Candidate, IndexFile, candidates_from_files
@@ -28,10 +28,15 @@ from abiprobe.model.target import Target
 from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter
 from abiprobe.solve.codedigest import code_digest
 from abiprobe.solve.ports import AnalysisStore
+from abiprobe.solve.preference import MAX_ROUNDS, PreferenceOrder
 
 
 class ClosureError(AbiprobeError):
     """The set's requirements cannot be completed from the indexes (one line says which)."""
+
+
+class ClosureTooDeep(AbiprobeError):
+    """The resolution ran past pip's round limit: neither a result nor a proof that none exists."""
 
 
 class Listing(Protocol):
@@ -90,15 +95,20 @@ class _ClosureAdapter(AbstractProvider):  # type: ignore[type-arg]
         self.roots, self.listing, self.target, self.follow = roots, listing, target, follow
         self.roots_win = roots_win
         self.options = options
+        self.order = PreferenceOrder(list(roots))
         self._listed: dict[str, list[Candidate]] = {}
         self._requires: dict[str, tuple[str, ...]] = {}
 
     def identify(self, requirement_or_candidate: Req | Pin) -> str:
         return requirement_or_candidate.ident
 
+    def narrow_requirement_selection(self, identifiers: Any, resolutions: Any, candidates: Any,
+                                     information: Any, backtrack_causes: Any) -> Any:  # fmt: skip
+        return self.order.narrow(identifiers, resolutions, backtrack_causes)
+
     def get_preference(self, identifier: str, resolutions: Any, candidates: Any, information: Any,
                        backtrack_causes: Any) -> Any:  # fmt: skip
-        return (identifier.split("[")[0] not in self.roots, identifier)
+        return self.order.key(identifier, information)
 
     def _wheels(self, name: NormalizedName) -> list[Candidate]:
         if name not in self._listed:
@@ -249,16 +259,26 @@ def _resolve(
         Req(n, frozenset(), SpecifierSet(), "the chosen set", root=r.filename) for n, r in by_name.items()
     ]
     try:
-        result = Resolver(adapter, BaseReporter()).resolve(wanted, max_rounds=2000)
+        result = Resolver(adapter, BaseReporter()).resolve(wanted, max_rounds=MAX_ROUNDS)
     except ResolutionImpossible as exc:
-        causes = "; ".join(sorted({c.requirement.why for c in exc.causes})) or "no candidates"
-        raise ClosureError(f"the chosen set's dependencies cannot be completed: {causes}") from None
+        line = conflict_line(exc.causes)
+        raise ClosureError(f"the chosen set's dependencies cannot be completed: {line}") from None
+    except ResolutionTooDeep:
+        raise ClosureTooDeep(
+            f"the chosen set's dependencies were not resolved within {MAX_ROUNDS:,} rounds (pip's limit)"
+        ) from None
     pins = [
         replace(p, why=_why(result.criteria, p.name))
         for p in result.mapping.values()
         if not p.extras and p.name not in by_name
     ]
     return sorted(pins, key=lambda p: p.name)
+
+
+def conflict_line(causes: Iterable[Any]) -> str:
+    """The requirements that clash, in words: each with who asked (``app 1.0 requires dep>=2``)."""
+    whys = sorted({c.requirement.why or f"{c.requirement.ident}{c.requirement.specifier}" for c in causes})
+    return " vs ".join(whys) if len(whys) > 1 else (whys[0] if whys else "no candidates")
 
 
 def _why(criteria: Mapping[str, Any], name: str) -> str:
