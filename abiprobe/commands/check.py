@@ -68,7 +68,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "items", nargs="*", metavar="WHEEL_OR_REQ", help="wheel files, URLs or PROJECT==VERSION requirements"
     )
-    p.add_argument("--installed", action="store_true", help="check the environment of --python instead")
+    p.add_argument(
+        "--installed",
+        action="store_true",
+        help="check the environment of --python instead; with REQ...: as the installer's dry run of "
+        "installing them there would leave it",
+    )
     p.add_argument("--cuda", help="target CUDA version (13.0, cu130); default 13.0")
     p.add_argument("--arch", help="target GPU architecture (sm120, sm_90a, 12.0); default: none known")
     p.add_argument("--python", help="target Python (cp312, 3.12); with --installed: the interpreter PATH")
@@ -100,6 +105,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="judge the named items alone, not what pip would install beside them for the target",
     )
     add_torch_option(p, "Default: the set's own torch.")
+    from abiprobe.commands.installed_plan import add_plan_options
+
+    p.add_argument(
+        "--installer",
+        choices=("auto", "pip", "uv"),
+        default="auto",
+        help="with --installed REQ: whose dry run says what changes (auto: the user's installer)",
+    )
+    add_plan_options(p)
     p.set_defaults(func=run)
 
 
@@ -186,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
     target = target_from_args(args)
     profile = profile_from_args(args, target)
     if args.installed and args.items:
-        raise UsageError("give either WHEEL_OR_REQ items or --installed, not both")
+        return _run_planned(args, target, profile)
     if not args.installed and not args.items:
         raise UsageError("nothing to check: give wheel files, URLs, PROJECT==VERSION or --installed")
     releases: tuple[TorchRelease, ...] = ()
@@ -223,6 +237,24 @@ def run(args: argparse.Namespace) -> int:
     if code == 0 and analysis.status == "unknown":
         return EXIT_UNKNOWN
     return code
+
+
+def _run_planned(args: argparse.Namespace, target: Target, profile: Profile) -> int:
+    """``--installed REQ...``: the environment the installer's dry run leaves (commands/check_plan)."""
+    from abiprobe.commands.check_plan import dump, run_planned
+
+    releases: tuple[TorchRelease, ...] = ()
+    if args.torch:
+        from abiprobe.commands.items import ItemSource
+        from abiprobe.commands.known_wheels import torch_releases
+
+        with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
+            releases = torch_releases(args.torch, source, target)
+    analysis, plan = run_planned(args, args.python or sys.executable, target, profile, releases, scoped)
+    if plan is not None:
+        dump({**analysis.to_json(), "install": None, "plan": plan})
+    code = exit_code(analysis)
+    return EXIT_UNKNOWN if code == 0 and analysis.status == "unknown" else code
 
 
 def with_closure_error(analysis: SetAnalysis, error: str, index_trouble: bool) -> SetAnalysis:

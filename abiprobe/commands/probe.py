@@ -47,7 +47,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--installed",
         action="store_true",
-        help="probe the environment of --python as it is (items, if any, are tried on top of it, alone)",
+        help="probe the environment of --python as it is; with REQ...: as the installer's dry run of "
+        "installing them there would leave it (its wheels on top, in an overlay)",
     )
     p.add_argument("--python", help="target Python: a version (3.12) or an interpreter path")
     p.add_argument(
@@ -61,8 +62,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--installer",
         choices=("auto", "uv", "pip"),
         default="auto",
-        help="what installs the set (auto: uv if found)",
+        help="what installs the set (auto: uv if found); with --installed REQ: whose dry run says what "
+        "changes (auto: the user's installer)",
     )
+    from abiprobe.commands.installed_plan import add_plan_options
+
+    add_plan_options(p)
     p.add_argument(
         "--no-bytecode-cache",
         action="store_true",
@@ -139,9 +144,19 @@ def run(args: argparse.Namespace) -> int:
             "give wheel files, URLs or PROJECT==VERSION, --installed to probe an existing environment, "
             "or --job FILE"
         )
-    named, wheels, added = wheel_files(args)
+    plan = None
+    added: tuple[AddedWheel, ...]
+    if args.installed and args.items:
+        from abiprobe.commands.probe_plan import planned_overlay
+
+        plan, wheels, planned_order = planned_overlay(args, _fetched)
+        named, added = wheels, ()
+    else:
+        named, wheels, added = wheel_files(args)
     if args.import_order:
         order = tuple(m.strip() for m in args.import_order.split(",") if m.strip())
+    elif plan is not None:
+        order = planned_order
     elif args.installed and not named:
         from abiprobe.probe.environment import installed_stack_order
 
@@ -161,7 +176,9 @@ def run(args: argparse.Namespace) -> int:
         if args.installed:
             from abiprobe.probe.environment import probe_environment
 
-            results = [probe_environment(args.python or sys.executable, order, options, wheels)]
+            replacing = plan.changed if plan is not None else None
+            python = args.python or sys.executable
+            results = [probe_environment(python, order, options, wheels, replacing)]
         else:
             results = probe_sets([ProbeSet(tuple(wheels), order, label, expected=args.expect)], options)
     finally:
@@ -172,12 +189,18 @@ def run(args: argparse.Namespace) -> int:
             "results": [r.to_json() for r in results],
         }
         doc["added"] = [a.to_json() for a in added]
+        if plan is not None:
+            doc["plan"] = plan.to_json()
         json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
         from abiprobe.report.probe_text import render_result
         from abiprobe.ui.console import make_console, print_all
 
+        if plan is not None:
+            from abiprobe.commands.check_plan import plan_lines
+
+            print("\n".join(plan_lines(plan, ())))
         if added:
             print(f"installed with what the install closure adds ({len(added)}):")
             for a in added:
