@@ -158,6 +158,7 @@ def test_probe_installed_req_imports_the_planned_environment(
     argv = ["probe", "--installed", "basex==2.0", "--python", str(env.python), "--installer", "pip"]
     rc = main([*argv, "--index-url", env.server.index_url, "--wheels-dir", str(tmp_path / "w"), "--json"])
     doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, json.loads((SCHEMAS / "probe.schema.json").read_text()))
     # THEN plugx, which requires basex, is imported too and fails on the dropped symbol, as for real
     [result] = doc["results"]
     assert result["outcome"] == "undefined_symbol" and "basex_v1" in str(result["message"]), json.dumps(
