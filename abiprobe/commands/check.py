@@ -66,7 +66,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=_EPILOG,
     )
     p.add_argument(
-        "items", nargs="*", metavar="WHEEL_OR_REQ", help="wheel files, URLs or PROJECT==VERSION requirements"
+        "items",
+        nargs="*",
+        metavar="WHEEL_OR_REQ",
+        help="wheel files, URLs, pylock.toml files or requirements (PROJECT==VERSION, ranges, bare names)",
     )
     p.add_argument(
         "--installed",
@@ -106,7 +109,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_torch_option(p, "Default: the set's own torch.")
     from abiprobe.commands.installed_plan import add_plan_options
+    from abiprobe.commands.user_items import add_requirement_options
 
+    add_requirement_options(p)
     p.add_argument(
         "--installer",
         choices=("auto", "pip", "uv"),
@@ -195,17 +200,19 @@ def scoped(analysis: SetAnalysis, wheels: Sequence[WheelFacts], args: argparse.N
 
 
 def run(args: argparse.Namespace) -> int:
-    from abiprobe.commands.items import ItemSource
-
     target = target_from_args(args)
     profile = profile_from_args(args, target)
-    if args.installed and args.items:
+    from abiprobe.commands.user_items import user_items
+
+    asked = bool(args.items or args.requirement or args.constraint)
+    if args.installed and asked:
         return _run_planned(args, target, profile)
-    if not args.installed and not args.items:
-        raise UsageError("nothing to check: give wheel files, URLs, PROJECT==VERSION or --installed")
+    if not args.installed and not (args.items or args.requirement):
+        raise UsageError("nothing to check: give wheel files, URLs, requirements, -r FILE or --installed")
     releases: tuple[TorchRelease, ...] = ()
     items = None
-    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
+    wants = user_items(args.items, args, target)
+    with wants.source(args, progress=not args.json) as source:
         if args.torch:
             from abiprobe.commands.known_wheels import torch_releases
 
@@ -213,7 +220,14 @@ def run(args: argparse.Namespace) -> int:
         if not args.installed:
             from abiprobe.commands.itemset import gather
 
-            items = gather(args.items, target, source, no_deps=args.no_deps)
+            items = gather(
+                wants.exact,
+                target,
+                source,
+                no_deps=args.no_deps,
+                wanted=wants.wants(),
+                options=wants.options(),
+            )
     if items is None:
         wheels = installed_wheels(args)
         analysis = scoped(analyze_set(wheels, target, profile, releases), wheels, args)

@@ -45,6 +45,12 @@ def installer_options(args: argparse.Namespace) -> list[str]:
     out: list[str] = []
     for i, url in enumerate(args.index_url or []):
         out += ["--index-url" if i == 0 else "--extra-index-url", url]
+    for flag, files in (
+        ("-r", getattr(args, "requirement", None)),
+        ("-c", getattr(args, "constraint", None)),
+    ):
+        for f in files or []:
+            out += [flag, str(Path(f).absolute())]
     for link in getattr(args, "find_links", None) or []:
         out += ["--find-links", str(Path(link).absolute()) if "://" not in link else link]
     if getattr(args, "no_index", False):

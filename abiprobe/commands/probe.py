@@ -36,7 +36,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "stands in for it; with a GPU a smoke test runs one kernel.",
     )
     p.add_argument(
-        "items", nargs="*", metavar="WHEEL_OR_REQ", help="wheel files, URLs or PROJECT==VERSION requirements"
+        "items",
+        nargs="*",
+        metavar="WHEEL_OR_REQ",
+        help="wheel files, URLs, pylock.toml files or requirements (PROJECT==VERSION, ranges, bare names)",
     )
     p.add_argument(
         "--no-deps", action="store_true", help="install the named items alone, not what they require"
@@ -66,8 +69,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "changes (auto: the user's installer)",
     )
     from abiprobe.commands.installed_plan import add_plan_options
+    from abiprobe.commands.user_items import add_requirement_options
 
     add_plan_options(p)
+    add_requirement_options(p)
     p.add_argument(
         "--no-bytecode-cache",
         action="store_true",
@@ -139,14 +144,14 @@ def _run_job_command(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.job is not None:
         return _run_job_command(args)
-    if not args.items and not args.installed:
+    if not args.items and not args.requirement and not args.installed:
         raise UsageError(
             "give wheel files, URLs or PROJECT==VERSION, --installed to probe an existing environment, "
             "or --job FILE"
         )
     plan = None
     added: tuple[AddedWheel, ...]
-    if args.installed and args.items:
+    if args.installed and (args.items or args.requirement or args.constraint):
         from abiprobe.commands.probe_plan import planned_overlay
 
         plan, wheels, planned_order = planned_overlay(args, _fetched)
@@ -228,20 +233,26 @@ def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple
     ``--installed``), what pip would install beside them too."""
     import tempfile
 
-    from abiprobe.commands.items import ItemSource
     from abiprobe.commands.itemset import gather
     from abiprobe.model.target import Target
 
-    if all(Path(i).is_file() and i.endswith(".whl") for i in args.items) and (args.no_deps or args.installed):
+    local_only = all(Path(i).is_file() and i.endswith(".whl") for i in args.items) and not args.requirement
+    if local_only and (args.no_deps or args.installed):
         local = [Path(i).absolute() for i in args.items]
         return local, local, ()
     for i in args.items:
         if Path(i).is_dir():
             raise UsageError(f"{i}: a directory cannot be installed; probe takes wheels")
+    from abiprobe.commands.user_items import user_items
+
     target = Target.parse(python=_target_python(args.python))
     into = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
-    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
-        found = gather(args.items, target, source, no_deps=args.no_deps or args.installed)
+    wants = user_items(args.items, args, target)
+    with wants.source(args, progress=not args.json) as source:
+        no_deps = args.no_deps or args.installed
+        found = gather(
+            wants.exact, target, source, no_deps=no_deps, wanted=wants.wants(), options=wants.options()
+        )
         if found.unread:
             label, reason = found.unread[0]
             raise UsageError(f"{label}: cannot be installed, its wheel could not be read ({reason})")
