@@ -31,6 +31,7 @@ EXT = "_ext.abi3.so"
 class Env:
     python: Path
     server: IndexServer
+    links: Path  # every fixture wheel in one folder, as a find-links source
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +56,16 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     ext = build_extension(work / "plugx", EXT, "plugx", calls, link=[v1], rpath=["$ORIGIN/../basex/lib"])
     plug = {"plugx/__init__.py": b"from . import _ext\n", f"plugx/{EXT}": ext}
     wheels.append(build_wheel(out, "plugx", "1.0", plug, tag=TAG, requires_dist=["basex>=1"]))
+    links = root / "links"
+    links.mkdir()
+    for w in wheels:
+        shutil.copy(w, links / w.name)
     with IndexServer() as server:
         for w in wheels:
             server.add_wheel(w)
         python = make_venv(root / "venv", with_pip=False)
         pip_install(python, "--index-url", server.index_url, "basex==1.0", "plugx==1.0")
-        yield Env(python, server)
+        yield Env(python, server, links)
 
 
 @pytest.fixture(autouse=True)
@@ -166,3 +171,29 @@ def test_probe_installed_req_imports_the_planned_environment(
     )
     assert [w["name"] for w in doc["plan"]["install"]] == ["basex"]
     assert rc == 1
+
+
+def test_an_offline_dry_run_from_a_wheel_folder_gives_the_same_answer(
+    env: Env, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the same venv and the wheels in a folder, no index at all
+    # WHEN the check hands --find-links DIR --no-index --no-deps to pip's dry run
+    argv = [
+        "check",
+        "--installed",
+        "basex==2.0",
+        "--no-deps",
+        "--python",
+        str(env.python),
+        "--installer",
+        "pip",
+    ]
+    rc = main(
+        [*argv, "--find-links", str(env.links), "--no-index", "--json", "--cache-dir", str(tmp_path / "c")]
+    )
+    doc = json.loads(capsys.readouterr().out)
+    # THEN the plan takes the folder's wheel, read as a local wheel, and plugx 1.0 is named broken
+    assert [w["url"] for w in doc["plan"]["install"]] == [(env.links / f"basex-2.0-{TAG}.whl").as_uri()]
+    assert "--no-deps" in doc["plan"]["command"] and "--no-index" in doc["plan"]["command"]
+    assert [b["distribution"] for b in doc["plan"]["broken"]] == ["plugx 1.0"]
+    assert rc & 8

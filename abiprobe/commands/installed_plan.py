@@ -41,7 +41,8 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
 
 
 def installer_options(args: argparse.Namespace) -> list[str]:
-    """The installer flags the command line asks for (pip and uv spell them the same)."""
+    """The installer flags the command line asks for (pip and uv spell them the same): indexes,
+    ``-r`` / ``-c`` files, find-links, ``--no-index``, ``--no-deps``."""
     out: list[str] = []
     for i, url in enumerate(args.index_url or []):
         out += ["--index-url" if i == 0 else "--extra-index-url", url]
@@ -55,6 +56,8 @@ def installer_options(args: argparse.Namespace) -> list[str]:
         out += ["--find-links", str(Path(link).absolute()) if "://" not in link else link]
     if getattr(args, "no_index", False):
         out.append("--no-index")
+    if getattr(args, "no_deps", False):
+        out.append("--no-deps")  # the plan of an install of the named items alone
     return out
 
 
