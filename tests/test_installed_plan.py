@@ -197,3 +197,21 @@ def test_an_offline_dry_run_from_a_wheel_folder_gives_the_same_answer(
     assert "--no-deps" in doc["plan"]["command"] and "--no-index" in doc["plan"]["command"]
     assert [b["distribution"] for b in doc["plan"]["broken"]] == ["plugx 1.0"]
     assert rc & 8
+
+
+def test_uv_s_dry_run_gives_the_same_plan_and_verdict(
+    env: Env, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the same venv, with uv as the user's installer and the wheels in a folder
+    # WHEN the check asks uv's dry run (which names versions, not files) about basex==2.0
+    argv = ["check", "--installed", "basex==2.0", "--python", str(env.python), "--installer", "uv"]
+    rc = main(
+        [*argv, "--find-links", str(env.links), "--no-index", "--json", "--cache-dir", str(tmp_path / "c")]
+    )
+    doc = json.loads(capsys.readouterr().out)
+    # THEN uv's '- basex==1.0' / '+ basex==2.0' are read, the wheel is found in the folder, plugx is broken
+    assert doc["plan"]["installer"] == "uv"
+    assert doc["plan"]["remove"] == [{"name": "basex", "version": "1.0"}]
+    assert [r["filename"] for r in doc["plan"]["read"]] == [f"basex-2.0-{TAG}.whl"]
+    assert [b["distribution"] for b in doc["plan"]["broken"]] == ["plugx 1.0"]
+    assert rc & 8

@@ -4,8 +4,9 @@ pip: ``pip --python ENV install --dry-run --report - --quiet REQ...`` (``--pytho
 newer; abiprobe's own pip runs it against ENV), whose JSON installation report lists every wheel it
 would install; an installed distribution of the same name is replaced by it. uv: ``uv pip install
 --dry-run --python ENV REQ...``, whose ``- name==version`` / ``+ name==version`` lines say what goes and
-what comes. Which one: ``ABIPROBE_INSTALLER`` (or ``--installer``) when set, else pip when its
-configuration sets indexes, else uv when uv's does and uv is on PATH, else pip.
+what comes (``Would uninstall`` / ``Would install``, on stderr). Which one: ``--installer`` or
+``ABIPROBE_INSTALLER`` when set, else pip when its configuration sets indexes, else uv when uv's does and
+uv is at hand, else pip.
 """
 
 from __future__ import annotations
@@ -134,6 +135,16 @@ def plan_from_uv_output(text: str, installed: Mapping[str, str], command: Sequen
     return InstallPlan("uv", tuple(command), tuple(adds), tuple(removes))
 
 
+def uv_command() -> list[str] | None:
+    """uv on PATH, else ``python -m uv`` where the uv package is importable (probe's own rule)."""
+    import importlib.util
+
+    found = shutil.which("uv")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "uv"] if importlib.util.find_spec("uv") is not None else None
+
+
 def choose_installer(prefer: str | None, environ: Mapping[str, str], cwd: Path) -> str:
     """pip or uv, as the user's installer configuration says (module docstring)."""
     from abiprobe.installers.indexes import PIP_INDEX_KEYS, uv_sets_indexes
@@ -147,7 +158,7 @@ def choose_installer(prefer: str | None, environ: Mapping[str, str], cwd: Path) 
         return choice
     if any(k in pip_settings(environ) for k in PIP_INDEX_KEYS):
         return "pip"
-    if shutil.which("uv") and uv_sets_indexes(uv_settings(environ, cwd)):
+    if uv_command() is not None and uv_sets_indexes(uv_settings(environ, cwd)):
         return "uv"
     return "pip"
 
@@ -192,10 +203,10 @@ def ask_installer(
     """Run the installer's dry run for ``requirements`` in the environment of ``python`` and read it."""
     installer = choose_installer(prefer, os.environ, Path.cwd())
     if installer == "uv":
-        uv = shutil.which("uv")
+        uv = uv_command()
         if uv is None:
-            raise UsageError("uv is the chosen installer but is not on PATH")
-        command = [uv, "pip", "install", "--dry-run", "--python", python, *options, *requirements]
+            raise UsageError("uv is the chosen installer but is neither on PATH nor importable")
+        command = [*uv, "pip", "install", "--dry-run", "--python", python, *options, *requirements]
     else:
         command = _pip_command(python, requirements, options)
     try:
