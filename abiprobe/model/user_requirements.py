@@ -18,6 +18,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from abiprobe.errors import UsageError
 from abiprobe.model.requirements import marker_environment
@@ -222,7 +223,11 @@ def parse_pylock(data: Mapping[str, Any], origin: str, target: Target) -> list[l
             location = str(w.get("url") or w.get("path") or "")
             filename = str(w.get("name") or location.rsplit("/", 1)[-1])
             sha = (w.get("hashes") or {}).get("sha256")
-            wheels.append(LockedWheel(name, version, filename, location, sha))
+            try:
+                known = version or str(parse_wheel_filename(filename)[1])
+            except InvalidWheelFilename:
+                raise UsageError(f"{origin}: package {name}: {filename!r} is not a wheel file name") from None
+            wheels.append(LockedWheel(name, known, filename, location, sha))
         if not wheels:
             raise UsageError(f"{origin}: package {name} {version} has no wheel (only wheels can be judged)")
         out.append(wheels)
