@@ -6,7 +6,10 @@ runtime wheels torch pins) added and judged with them: every added wheel's metad
 those of its libraries the loader reaches (torch's preloads, whatever a read object needs), not its own
 extension modules; --no-deps judges the named items alone. With
 --installed only the stack (torch, sgl-kernel, flashinfer and the distributions they require) is
-judged; --all judges every extension, --package NAME chooses.
+judged; --all judges every extension, --package NAME chooses. With --installed REQ... the installer's
+own dry run says what installing them there would change; the environment it leaves is judged and the
+installed distributions it breaks are named (commands/check_plan). Items may also be ranges, bare names,
+pylock.toml files and -r / -c files (commands/user_items).
 
 Exit status: 0 when no check fails (warnings allowed); 1 for an error, 2 for a usage error, 3 when an index
 could not be read or a wheel's bytes were not read (status unknown) and nothing failed; otherwise the OR
