@@ -13,6 +13,9 @@ Run from the repository root on the GPU host (no network needed; the wheels trav
 Fetch the wheels on a host with network (the default index; see ``download``):
 
     python3 tools/gpu_installed_wheels.py download .whl/gpu27
+
+A trailing ``torchvision`` or ``torchaudio`` limits either command to one project, so the wheels can
+travel in two device calls when together they pass the 64 MiB a call may carry.
 """
 
 from __future__ import annotations
@@ -54,10 +57,11 @@ FIRST_OP = {
 }
 
 
-def download_command(dest: str) -> list[str]:
+def download_command(dest: str, only: str | None = None) -> list[str]:
     """``pip download`` of exactly the wheels above (cp312, manylinux_2_28 x86_64, no dependencies) from
-    the default index: the user's pip configuration is bypassed so the built-in default is used."""
-    reqs = [f"{name}=={v}" for name, versions in WHEELS.items() for v in versions]
+    the default index (``only``: one project's); the user's pip configuration is bypassed so pip's
+    built-in default index is the one used."""
+    reqs = [f"{name}=={v}" for name, versions in WHEELS.items() if only in (None, name) for v in versions]
     return [
         sys.executable,
         "-m",
@@ -72,11 +76,11 @@ def download_command(dest: str) -> list[str]:
     ]
 
 
-def download(dest: str) -> int:
+def download(dest: str, only: str | None = None) -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
     env["PIP_CONFIG_FILE"] = os.devnull
-    print(" ".join(download_command(dest)))
-    rc = subprocess.call(download_command(dest), env=env)
+    print(" ".join(download_command(dest, only)))
+    rc = subprocess.call(download_command(dest, only), env=env)
     total = sum(p.stat().st_size for p in Path(dest).glob("*.whl"))
     print(f"{len(list(Path(dest).glob('*.whl')))} wheels, {total / 2**20:.1f} MiB in {dest}")
     return rc
@@ -162,11 +166,13 @@ def real_result(name: str, wheel: Path) -> tuple[bool, str]:
         shutil.rmtree(target, ignore_errors=True)
 
 
-def run(folder: str) -> int:
+def run(folder: str, only: str | None = None) -> int:
     wheels = sorted(Path(folder).glob("*.whl"))
     rows = ["| wheel | static verdict | probe verdict | real result | agree |", "|---|---|---|---|---|"]
     disagree = 0
     for name, versions in WHEELS.items():
+        if only not in (None, name):
+            continue
         for version in versions:
             found = [w for w in wheels if w.name.startswith(f"{name}-{version}-")]
             if not found:
@@ -197,6 +203,16 @@ def run(folder: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("run", "download"):
+    if (
+        len(sys.argv) not in (3, 4)
+        or sys.argv[1] not in ("run", "download")
+        or sys.argv[3:4]
+        not in (
+            [],
+            ["torchvision"],
+            ["torchaudio"],
+        )
+    ):
         sys.exit(__doc__)
-    sys.exit(run(sys.argv[2]) if sys.argv[1] == "run" else download(sys.argv[2]))
+    project = sys.argv[3] if len(sys.argv) == 4 else None
+    sys.exit(run(sys.argv[2], project) if sys.argv[1] == "run" else download(sys.argv[2], project))
