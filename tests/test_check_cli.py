@@ -73,5 +73,5 @@ def test_no_items_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_unknown_item_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["check", "no-such-thing", *TARGET]) == 2
-    assert "no-such-thing: not a .whl file" in capsys.readouterr().err
+    assert main(["check", "./no-such-thing", *TARGET]) == 2
+    assert "./no-such-thing: not a .whl file" in capsys.readouterr().err

@@ -6,7 +6,10 @@ runtime wheels torch pins) added and judged with them: every added wheel's metad
 those of its libraries the loader reaches (torch's preloads, whatever a read object needs), not its own
 extension modules; --no-deps judges the named items alone. With
 --installed only the stack (torch, sgl-kernel, flashinfer and the distributions they require) is
-judged; --all judges every extension, --package NAME chooses.
+judged; --all judges every extension, --package NAME chooses. With --installed REQ... the installer's
+own dry run says what installing them there would change; the environment it leaves is judged and the
+installed distributions it breaks are named (commands/check_plan). Items may also be ranges, bare names,
+pylock.toml files and -r / -c files (commands/user_items).
 
 Exit status: 0 when no check fails (warnings allowed); 1 for an error, 2 for a usage error, 3 when an index
 could not be read or a wheel's bytes were not read (status unknown) and nothing failed; otherwise the OR
@@ -66,9 +69,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=_EPILOG,
     )
     p.add_argument(
-        "items", nargs="*", metavar="WHEEL_OR_REQ", help="wheel files, URLs or PROJECT==VERSION requirements"
+        "items",
+        nargs="*",
+        metavar="WHEEL_OR_REQ",
+        help="wheel files, URLs, pylock.toml files or requirements (PROJECT==VERSION, ranges, bare names)",
     )
-    p.add_argument("--installed", action="store_true", help="check the environment of --python instead")
+    p.add_argument(
+        "--installed",
+        action="store_true",
+        help="check the environment of --python instead; with REQ...: as the installer's dry run of "
+        "installing them there would leave it",
+    )
     p.add_argument("--cuda", help="target CUDA version (13.0, cu130); default 13.0")
     p.add_argument("--arch", help="target GPU architecture (sm120, sm_90a, 12.0); default: none known")
     p.add_argument("--python", help="target Python (cp312, 3.12); with --installed: the interpreter PATH")
@@ -100,6 +111,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="judge the named items alone, not what pip would install beside them for the target",
     )
     add_torch_option(p, "Default: the set's own torch.")
+    from abiprobe.commands.installed_plan import add_plan_options
+    from abiprobe.commands.user_items import add_requirement_options
+
+    add_requirement_options(p)
+    p.add_argument(
+        "--installer",
+        choices=("auto", "pip", "uv"),
+        default="auto",
+        help="with --installed REQ: whose dry run says what changes (auto: the user's installer)",
+    )
+    add_plan_options(p)
     p.set_defaults(func=run)
 
 
@@ -189,21 +211,30 @@ def scoped(analysis: SetAnalysis, wheels: Sequence[WheelFacts], args: argparse.N
 
 
 def run(args: argparse.Namespace) -> int:
-    from abiprobe.commands.items import ItemSource
-
     target = target_from_args(args)
     profile = profile_from_args(args, target)
-    if args.installed and args.items:
-        raise UsageError("give either WHEEL_OR_REQ items or --installed, not both")
-    if not args.installed and not args.items:
-        raise UsageError("nothing to check: give wheel files, URLs, PROJECT==VERSION or --installed")
+    from abiprobe.commands.user_items import user_items
+
+    asked = bool(args.items or args.requirement or args.constraint)
+    if args.installed and asked:
+        return _run_planned(args, target, profile)
+    if not args.installed and not (args.items or args.requirement):
+        raise UsageError("nothing to check: give wheel files, URLs, requirements, -r FILE or --installed")
     releases: tuple[TorchRelease, ...] = ()
     items = None
-    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
+    wants = user_items(args.items, args, target)
+    with wants.source(args, progress=not args.json) as source:
         if not args.installed:
             from abiprobe.commands.itemset import gather
 
-            items = gather(args.items, target, source, no_deps=args.no_deps)
+            items = gather(
+                wants.exact,
+                target,
+                source,
+                no_deps=args.no_deps,
+                wanted=wants.wants(),
+                options=wants.options(),
+            )
         wheels = installed_wheels(args) if items is None else items.facts
         if args.torch and needs_torch(wheels):
             from abiprobe.commands.known_wheels import torch_releases
@@ -230,6 +261,24 @@ def run(args: argparse.Namespace) -> int:
     if code == 0 and analysis.status == "unknown":
         return EXIT_UNKNOWN
     return code
+
+
+def _run_planned(args: argparse.Namespace, target: Target, profile: Profile) -> int:
+    """``--installed REQ...``: the environment the installer's dry run leaves (commands/check_plan)."""
+    from abiprobe.commands.check_plan import dump, run_planned
+
+    releases: tuple[TorchRelease, ...] = ()
+    if args.torch:
+        from abiprobe.commands.items import ItemSource
+        from abiprobe.commands.known_wheels import torch_releases
+
+        with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
+            releases = torch_releases(args.torch, source, target)
+    analysis, plan = run_planned(args, args.python or sys.executable, target, profile, releases, scoped)
+    if plan is not None:
+        dump({**analysis.to_json(), "install": None, "plan": plan})
+    code = exit_code(analysis)
+    return EXIT_UNKNOWN if code == 0 and analysis.status == "unknown" else code
 
 
 def with_closure_error(analysis: SetAnalysis, error: str, index_trouble: bool) -> SetAnalysis:

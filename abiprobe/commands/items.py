@@ -11,6 +11,7 @@ beside them is ``abiprobe.solve.install``'s job. A wheel whose bytes cannot be r
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -60,9 +61,18 @@ class ItemSource:
     one HTTP client, the wheel cache, and an index client over ``--index-url`` (else the user's
     installer configuration)."""
 
-    def __init__(self, cache_dir: Path | None, index_urls: list[str] | None, offline: bool, progress: bool):
+    def __init__(
+        self,
+        cache_dir: Path | None,
+        index_urls: list[str] | None,
+        offline: bool,
+        progress: bool,
+        extra_index_urls: Sequence[str] = (),
+        find_links: Sequence[str] = (),
+    ):
         self.cache = Cache(cache_dir)
         self.index_urls, self.offline, self.progress = index_urls or [], offline, progress
+        self.extra_index_urls, self.find_links = tuple(extra_index_urls), tuple(find_links)
         self._http: Http | None = None
         self._client: IndexClient | None = None
 
@@ -74,7 +84,11 @@ class ItemSource:
 
     @functools.cached_property
     def config(self) -> IndexConfig:
-        return load_index_config(cli_indexes=self.index_urls)
+        return load_index_config(
+            cli_indexes=self.index_urls,
+            cli_extra_indexes=self.extra_index_urls,
+            cli_find_links=self.find_links,
+        )
 
     @property
     def client(self) -> IndexClient:
@@ -140,6 +154,19 @@ def remote_file(
     return pick_candidate(listing.candidates, text, prefer, target=target, unread=listing.failed).file
 
 
+def item_of_file(text: str, file: IndexFile, source: ItemSource, *, tolerate_unread: bool = True) -> Item:
+    """A remote index file as an item, read by range (cache first); one that cannot be read is kept,
+    marked unread (unless ``tolerate_unread`` is off)."""
+    try:
+        return Item(text, "remote", file, WheelInfo.of(source.remote_facts(file)))
+    except UsageError:
+        raise
+    except AbiprobeError as exc:
+        if not tolerate_unread:
+            raise
+        return Item(text, "remote", file, None, unread=str(exc))
+
+
 def resolve_item(
     text: str,
     source: ItemSource,
@@ -167,12 +194,5 @@ def resolve_item(
         return Item(text, "directory", IndexFile(filename, path.absolute().as_uri()), WheelInfo.of(facts))
     if text.startswith(("http://", "https://")) or "==" in text:
         file = remote_file(text, source, target, prefer_cached=prefer_cached)
-        try:
-            return Item(text, "remote", file, WheelInfo.of(source.remote_facts(file)))
-        except UsageError:
-            raise
-        except AbiprobeError as exc:
-            if not tolerate_unread:
-                raise
-            return Item(text, "remote", file, None, unread=str(exc))
+        return item_of_file(text, file, source, tolerate_unread=tolerate_unread)
     raise UsageError(f"{text}: not a .whl file, a directory, a wheel URL or PROJECT==VERSION")

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from abiprobe.commands.items import Item, ItemSource, resolve_item
+from abiprobe.commands.items import Item, ItemSource, item_of_file, resolve_item
 from abiprobe.model.candidate import IndexFile
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
+from abiprobe.solve.closure import UserWants
 from abiprobe.solve.install import AddedWheel, install_closure, root_of
+
+if TYPE_CHECKING:
+    from abiprobe.solve.candidates import FilterOptions
+    from abiprobe.solve.collect import Collector
 
 
 @dataclass(frozen=True)
@@ -50,17 +56,13 @@ class ItemSet:
         }
 
 
-def gather(texts: Sequence[str], target: Target, source: ItemSource, *, no_deps: bool) -> ItemSet:
-    """The items for ``target`` and, unless ``no_deps``, their install closure."""
-    items = tuple(resolve_item(text, source, target) for text in texts)
-    if no_deps:
-        return ItemSet(items)
+def _collector(source: ItemSource, target: Target) -> Collector:
     from abiprobe.solve.collect import Collector
     from abiprobe.store.reads import WheelReads
     from abiprobe.ui.progress import wheel_work
 
     reads = WheelReads(source.http, source.cache, source.offline)
-    collector = Collector(
+    return Collector(
         source.client,
         reads.info,
         target,
@@ -68,8 +70,57 @@ def gather(texts: Sequence[str], target: Target, source: ItemSource, *, no_deps:
         runtime_facts_for=reads.runtime_info,
         progress=wheel_work,
     )
+
+
+def _picked(items: Sequence[Item], wanted: UserWants, collector: Collector, target: Target,
+            source: ItemSource, options: FilterOptions, no_deps: bool) -> tuple[Item, ...]:  # fmt: skip
+    """The wheels the closure resolver picks for the user's ranges and bare names (beside ``items``)."""
+    from packaging.utils import canonicalize_name
+
+    from abiprobe.errors import AbiprobeError, FetchError, UsageError
+    from abiprobe.solve.closure import resolve_closure
+
+    names = {canonicalize_name(r.name) for r in wanted.requirements}
+    follow = (lambda n: n in names) if no_deps else None
     roots = [root_of(i.file, i.info) for i in items]
-    options = source.config.filter_options(target)
-    closure = install_closure(roots, collector, target, options, memo=source.cache)
+    try:
+        pins = resolve_closure(
+            roots, collector, target, options, follow=follow, roots_win=True, wanted=wanted
+        )
+    except AbiprobeError as exc:
+        failed = sorted({o.index for o in collector.outcomes if o.status == "failed"})
+        if failed:
+            raise FetchError(
+                f"the requirements cannot be resolved: {', '.join(failed)} could not be read"
+            ) from None
+        raise UsageError(f"the requirements cannot be resolved for the target: {exc}") from None
+    return tuple(
+        item_of_file(f"{p.name}=={p.version}", p.candidate.file, source) for p in pins if p.name in names
+    )
+
+
+def gather(
+    texts: Sequence[str],
+    target: Target,
+    source: ItemSource,
+    *,
+    no_deps: bool,
+    wanted: UserWants | None = None,
+    options: FilterOptions | None = None,
+) -> ItemSet:
+    """The items for ``target`` (and the picks for ``wanted``'s requirements) and, unless ``no_deps``,
+    their install closure within ``wanted``'s constraints."""
+    # the installer's constraints and overrides, with the user's own options (pre-releases) on top
+    options = source.config.filter_options(target, pre=bool(options and options.pre))
+    items = tuple(resolve_item(text, source, target) for text in texts)
+    collector = _collector(source, target) if wanted is not None or not no_deps else None
+    if wanted is not None and wanted.requirements:
+        assert collector is not None
+        items += _picked(items, wanted, collector, target, source, options, no_deps)
+    if no_deps:
+        return ItemSet(items)
+    assert collector is not None
+    roots = [root_of(i.file, i.info) for i in items]
+    closure = install_closure(roots, collector, target, options, memo=source.cache, wanted=wanted)
     trouble = tuple(dict.fromkeys(o.index for o in collector.outcomes if o.status == "failed"))
     return ItemSet(items, closure.added, closure.error, closure.impossible, trouble)

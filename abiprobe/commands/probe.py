@@ -34,7 +34,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "stands in for it; with a GPU a smoke test runs one kernel.",
     )
     p.add_argument(
-        "items", nargs="*", metavar="WHEEL_OR_REQ", help="wheel files, URLs or PROJECT==VERSION requirements"
+        "items",
+        nargs="*",
+        metavar="WHEEL_OR_REQ",
+        help="wheel files, URLs, pylock.toml files or requirements (PROJECT==VERSION, ranges, bare names)",
     )
     p.add_argument(
         "--no-deps", action="store_true", help="install the named items alone, not what they require"
@@ -45,7 +48,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--installed",
         action="store_true",
-        help="probe the environment of --python as it is (items, if any, are tried on top of it, alone)",
+        help="probe the environment of --python as it is; with REQ...: as the installer's dry run of "
+        "installing them there would leave it (its wheels on top, in an overlay)",
     )
     p.add_argument("--python", help="target Python: a version (3.12) or an interpreter path")
     p.add_argument(
@@ -59,8 +63,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--installer",
         choices=("auto", "uv", "pip"),
         default="auto",
-        help="what installs the set (auto: uv if found)",
+        help="what installs the set (auto: uv if found); with --installed REQ: whose dry run says what "
+        "changes (auto: the user's installer)",
     )
+    from abiprobe.commands.installed_plan import add_plan_options
+    from abiprobe.commands.user_items import add_requirement_options
+
+    add_plan_options(p)
+    add_requirement_options(p)
     p.add_argument(
         "--no-bytecode-cache",
         action="store_true",
@@ -128,14 +138,24 @@ def _run_job_command(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.job is not None:
         return _run_job_command(args)
-    if not args.items and not args.installed:
+    if not args.items and not args.requirement and not args.installed:
         raise UsageError(
             "give wheel files, URLs or PROJECT==VERSION, --installed to probe an existing environment, "
             "or --job FILE"
         )
-    named, wheels, added = wheel_files(args)
+    plan = None
+    added: tuple[AddedWheel, ...]
+    if args.installed and (args.items or args.requirement or args.constraint):
+        from abiprobe.commands.probe_plan import planned_overlay
+
+        plan, wheels, planned_order = planned_overlay(args, _fetched)
+        named, added = wheels, ()
+    else:
+        named, wheels, added = wheel_files(args)
     if args.import_order:
         order = tuple(m.strip() for m in args.import_order.split(",") if m.strip())
+    elif plan is not None:
+        order = planned_order
     elif args.installed and not named:
         from abiprobe.probe.environment import installed_stack_order
 
@@ -153,7 +173,9 @@ def run(args: argparse.Namespace) -> int:
     if args.installed:
         from abiprobe.probe.environment import probe_environment
 
-        results = [probe_environment(args.python or sys.executable, order, options, wheels)]
+        replacing = plan.changed if plan is not None else None
+        python = args.python or sys.executable
+        results = [probe_environment(python, order, options, wheels, replacing)]
     else:
         results = probe_sets([ProbeSet(tuple(wheels), order, label, expected=args.expect)], options)
     if args.json:
@@ -162,12 +184,18 @@ def run(args: argparse.Namespace) -> int:
             "results": [r.to_json() for r in results],
         }
         doc["added"] = [a.to_json() for a in added]
+        if plan is not None:
+            doc["plan"] = plan.to_json()
         json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
         from abiprobe.report.probe_text import render_result
         from abiprobe.ui.console import make_console, print_all
 
+        if plan is not None:
+            from abiprobe.commands.check_plan import plan_lines
+
+            print("\n".join(plan_lines(plan, ())))
         if added:
             print(f"installed with what the install closure adds ({len(added)}):")
             for a in added:
@@ -195,20 +223,26 @@ def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple
     ``--installed``), what pip would install beside them too."""
     import tempfile
 
-    from abiprobe.commands.items import ItemSource
     from abiprobe.commands.itemset import gather
     from abiprobe.model.target import Target
 
-    if all(Path(i).is_file() and i.endswith(".whl") for i in args.items) and (args.no_deps or args.installed):
+    local_only = all(Path(i).is_file() and i.endswith(".whl") for i in args.items) and not args.requirement
+    if local_only and (args.no_deps or args.installed):
         local = [Path(i).absolute() for i in args.items]
         return local, local, ()
     for i in args.items:
         if Path(i).is_dir():
             raise UsageError(f"{i}: a directory cannot be installed; probe takes wheels")
+    from abiprobe.commands.user_items import user_items
+
     target = Target.parse(python=_target_python(args.python))
     into = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
-    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
-        found = gather(args.items, target, source, no_deps=args.no_deps or args.installed)
+    wants = user_items(args.items, args, target)
+    with wants.source(args, progress=not args.json) as source:
+        no_deps = args.no_deps or args.installed
+        found = gather(
+            wants.exact, target, source, no_deps=no_deps, wanted=wants.wants(), options=wants.options()
+        )
         if found.unread:
             label, reason = found.unread[0]
             raise UsageError(f"{label}: cannot be installed, its wheel could not be read ({reason})")

@@ -71,6 +71,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="narrow a stack member, e.g. 'torch>=2.9'",
     )
     p.add_argument("--stack", type=Path, help="TOML stack file ([stack] members / with / constraints)")
+    p.add_argument(
+        "-r",
+        "--requirement",
+        action="append",
+        default=None,
+        metavar="FILE",
+        help="requirements file or pylock.toml whose entries on stack members narrow them (markers for the "
+        "target; others are left out)",
+    )
     p.add_argument("--pre", action="store_true", help="consider pre-releases")
     p.add_argument(
         "--exclude-newer",
@@ -145,12 +154,24 @@ def matrix_name(target: Target) -> str:
     return f"cu{target.cuda[0]}{target.cuda[1]}-{arch}-{target.python_tag}-{target.platform}{drv}"
 
 
-def build_stack(args: argparse.Namespace) -> Stack:
+def build_stack(args: argparse.Namespace, target: Target | None = None) -> Stack:
     stack = load_stack_file(args.stack) if args.stack else default_stack()
     for req in args.with_:
         stack = stack.with_package(req)
     for req in args.constraint:
         stack = stack.with_constraint(req)
+    files = getattr(args, "requirement", None) or []
+    if files and target is not None:
+        from packaging.requirements import Requirement
+
+        from abiprobe.commands.user_items import stack_constraints
+
+        for req in stack_constraints(files, target):
+            if stack.role_of(Requirement(req).name) is not None:
+                try:
+                    stack = stack.with_constraint(req)
+                except UsageError:
+                    continue  # a companion: its core's pick decides it
     return stack
 
 
@@ -220,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
         base=Target.from_host(),
     )
     profile = load_profile(args.profile) if args.profile else profile_for(target.machine, target.glibc)
-    stack = build_stack(args)
+    stack = build_stack(args, target)
     name = matrix_name(target)
     config = index_config(
         target, indexes=args.index, extra_indexes=args.extra_index, strategy=args.index_strategy

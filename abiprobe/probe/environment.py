@@ -8,6 +8,7 @@ working stack). The driver stub is used only where the host has no driver and th
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -17,7 +18,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from abiprobe.errors import UsageError
-from abiprobe.host.installed import installed_distributions
+from abiprobe.host.installed import InstalledDist, installed_distributions
 from abiprobe.probe.execute import PreparedSet, RunContext, run_fresh
 from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet
 from abiprobe.probe.parallel import dist_name, refuse_bomb
@@ -58,9 +59,15 @@ def installed_stack_order(python: str) -> tuple[str, ...]:
 
 
 def probe_environment(
-    python: str, import_order: Sequence[str], options: ProbeOptions, overlay: Sequence[Path] = ()
+    python: str,
+    import_order: Sequence[str],
+    options: ProbeOptions,
+    overlay: Sequence[Path] = (),
+    replacing: frozenset[str] | None = None,
 ) -> ProbeResult:
-    """Import ``import_order`` with ``python`` as installed (plus ``overlay`` wheels on top)."""
+    """Import ``import_order`` with ``python`` as installed (plus ``overlay`` wheels on top); with
+    ``replacing`` (normalized names), as an install of the wheels would leave site-packages: those
+    distributions' files gone, every other entry seen through the overlay (probe.overlay)."""
     for w in overlay:
         refuse_bomb(w)
     site, version = _site_of(python)
@@ -76,8 +83,11 @@ def probe_environment(
     extra = [cached_wheel_facts(w) for w in overlay] if may_stub else []
     root = interrupt.temp_dir(options.temp_dir or Path(tempfile.gettempdir()), "abiprobe-env-")
     try:
-        overlay_dir = root / "overlay" if overlay else None
-        for w in overlay:
+        overlay_dir = root / "overlay" if overlay or replacing is not None else None
+        if replacing is not None:
+            assert overlay_dir is not None
+            _installed_overlay(site, installed, replacing, overlay, root / "staged", overlay_dir)
+        for w in overlay if replacing is None else ():
             assert overlay_dir is not None
             unpack_wheel(w, overlay_dir)
         stub = None
@@ -106,3 +116,24 @@ def probe_environment(
         if not options.keep:
             shutil.rmtree(root, ignore_errors=True)
         interrupt.release(root)
+
+
+def _installed_overlay(
+    site: Path,
+    installed: Sequence[InstalledDist],
+    replacing: frozenset[str],
+    wheels: Sequence[Path],
+    staged: Path,
+    dest: Path,
+) -> None:
+    from abiprobe.probe.overlay import link_site, move_into, relative_files
+
+    written = [rel for w in wheels for rel in unpack_wheel(w, staged)]
+    gone = [
+        os.path.relpath(d.location / f, site)
+        for d in installed
+        if canonicalize_name(d.facts.metadata.name) in replacing
+        for f in d.facts.files
+    ]
+    link_site(site, dest, relative_files([*gone, *written]))
+    move_into(staged, dest, dict.fromkeys(written))

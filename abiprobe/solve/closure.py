@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
-from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
+from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, ResolutionTooDeep, Resolver
 
 from abiprobe.errors import AbiprobeError
 from abiprobe.model.candidate import Candidate, IndexFile, candidates_from_files
@@ -28,10 +29,15 @@ from abiprobe.model.target import Target
 from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter
 from abiprobe.solve.codedigest import code_digest
 from abiprobe.solve.ports import AnalysisStore
+from abiprobe.solve.preference import MAX_ROUNDS, PreferenceOrder
 
 
 class ClosureError(AbiprobeError):
     """The set's requirements cannot be completed from the indexes (one line says which)."""
+
+
+class ClosureTooDeep(AbiprobeError):
+    """The resolution ran past pip's round limit: neither a result nor a proof that none exists."""
 
 
 class Listing(Protocol):
@@ -71,6 +77,28 @@ class Pin:
         return _ident(self.name, self.extras)
 
 
+@dataclass(frozen=True)
+class UserWants:
+    """Requirements the user names beside the roots (ranges, bare names, extras) and constraints
+    (``-c``: they narrow a project's versions without asking for it)."""
+
+    requirements: tuple[Requirement, ...] = ()
+    constraints: tuple[Requirement, ...] = ()
+
+    def constraint_map(self) -> dict[str, SpecifierSet]:
+        out: dict[str, SpecifierSet] = {}
+        for c in self.constraints:
+            name = canonicalize_name(c.name)
+            out[name] = out.get(name, SpecifierSet()) & c.specifier
+        return out
+
+    def reqs(self) -> list[Req]:
+        return [
+            Req(canonicalize_name(r.name), frozenset(r.extras), r.specifier, f"the requirement {r}")
+            for r in self.requirements
+        ]
+
+
 def _ident(name: str, extras: frozenset[str]) -> str:
     return f"{name}[{','.join(sorted(extras))}]" if extras else name
 
@@ -86,19 +114,27 @@ class _ClosureAdapter(AbstractProvider):  # type: ignore[type-arg]
         options: FilterOptions,
         follow: Callable[[str], bool] | None,
         roots_win: bool = False,
+        constraints: Mapping[str, SpecifierSet] | None = None,
+        requested: Sequence[str] = (),
     ) -> None:
         self.roots, self.listing, self.target, self.follow = roots, listing, target, follow
         self.roots_win = roots_win
         self.options = options
+        self.constraints = constraints or {}
+        self.order = PreferenceOrder([*requested, *roots])
         self._listed: dict[str, list[Candidate]] = {}
         self._requires: dict[str, tuple[str, ...]] = {}
 
     def identify(self, requirement_or_candidate: Req | Pin) -> str:
         return requirement_or_candidate.ident
 
+    def narrow_requirement_selection(self, identifiers: Any, resolutions: Any, candidates: Any,
+                                     information: Any, backtrack_causes: Any) -> Any:  # fmt: skip
+        return self.order.narrow(identifiers, resolutions, backtrack_causes)
+
     def get_preference(self, identifier: str, resolutions: Any, candidates: Any, information: Any,
                        backtrack_causes: Any) -> Any:  # fmt: skip
-        return (identifier.split("[")[0] not in self.roots, identifier)
+        return self.order.key(identifier, information)
 
     def _wheels(self, name: NormalizedName) -> list[Candidate]:
         if name not in self._listed:
@@ -118,7 +154,12 @@ class _ClosureAdapter(AbstractProvider):  # type: ignore[type-arg]
         if root is not None:
             pins = [Pin(name, root.version, root.candidate, extras, root)]
         else:
-            pins = [Pin(name, c.version, c, extras) for c in self._wheels(name)]
+            allowed = self.constraints.get(name)
+            pins = [
+                Pin(name, c.version, c, extras)
+                for c in self._wheels(name)
+                if allowed is None or allowed.contains(c.version, prereleases=True)
+            ]
         return [p for p in pins if p.version not in bad and all(self.is_satisfied_by(r, p) for r in reqs)]
 
     def is_satisfied_by(self, requirement: Req, candidate: Pin) -> bool:
@@ -170,13 +211,19 @@ class _Recording:
 
 
 def _memo_key(
-    roots: Sequence[StackCandidate], target: Target, options: FilterOptions, scope: str
+    roots: Sequence[StackCandidate],
+    target: Target,
+    options: FilterOptions,
+    scope: str,
+    wanted: UserWants | None = None,
 ) -> str | None:
     shas = [r.key for r in roots]
     if any(len(s) != 64 for s in shas):
         return None
     doc: dict[str, Any] = {"kind": "closure", "code": code_digest(__name__), "roots": sorted(shas),
                            "target": target.key(), "pre": options.pre, "scope": scope}  # fmt: skip
+    if wanted is not None and (wanted.requirements or wanted.constraints):
+        doc["wants"] = [sorted(map(str, wanted.requirements)), sorted(map(str, wanted.constraints))]
     if options.yanked:
         doc["yanked"] = True
     for kind, rules in (("constraints", options.constraints), ("overrides", options.overrides)):
@@ -209,8 +256,10 @@ def resolve_closure(
     scope: str = "all",
     memo: AnalysisStore | None = None,
     roots_win: bool = False,
+    wanted: UserWants | None = None,
 ) -> list[Pin]:
-    """Every wheel the roots need beyond themselves, sorted by name (roots excluded); with ``follow``,
+    """Every wheel the roots (and ``wanted``'s requirements, within its constraints) need beyond
+    themselves, sorted by name (roots excluded); with ``follow``,
     only requirements on projects it accepts are followed (``scope`` names that choice). With
     ``roots_win`` a requirement on a root never rules it out (the roots are taken as given, as
     ``--override`` would; the caller judges such requirements itself).
@@ -219,7 +268,7 @@ def resolve_closure(
     answer is reused while every page it looked at is still the same page: a warm solve then parses
     no dependency's listing."""
     scoped = f"{scope}+roots" if roots_win else scope
-    key = _memo_key(roots, target, options, scoped) if memo is not None else None
+    key = _memo_key(roots, target, options, scoped, wanted) if memo is not None else None
     identity = getattr(listing, "identity", None)
     if key is not None and memo is not None and identity is not None:
         for entry in memo.load_analysis(key) or []:
@@ -230,7 +279,7 @@ def resolve_closure(
                 except (KeyError, TypeError, ValueError, InvalidVersion):
                     break
     recording = _Recording(listing)
-    pins = _resolve(roots, recording, target, options, follow, roots_win)
+    pins = _resolve(roots, recording, target, options, follow, roots_win, wanted or UserWants())
     if key is not None and memo is not None and identity is not None:
         seen = {p: identity(p) for p in sorted(recording.projects)}
         if all(ids is not None for ids in seen.values()):
@@ -249,23 +298,39 @@ def _resolve(
     options: FilterOptions,
     follow: Callable[[str], bool] | None,
     roots_win: bool = False,
+    user: UserWants = UserWants(),
 ) -> list[Pin]:
     by_name = {canonicalize_name(str(r.name)): r for r in roots}
-    adapter = _ClosureAdapter(by_name, listing, target, options, follow, roots_win)
+    named = [canonicalize_name(r.name) for r in user.requirements]
+    adapter = _ClosureAdapter(
+        by_name, listing, target, options, follow, roots_win, user.constraint_map(), named
+    )
     wanted = [
         Req(n, frozenset(), SpecifierSet(), "the chosen set", root=r.filename) for n, r in by_name.items()
-    ]
+    ] + user.reqs()
     try:
-        result = Resolver(adapter, BaseReporter()).resolve(wanted, max_rounds=2000)
+        result = Resolver(adapter, BaseReporter()).resolve(wanted, max_rounds=MAX_ROUNDS)
     except ResolutionImpossible as exc:
-        causes = "; ".join(sorted({c.requirement.why for c in exc.causes})) or "no candidates"
-        raise ClosureError(f"the chosen set's dependencies cannot be completed: {causes}") from None
+        line = conflict_line(exc.causes)
+        raise ClosureError(f"the chosen set's dependencies cannot be completed: {line}") from None
+    except ResolutionTooDeep:
+        raise ClosureTooDeep(
+            f"the chosen set's dependencies were not resolved within {MAX_ROUNDS:,} rounds (pip's limit)"
+        ) from None
     pins = [
         replace(p, why=_why(result.criteria, p.name))
         for p in result.mapping.values()
         if not p.extras and p.name not in by_name
     ]
     return sorted(pins, key=lambda p: p.name)
+
+
+def conflict_line(causes: Iterable[Any]) -> str:
+    """The requirements that clash, in words: each with who asked (``app 1.0 requires dep>=2``)."""
+    whys = sorted({c.requirement.why or f"{c.requirement.ident}{c.requirement.specifier}" for c in causes})
+    if len(whys) == 1:
+        return f"no wheel for the target satisfies {whys[0]}"
+    return " vs ".join(whys) if whys else "no candidates"
 
 
 def _why(criteria: Mapping[str, Any], name: str) -> str:

@@ -18,7 +18,7 @@ from abiprobe.model.candidate import IndexFile, candidates_from_files
 from abiprobe.model.facts import WheelFacts, WheelInfo
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import FilterOptions, StackCandidate
-from abiprobe.solve.closure import ClosureError, Listing, resolve_closure
+from abiprobe.solve.closure import ClosureError, Listing, UserWants, resolve_closure
 from abiprobe.solve.ports import AnalysisStore
 from abiprobe.solve.reach import PartialReader, Reach
 
@@ -70,11 +70,15 @@ def install_closure(
     options: FilterOptions,
     *,
     memo: AnalysisStore | None = None,
+    wanted: UserWants | None = None,
 ) -> InstallClosure:
-    """Every wheel an install of ``roots`` for ``target`` adds, with what the loader reaches of each read."""
+    """Every wheel an install of ``roots`` for ``target`` adds (``wanted``: the user's extra
+    requirements and constraints), with what the loader reaches of each read."""
     try:
         # the items as named, whatever the others pin: a pin that forbids one is judged as ``blocked``
-        pins = resolve_closure(roots, reader, target, options, scope="install", memo=memo, roots_win=True)
+        pins = resolve_closure(
+            roots, reader, target, options, scope="install", memo=memo, roots_win=True, wanted=wanted
+        )
     except ClosureError as exc:
         return InstallClosure(error=str(exc), impossible=True)
     except AbiprobeError as exc:

@@ -15,12 +15,13 @@ from typing import Any, Protocol
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
-from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
+from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, ResolutionTooDeep, Resolver
 
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Status
 from abiprobe.solve.matrix import Group
+from abiprobe.solve.preference import MAX_ROUNDS
 from abiprobe.solve.stack import Stack
 
 CUDA_ID = "cuda"
@@ -205,9 +206,11 @@ def resolve(stack: Stack, picks: Mapping[str, Sequence[Pick]], target: Target) -
     for m in stack.members:
         roots.append(Need(m.role, f"stack role {m.role} {m.specifier}".strip(), m.specifier))
     try:
-        result = Resolver(adapter, BaseReporter()).resolve(roots, max_rounds=2000)
+        result = Resolver(adapter, BaseReporter()).resolve(roots, max_rounds=MAX_ROUNDS)
     except ResolutionImpossible as exc:
         return Resolution(None, tuple(_describe_causes(exc.causes)))
+    except ResolutionTooDeep:
+        return Resolution(None, (f"no set was found within {MAX_ROUNDS:,} resolver rounds",))
     chosen = {ident: pick.label for ident, pick in result.mapping.items() if ident != CUDA_ID}
     return Resolution(chosen)
 
