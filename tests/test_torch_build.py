@@ -24,7 +24,13 @@ from support.torch_abi_stacks import TorchAbiStacks, no_torch_wheel, torch_abi_s
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.analyze.torch_abi import WheelTorchRange, releases_of, wheel_torch_range
+from abiprobe.analyze.torch_abi import (
+    TorchRelease,
+    WheelTorchRange,
+    is_torch_import,
+    releases_of,
+    wheel_torch_range,
+)
 from abiprobe.analyze.torch_build import pinned_minor, recorded_build_torch
 from abiprobe.cli import main
 from abiprobe.host.wheel import wheel_facts_from_path
@@ -229,3 +235,21 @@ def test_a_torch_version_in_a_local_label_is_read(
     facts = replace(facts, metadata=replace(facts.metadata, version=version))
     found = recorded_build_torch(facts, None)
     assert (found.minor if found else None) == minor
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "_ZNKRSt7__cxx1115basic_stringbufIcSt11char_traitsIcESaIcEE3strEv",  # torchvision 0.29.1 _C_stable.so
+        "_ZNOSt7__cxx1119basic_ostringstreamIcSt11char_traitsIcESaIcEE3strEv",
+        "_ZNSt6vectorIiSaIiEE17_M_realloc_insertIJRKiEEEvN9__gnu_cxx17__normal_iteratorIPiS1_EEDpOT_",
+        "_ZTVSt9exception",
+        "_Znwm",
+    ],
+)
+def test_a_std_name_over_no_torch_type_is_not_a_torch_import_even_when_torch_exports_it(name: str) -> None:
+    # GIVEN a release whose libraries export the name (torch's libraries export std:: instantiations)
+    release = TorchRelease("2.14.1", "torch", frozenset({name}))
+    # THEN importing it does not tie a wheel to torch: libstdc++ provides it as well
+    assert not is_torch_import(name, [release])
+    assert is_torch_import("_ZNSt6vectorIN2at6TensorESaIS1_EE9push_backERKS1_", [release])
