@@ -12,17 +12,26 @@ import json
 import subprocess
 import sys
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from support.indexserver import IndexServer
 from support.torch_abi_stacks import TorchAbiStacks, no_torch_wheel, torch_abi_stacks
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.analyze.torch_abi import WheelTorchRange, releases_of, wheel_torch_range
+from abiprobe.analyze.torch_abi import (
+    TorchRelease,
+    WheelTorchRange,
+    is_torch_import,
+    releases_of,
+    wheel_torch_range,
+)
+from abiprobe.analyze.torch_build import pinned_minor, recorded_build_torch
 from abiprobe.cli import main
 from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.candidate import Candidate, IndexFile
@@ -201,3 +210,46 @@ def test_torch_releases_are_read_only_for_a_wheel_that_needs_torch_s_libraries(
     capsys.readouterr()
     # THEN the torch release is read for the kernel only
     assert seen == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("spec", "minor"),
+    [("==2.9.1", "2.9"), ("==2.9.*", "2.9"), ("~=2.9.0", "2.9"), (">=2.9,<2.10", None), ("~=2.9", None),
+     (">=2.9", None), ("==2.9.1,!=2.9.0", "2.9")],
+)  # fmt: skip
+def test_a_torch_requirement_names_a_build_minor_only_when_it_admits_one_minor(
+    spec: str, minor: str | None
+) -> None:
+    assert pinned_minor(SpecifierSet(spec)) == minor
+
+
+@pytest.mark.parametrize(
+    ("version", "minor"),
+    [("2.8.3+cu12torch2.7cxx11abiTRUE", "2.7"), ("0.1.0+pt28cu128", "2.8"), ("0.1.0+pt210", "2.10"),
+     ("0.1.0+cu128", None), ("0.1.0", None)],
+)  # fmt: skip
+def test_a_torch_version_in_a_local_label_is_read(
+    built: TorchAbiStacks, version: str, minor: str | None
+) -> None:
+    facts = wheel_facts_from_path(built.kernels["kept-unpinned"])
+    facts = replace(facts, metadata=replace(facts.metadata, version=version))
+    found = recorded_build_torch(facts, None)
+    assert (found.minor if found else None) == minor
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "_ZNKRSt7__cxx1115basic_stringbufIcSt11char_traitsIcESaIcEE3strEv",  # torchvision 0.29.1 _C_stable.so
+        "_ZNOSt7__cxx1119basic_ostringstreamIcSt11char_traitsIcESaIcEE3strEv",
+        "_ZNSt6vectorIiSaIiEE17_M_realloc_insertIJRKiEEEvN9__gnu_cxx17__normal_iteratorIPiS1_EEDpOT_",
+        "_ZTVSt9exception",
+        "_Znwm",
+    ],
+)
+def test_a_std_name_over_no_torch_type_is_not_a_torch_import_even_when_torch_exports_it(name: str) -> None:
+    # GIVEN a release whose libraries export the name (torch's libraries export std:: instantiations)
+    release = TorchRelease("2.14.1", "torch", frozenset({name}))
+    # THEN importing it does not tie a wheel to torch: libstdc++ provides it as well
+    assert not is_torch_import(name, [release])
+    assert is_torch_import("_ZNSt6vectorIN2at6TensorESaIS1_EE9push_backERKS1_", [release])

@@ -41,14 +41,15 @@ _CXX11_MARKERS = ("B5cxx11", "St7__cxx11")
 # typeinfo and std templates over torch types included), the length not the tail of a longer one
 # (``std::__12atomic`` names no torch type)
 TORCH_MANGLED = re.compile(r"^_Z.*?(?<![0-9])(?:3c10|2at|5torch|4c10d|6caffe2)")
-_STD_PREFIXES = ("_ZNSt", "_ZNKSt", "_ZSt", "_ZNSs", "_ZNKSs", "_ZTVSt", "_ZTISt", "_ZTSSt",
-                 "_Znw", "_Zna", "_Zdl", "_Zda")  # fmt: skip
+# std:: names: nested (cv- and ref-qualified members too: ``_ZNKRSt7__cxx1115basic_stringbuf...3strEv``),
+# plain, vtables / typeinfo, and operator new / delete
+_STD_NAME = re.compile(r"^(?:_ZN[rVK]*[RO]?S[ts]|_ZS[ts]|_ZT[VIS]S[ts]|_Zn[wa]|_Zd[la])")
 
 
 def libstdcxx_may_provide(name: str) -> bool:
     """A std:: symbol over no torch type (``std::string::replace``): libstdc++ exports it too, so an
     import of it does not depend on which torch exports it."""
-    return name.startswith(_STD_PREFIXES) and not TORCH_MANGLED.match(name)
+    return bool(_STD_NAME.match(name)) and not TORCH_MANGLED.match(name)
 
 
 def torch_libraries(facts: WheelFacts) -> tuple[ElfFacts, ...]:

@@ -154,5 +154,9 @@ def no_torch_wheel(out: Path) -> Path:
                        soname="libat.so", cxx=True)  # fmt: skip
     source = KERNEL % {"decls": DECL_LEGACY, "init": "", "name": "_ext", "body": _KEPT}
     ext = build_shared(d, "_ext.abi3.so", source, cxx=True, link=[lib], rpath=["$ORIGIN"])
-    files = {"no_torch/__init__.py": b"", "no_torch/_ext.abi3.so": ext, "no_torch/libat.so": lib}
+    files: dict[str, bytes | Path] = {
+        "no_torch/__init__.py": b"",
+        "no_torch/_ext.abi3.so": ext,
+        "no_torch/libat.so": lib,
+    }
     return build_wheel(out / "wheels", "no-torch", "1.0.0", files, tag=ABI3_TAG)
