@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +29,7 @@ from abiprobe.analyze.analysis import SetAnalysis, analyze_set
 from abiprobe.analyze.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
 from abiprobe.analyze.torch_abi import TorchRelease
 from abiprobe.commands.known_wheels import add_torch_option
+from abiprobe.commands.options import add_index_options, add_target_options, interpreter_version, target_of
 from abiprobe.errors import UsageError
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
@@ -69,11 +69,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "items", nargs="*", metavar="WHEEL_OR_REQ", help="wheel files, URLs or PROJECT==VERSION requirements"
     )
     p.add_argument("--installed", action="store_true", help="check the environment of --python instead")
-    p.add_argument("--cuda", help="target CUDA version (13.0, cu130); default 13.0")
-    p.add_argument("--arch", help="target GPU architecture (sm120, sm_90a, 12.0); default: none known")
-    p.add_argument("--python", help="target Python (cp312, 3.12); with --installed: the interpreter PATH")
-    p.add_argument("--platform", help="target platform tag (manylinux_2_28_x86_64, aarch64); default: host")
-    p.add_argument("--driver", help="target NVIDIA driver version (580.95.05); default: matches --cuda")
+    add_target_options(
+        p,
+        python_help="target Python (cp312, 3.12); with --installed: the interpreter PATH",
+        arch_help="target GPU architecture (sm120, sm_90a, 12.0); default: none known",
+    )
     p.add_argument(
         "--profile", help=f"system-library profile: a JSON file or one of {', '.join(BUILTIN_PROFILES)}"
     )
@@ -91,9 +91,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="judge only distribution NAME and what it requires (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print the analysis as JSON")
-    p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory (remote items)")
-    p.add_argument("--index-url", action="append", default=None, help="index to look PROJECT==VERSION up in")
-    p.add_argument("--offline", action="store_true", help="answer remote items from the cache alone")
+    add_index_options(p, index_help="index to look PROJECT==VERSION up in (repeatable)")
     p.add_argument(
         "--no-deps",
         action="store_true",
@@ -112,27 +110,11 @@ def exit_code(analysis: SetAnalysis) -> int:
     return code
 
 
-def _interpreter_version(python: str) -> str:
-    try:
-        out = subprocess.run(
-            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise UsageError(f"cannot run the interpreter {python}: {exc}") from None
-    return out
-
-
 def target_from_args(args: argparse.Namespace) -> Target:
     python = args.python
     if args.installed:
-        python = _interpreter_version(args.python or sys.executable)
-    return Target.parse(
-        cuda=args.cuda or "13.0", arch=args.arch, python=python, platform=args.platform, driver=args.driver
-    )
+        python = interpreter_version(args.python or sys.executable)
+    return target_of(args, python=python)
 
 
 def profile_from_args(args: argparse.Namespace, target: Target) -> Profile:
@@ -191,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("nothing to check: give wheel files, URLs, PROJECT==VERSION or --installed")
     releases: tuple[TorchRelease, ...] = ()
     items = None
-    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
+    with ItemSource.of(args, progress=not args.json) as source:
         if args.torch:
             from abiprobe.commands.known_wheels import torch_releases
 

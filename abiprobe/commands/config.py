@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from abiprobe.commands.options import add_index_options
 from abiprobe.installers.pip import config_files
 from abiprobe.installers.uv import uv_config_files
 from abiprobe.net.http import display_url
@@ -40,10 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="13.0",
         help="include the CUDA indexes `solve --cuda` reads (default: %(default)s); 'none' for none",
     )
-    p.add_argument("--index", action="append", default=[], metavar="URL", help="as `solve --index`")
-    p.add_argument(
-        "--extra-index", action="append", default=[], metavar="URL", help="as `solve --extra-index`"
-    )
+    add_index_options(p, index_help="as `solve --index`", lookups=False)
     p.add_argument(
         "--json", action="store_true", help="print JSON (schema: abiprobe/schemas/config.schema.json)"
     )
@@ -55,6 +53,7 @@ def _setting(value: Any) -> dict[str, str] | None:
 
 
 def config_document(args: argparse.Namespace) -> dict[str, Any]:
+    from abiprobe.commands.options import target_of
     from abiprobe.commands.solve import index_config
     from abiprobe.model.target import Target
 
@@ -64,7 +63,7 @@ def config_document(args: argparse.Namespace) -> dict[str, Any]:
 
         config = load_index_config(cli_indexes=args.index, cli_extra_indexes=args.extra_index)
     else:
-        target = Target.parse(cuda=args.cuda, base=Target())
+        target = target_of(args, base=Target())
         config = index_config(target, indexes=args.index, extra_indexes=args.extra_index)
     return {
         "schema_version": CONFIG_SCHEMA_VERSION,

@@ -10,6 +10,7 @@ beside them is ``abiprobe.solve.install``'s job. A wheel whose bytes cannot be r
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -59,11 +60,33 @@ class ItemSource:
     one HTTP client, the wheel cache, and an index client over ``--index-url`` (else the user's
     installer configuration)."""
 
-    def __init__(self, cache_dir: Path | None, index_urls: list[str] | None, offline: bool, progress: bool):
+    def __init__(
+        self,
+        cache_dir: Path | None,
+        index_urls: list[str] | None,
+        offline: bool,
+        progress: bool,
+        *,
+        extra_indexes: list[str] | None = None,
+        strategy: str | None = None,
+    ):
         self.cache = Cache(cache_dir)
         self.index_urls, self.offline, self.progress = index_urls or [], offline, progress
+        self.extra_indexes, self.strategy = extra_indexes or [], strategy
         self._http: Http | None = None
         self._client: IndexClient | None = None
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, *, progress: bool) -> ItemSource:
+        """The source the shared index options (``abiprobe.commands.options``) ask for."""
+        return cls(
+            args.cache_dir,
+            args.index,
+            args.offline,
+            progress,
+            extra_indexes=args.extra_index,
+            strategy=args.index_strategy,
+        )
 
     @property
     def http(self) -> Http:
@@ -74,7 +97,9 @@ class ItemSource:
     @property
     def client(self) -> IndexClient:
         if self._client is None:
-            config = load_index_config(cli_indexes=self.index_urls)
+            config = load_index_config(
+                cli_indexes=self.index_urls, cli_extra_indexes=self.extra_indexes, cli_strategy=self.strategy
+            )
             self._client = IndexClient(
                 config.sources,
                 self.cache,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import signal
 import sys
 import tempfile
@@ -12,6 +11,7 @@ import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from abiprobe.commands.options import add_index_options, add_target_options
 from abiprobe.errors import UsageError
 from abiprobe.model.target import driver_api_version
 from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeSet, probe_sets
@@ -41,15 +41,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--no-deps", action="store_true", help="install the named items alone, not what they require"
     )
-    p.add_argument("--index-url", action="append", default=None, help="index to look PROJECT==VERSION up in")
-    p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory (remote items)")
-    p.add_argument("--offline", action="store_true", help="answer remote items from the cache alone")
+    add_index_options(p, index_help="index to look PROJECT==VERSION up in (repeatable)")
     p.add_argument(
         "--installed",
         action="store_true",
         help="probe the environment of --python as it is (items, if any, are tried on top of it, alone)",
     )
-    p.add_argument("--python", help="target Python: a version (3.12) or an interpreter path")
+    add_target_options(
+        p,
+        python_help="target Python: a version (3.12) or an interpreter path",
+        cuda=False,
+        arch=False,
+        driver=False,
+    )
     p.add_argument(
         "--import-order",
         help="comma-separated modules to import, in order (default: the wheels' packages, in argument order)",
@@ -188,17 +192,6 @@ def run(args: argparse.Namespace) -> int:
     return 0 if all(r.outcome == "ok" and not r.disagrees for r in results) else 1
 
 
-def _target_python(python: str | None) -> str | None:
-    """The Python version whose tags pick wheels: ``--python`` as a version, or its interpreter's."""
-    if python is None:
-        return None
-    if re.fullmatch(r"(cp|pp)?\d\.?\d{1,2}", python.strip().lower()):
-        return python
-    from abiprobe.commands.check import _interpreter_version
-
-    return _interpreter_version(python)
-
-
 def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple[AddedWheel, ...]]:
     """(the named items' wheel files, every wheel file to install, what the closure added): local wheels
     as they are, remote ones fetched hash-checked into ``--wheels-dir``; unless ``--no-deps`` (or
@@ -207,7 +200,7 @@ def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple
 
     from abiprobe.commands.items import ItemSource
     from abiprobe.commands.itemset import gather
-    from abiprobe.model.target import Target
+    from abiprobe.commands.options import target_of, target_python
 
     if all(Path(i).is_file() and i.endswith(".whl") for i in args.items) and (args.no_deps or args.installed):
         local = [Path(i).absolute() for i in args.items]
@@ -215,9 +208,9 @@ def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple
     for i in args.items:
         if Path(i).is_dir():
             raise UsageError(f"{i}: a directory cannot be installed; probe takes wheels")
-    target = Target.parse(python=_target_python(args.python))
+    target = target_of(args, python=target_python(args.python))
     into = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
-    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
+    with ItemSource.of(args, progress=not args.json) as source:
         found = gather(args.items, target, source, no_deps=args.no_deps or args.installed)
         if found.unread:
             label, reason = found.unread[0]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from abiprobe.analyze.profiles import load_profile, profile_for
 from abiprobe.commands.last_solve import LastSolve
+from abiprobe.commands.options import add_index_options, add_target_options, target_of
 from abiprobe.errors import UsageError
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, load_index_config
@@ -48,14 +49,7 @@ PAGE_FRESH_FOR = 600.0
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("solve", help="find the newest wheel set that loads on a CUDA version and GPU")
-    p.add_argument("--cuda", default="13.0", help="target CUDA version (13.0, cu130)")
-    p.add_argument("--arch", help="target GPU architecture (sm120, 12.0, sm_90a)")
-    host = Target.from_host()
-    p.add_argument(
-        "--python", help=f"target Python (cp312, 3.12; default: this interpreter's, {host.python_tag})"
-    )
-    p.add_argument("--platform", help=f"target platform tag (default: this host's, {host.platform})")
-    p.add_argument("--driver", help="target driver version (580.95.05)")
+    add_target_options(p)
     p.add_argument(
         "--with",
         dest="with_",
@@ -81,24 +75,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--all-versions", action="store_true", help="every version, not the newest few")
     p.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="versions per package (default 3)")
-    p.add_argument(
-        "--index",
-        action="append",
-        default=[],
-        metavar="URL",
-        help="index to read (repeatable); replaces the default CUDA indexes and the default index",
+    add_index_options(
+        p, index_help="index to read (repeatable); replaces the default CUDA indexes and the default index"
     )
-    p.add_argument(
-        "--extra-index", action="append", default=[], metavar="URL", help="index read before the rest"
-    )
-    p.add_argument("--index-strategy", choices=("first-index", "best-match"), help="multi-index strategy")
-    p.add_argument("--offline", action="store_true", help="answer from wheel_index_cache/ alone")
     p.add_argument(
         "--refresh",
         action="store_true",
         help=f"ask every index again (else pages of the last {PAGE_FRESH_FOR / 60:.0f} minutes are reused)",
     )
-    p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory")
     p.add_argument("--profile", type=Path, help="target system-library profile (JSON)")
     p.add_argument("--no-runtime", action="store_true", help="do not add the nvidia wheels torch pins")
     p.add_argument("--out-dir", type=Path, default=Path("matrices"), help="where matrix files go")
@@ -212,14 +196,7 @@ def run(args: argparse.Namespace) -> int:
     from its value."""
     if args.window < 1:
         raise UsageError("--window must be at least 1")
-    target = Target.parse(
-        cuda=args.cuda,
-        arch=args.arch,
-        python=args.python,
-        platform=args.platform,
-        driver=args.driver,
-        base=Target.from_host(),
-    )
+    target = target_of(args, base=Target.from_host())
     profile = load_profile(args.profile) if args.profile else profile_for(target.machine, target.glibc)
     stack = build_stack(args)
     name = matrix_name(target)
