@@ -20,7 +20,6 @@ ok, warn, blocked, fail or unknown.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +33,7 @@ from abiprobe.errors import UsageError
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.report.check_text import render_check
+from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.ui.console import print_all
 
 EXIT_BITS: dict[str, int] = {
@@ -48,6 +48,7 @@ EXIT_BITS: dict[str, int] = {
     "files": 64,
 }
 EXIT_UNKNOWN = 3
+CHECK_KIND = "abiprobe-check"
 _EPILOG = (
     "exit status: 0 all checks pass (warnings allowed); 1 error; 2 usage; 3 index unreachable or a wheel "
     "not read (status unknown); otherwise "
@@ -197,8 +198,7 @@ def run(args: argparse.Namespace) -> int:
         doc = analysis.to_json()
         # what was installed to judge (None: an existing environment was read)
         doc["install"] = {**items.to_json(), "closure": not args.no_deps} if items is not None else None
-        json.dump(doc, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_text(envelope(CHECK_KIND, doc)))
     else:
         print_all(render_check(analysis, items.added if items is not None else ()))
     code = exit_code(analysis)

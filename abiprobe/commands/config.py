@@ -4,7 +4,6 @@ where each came from (a file and section, a variable, an option, or a built-in d
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from abiprobe.installers.uv import uv_config_files
 from abiprobe.net.http import display_url
 from abiprobe.net.settings import NetworkSettings, credential_source, network_settings
 from abiprobe.report.config_text import render_config
+from abiprobe.report.jsondoc import json_text
 from abiprobe.ui.console import make_console, print_all
 
 CONFIG_SCHEMA_VERSION = 1
@@ -66,8 +66,8 @@ def config_document(args: argparse.Namespace) -> dict[str, Any]:
         target = target_of(args, base=Target())
         config = index_config(target, indexes=args.index, extra_indexes=args.extra_index)
     return {
-        "schema_version": CONFIG_SCHEMA_VERSION,
         "kind": "abiprobe-config",
+        "schema_version": CONFIG_SCHEMA_VERSION,
         "installer": config.installer or None,
         "strategy": config.strategy,
         "pins": dict(config.pins),
@@ -112,7 +112,7 @@ def _tls(net: NetworkSettings) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     doc = config_document(args)
     if args.json:
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        sys.stdout.write(json_text(doc))
         return 0
     proxy_urls = {scheme: display_url(p["value"]) for scheme, p in doc["proxies"]["proxies"].items()}
     print_all(render_config(doc, proxy_urls), make_console(markup=False))

@@ -10,13 +10,13 @@ Exit status: 0 no export of OLD is gone from NEW; 4 some export was removed or c
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from abiprobe.analyze.torch_diff import TorchDiff, diff_torch
 from abiprobe.commands.known_wheels import cached_kernels, torch_facts_of
 from abiprobe.commands.options import add_index_options, add_target_options
+from abiprobe.report.jsondoc import json_text
 from abiprobe.store.primitives import write_text_atomic
 
 _EPILOG = (
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     doc = diff.to_json()
     fmt = "json" if args.json else args.format
     if fmt == "json":
-        text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
+        text = json_text(doc)
     elif fmt == "md":
         from abiprobe.report.torch_diff_text import render_markdown
 

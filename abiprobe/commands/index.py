@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from abiprobe.commands.options import add_index_options
@@ -12,10 +11,12 @@ from abiprobe.index.client import DEFAULT_STALE_AFTER, IndexClient
 from abiprobe.index.config import STRATEGIES, load_index_config
 from abiprobe.net.http import Http, display_url
 from abiprobe.report.index_text import render_listing
+from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.store.cache import Cache
 from abiprobe.ui.console import print_all
 
 INDEX_LS_SCHEMA_VERSION = 1
+INDEX_LS_KIND = "abiprobe-index-listing"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,8 +78,7 @@ def run_ls(args: argparse.Namespace) -> int:
         )  # fmt: skip
         listing = client.list_project(args.project)
     if args.json:
-        json.dump({"schema_version": INDEX_LS_SCHEMA_VERSION, **listing.to_json()}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_text(envelope(INDEX_LS_KIND, listing.to_json(), INDEX_LS_SCHEMA_VERSION)))
     else:
         print_all(render_listing(listing))
     links = {display_url(s.url) for s in config.sources if s.kind == "find-links"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -19,12 +18,14 @@ from abiprobe.commands.known_wheels import CACHED, add_torch_option
 from abiprobe.commands.options import add_index_options, add_target_options, is_python_version, target_of
 from abiprobe.errors import UsageError
 from abiprobe.model.facts import ElfFacts, WheelFacts
+from abiprobe.report.jsondoc import json_text
 
 if TYPE_CHECKING:
     from abiprobe.commands.items import Item, ItemSource
     from abiprobe.model.target import Target
 
 INSPECT_SCHEMA_VERSION = 1
+INSPECT_KIND = "abiprobe-inspect"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -69,8 +70,7 @@ def run(args: argparse.Namespace) -> int:
         variants = {0: _variant_json(item, source)} if item is not None else {}
     doc = inspect_document(args.target, sources, arch, releases, variants)
     if args.json:
-        json.dump(doc, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_text(doc))
     else:
         from abiprobe.report.inspect_text import render_inspect
         from abiprobe.ui.console import make_console
@@ -199,6 +199,7 @@ def inspect_document(
                 }
             )
     return {
+        "kind": INSPECT_KIND,
         "schema_version": INSPECT_SCHEMA_VERSION,
         "subject": subject,
         "arch": str(arch) if arch is not None else None,

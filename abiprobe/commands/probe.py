@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import tempfile
@@ -17,7 +16,10 @@ from abiprobe.model.target import driver_api_version
 from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeSet, probe_sets
 from abiprobe.probe.layers import parse_size
 from abiprobe.probe.parallel import wheel_tops
+from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.store.primitives import write_text_atomic
+
+PROBE_KIND = "abiprobe-probe"
 
 if TYPE_CHECKING:  # what a lone probe of local wheels, printed as JSON, never needs is imported on use
     from abiprobe.model.candidate import IndexFile
@@ -124,7 +126,7 @@ def _run_job_command(args: argparse.Namespace) -> int:
     wheels_dir = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
     opts = probe_options(args, args.python or job["python"])
     doc = run_job(job, wheels_dir, opts, download=not args.no_download)
-    text = json.dumps(doc, indent=1) + "\n"
+    text = json_text(doc)
     if args.result is not None:
         write_text_atomic(args.result, text)
     if args.json or args.result is None:
@@ -172,12 +174,10 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     if args.json:
         doc: dict[str, Any] = {
-            "schema_version": PROBE_SCHEMA_VERSION,
             "results": [r.to_json() for r in results],
+            "added": [a.to_json() for a in added],
         }
-        doc["added"] = [a.to_json() for a in added]
-        json.dump(doc, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_text(envelope(PROBE_KIND, doc, PROBE_SCHEMA_VERSION)))
     else:
         from abiprobe.report.probe_text import render_result
         from abiprobe.ui.console import make_console, print_all

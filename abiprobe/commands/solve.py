@@ -6,7 +6,6 @@ Exit codes: 0 a set was found, 1 none, 2 usage, 3 index trouble made the answer 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -22,6 +21,7 @@ from abiprobe.index.config import IndexConfig, load_index_config
 from abiprobe.model.candidate import parse_upload_time
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http, display_url
+from abiprobe.report.jsondoc import json_text
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.ports import Progress, SolveReads, no_progress
 from abiprobe.solve.stack import Stack, default_stack, load_stack_file
@@ -264,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
         for path, text in files.items():
             write_text_atomic(path, text)
     if args.json:
-        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+        sys.stdout.write(json_text(doc))
     else:
         print_summary(args, result)
     return result.exit_code
@@ -292,7 +292,7 @@ def emit_probe_jobs(args: argparse.Namespace, doc: dict[str, Any], result: Solve
     from abiprobe.probe.jobs import probe_jobs
 
     jobs = probe_jobs(doc, result, archs=args.probe_arch, cells=args.probe_cells)
-    write_text_atomic(args.emit_probe_jobs, json.dumps(jobs, indent=1) + "\n")
+    write_text_atomic(args.emit_probe_jobs, json_text(jobs))
     if not args.json:
         print(f"  probe jobs: {len(jobs['include'])} written to {args.emit_probe_jobs}")
 
