@@ -23,6 +23,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from abiprobe.analyze.analysis import SetAnalysis, analyze_set
 from abiprobe.analyze.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
@@ -35,6 +36,9 @@ from abiprobe.model.target import Target
 from abiprobe.report.check_text import render_check
 from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.ui.console import print_all
+
+if TYPE_CHECKING:
+    from abiprobe.commands.itemset import ItemSet
 
 EXIT_BITS: dict[str, int] = {
     "sonames": 4,
@@ -203,8 +207,23 @@ def run(args: argparse.Namespace) -> int:
         print_all(render_check(analysis, items.added if items is not None else ()))
     code = exit_code(analysis)
     if code == 0 and analysis.status == "unknown":
+        say_incomplete(analysis, items, args.json)
         return EXIT_UNKNOWN
     return code
+
+
+def say_incomplete(analysis: SetAnalysis, items: ItemSet | None, json_output: bool) -> None:
+    """The one error line of an unknown answer, at every verbosity: the wheels not read, by host, the
+    indexes that did not answer, else how many checks are unknown."""
+    from abiprobe import log
+    from abiprobe.report.incomplete import incomplete_line
+
+    unread = items.unread_wheels() if items is not None else []
+    indexes = list(items.index_trouble) if items is not None else []
+    others = 1 if items is not None and items.closure_error and not items.closure_impossible else 0
+    unknown = 0 if unread or indexes or others else sum(v.status == "unknown" for v in analysis.verdicts)
+    where = "the --json output" if json_output else "the verdicts above"
+    log.error(incomplete_line(unread, indexes, others, where, unknown=unknown))
 
 
 def with_closure_error(analysis: SetAnalysis, error: str, index_trouble: bool) -> SetAnalysis:

@@ -86,6 +86,10 @@ def run_ls(args: argparse.Namespace) -> int:
         return 0  # listed, or an index has the project but no wheel of it is usable (a find-links page
         # answers for every project, so it says nothing about this one)
     if listing.failed:
+        from abiprobe import log
+        from abiprobe.report.incomplete import incomplete_line
+
+        log.error(incomplete_line((), [o.index for o in listing.failed]))
         return 3
     asked = ", ".join(o.index for o in listing.outcomes) or "no index configured"
     print(f"abiprobe: error: no index has a project named {args.project!r} (asked: {asked})", file=sys.stderr)

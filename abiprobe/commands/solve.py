@@ -267,7 +267,22 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json_text(doc))
     else:
         print_summary(args, result)
+    if not result.complete:
+        say_incomplete(args, result, name)
     return result.exit_code
+
+
+def say_incomplete(args: argparse.Namespace, result: SolveResult, name: str) -> None:
+    """The one error line of an incomplete answer, at every verbosity: what could not be read, by host."""
+    from abiprobe import log
+    from abiprobe.report.incomplete import incomplete_line
+
+    where = '"problems" in ' + ("the --json output" if args.json else str(args.out_dir / f"{name}.json"))
+    if args.no_write and not args.json:
+        where = '"problems" of `solve --json`'
+    indexes = [i.url for i in result.indexes if not i.whole]
+    others = max(0, len(result.problems) - len(result.unread))
+    log.error(incomplete_line(result.unread, indexes, others, where))
 
 
 def probe_here(args: argparse.Namespace, doc: dict[str, Any], result: SolveResult) -> dict[str, Any]:
