@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from abiprobe import log
 from abiprobe.errors import UsageError
 from abiprobe.model.hosts import neutral
 from abiprobe.probe.jobs import load_result, merge_results
@@ -46,6 +47,8 @@ def register_actions(msub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run_diff(args: argparse.Namespace) -> int:
     d = diff_matrices(load_document(args.old), load_document(args.new))
+    if d.other_targets:
+        log.warn(d.other_targets)
     fmt = "json" if args.json else args.format
     if fmt == "json":
         sys.stdout.write(json_text(d.to_json()))
@@ -60,7 +63,8 @@ def print_text(d: dict[str, Any]) -> None:
 
     console = make_console()
     counts = f"{len(d['new_wheels'])} new wheels, {len(d['removed_wheels'])} removed"
-    console.print(f"[bold]{d['target']}[/]: {counts}, {len(d['flips'])} verdicts flipped")
+    target = d["target"] if d["old_target"] == d["target"] else f"{d['old_target']} -> {d['target']}"
+    console.print(f"[bold]{target}[/]: {counts}, {len(d['flips'])} verdicts flipped")
     for f in d["flips"]:
         style = "red" if f["after"] == "fail" else ("green" if f["after"] == "ok" else "yellow")
         where = f["row"] + (f" + {f['col']}" if f["col"] else "")

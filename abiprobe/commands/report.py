@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from abiprobe import log
 from abiprobe.errors import UsageError
 from abiprobe.host.snapshot import load_snapshot
 from abiprobe.model.snapshot import Snapshot
@@ -78,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
     ticket = ticket_document(
         snapshot, doc, lock=lock, results=results, installer=args.installer, torch_upgrade=upgrade
     )
+    for mismatch in ticket["mismatches"]:
+        log.warn(mismatch)
     fmt = "json" if args.json else args.format
     if fmt == "json":
         text = json_text(ticket)
