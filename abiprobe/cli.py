@@ -15,7 +15,7 @@ from abiprobe.ui.cli_help import HelpFormatter, add_verbosity, decorate
 # Order is the order `abiprobe --help` lists them in.
 COMMANDS = (
     "solve", "inspect", "check", "diff", "probe", "index", "config", "cache", "matrix", "report", "snapshot",
-    "restore_plan",
+    "restore_plan", "completion",
 )  # fmt: skip
 
 
