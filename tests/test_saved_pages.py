@@ -290,4 +290,4 @@ def test_an_incomplete_answer_names_every_unread_wheel_by_host_in_one_line_even_
     )
     assert all(name in line for name in unread)
     (written,) = (tmp_path / "m").glob("*.json")
-    assert line.endswith(f'; reasons in "problems" in {written}')
+    assert line.endswith(f'; reasons in "problems" and "indexes" in {written}')

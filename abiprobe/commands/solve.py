@@ -277,9 +277,10 @@ def say_incomplete(args: argparse.Namespace, result: SolveResult, name: str) -> 
     from abiprobe import log
     from abiprobe.report.incomplete import incomplete_line
 
-    where = '"problems" in ' + ("the --json output" if args.json else str(args.out_dir / f"{name}.json"))
+    fields = '"problems" and "indexes"' if result.problems else '"indexes"'
+    where = f"{fields} in " + ("the --json output" if args.json else str(args.out_dir / f"{name}.json"))
     if args.no_write and not args.json:
-        where = '"problems" of `solve --json`'
+        where = f"{fields} of `solve --json`"
     indexes = [i.url for i in result.indexes if not i.whole]
     others = max(0, len(result.problems) - len(result.unread))
     log.error(incomplete_line(result.unread, indexes, others, where))
