@@ -16,7 +16,7 @@ from pathlib import Path
 from abiprobe.analyze.torch_diff import TorchDiff, diff_torch
 from abiprobe.commands.known_wheels import cached_kernels, torch_facts_of
 from abiprobe.commands.options import add_index_options, add_target_options
-from abiprobe.report.jsondoc import json_text
+from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.store.primitives import write_text_atomic
 
 _EPILOG = (
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     doc = diff.to_json()
     fmt = "json" if args.json else args.format
     if fmt == "json":
-        text = json_text(doc)
+        text = json_text(envelope(str(doc["kind"]), doc))
     elif fmt == "md":
         from abiprobe.report.torch_diff_text import render_markdown
 
