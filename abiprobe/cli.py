@@ -16,7 +16,7 @@ from abiprobe.ui.interrupt import handled as signals_stop_the_run
 # Order is the order `abiprobe --help` lists them in.
 COMMANDS = (
     "solve", "inspect", "check", "diff", "probe", "index", "config", "cache", "matrix", "report", "snapshot",
-    "restore_plan",
+    "restore_plan", "completion",
 )  # fmt: skip
 
 

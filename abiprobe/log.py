@@ -27,6 +27,11 @@ def warn(message: str) -> None:
         print(f"abiprobe: warning: {message}", file=sys.stderr)
 
 
+def error(message: str) -> None:
+    """An error line on stderr, at every verbosity (an incomplete answer is one: exit 3)."""
+    print(f"abiprobe: error: {message}", file=sys.stderr)
+
+
 def request(method: str, url: str, status: int | str, received: int, seconds: float) -> None:
     """One line per HTTP request under -v (the URL as shown: no credentials)."""
     if _level >= 1:

@@ -147,3 +147,38 @@ def test_print_all_keeps_the_order_and_sends_warnings_and_stderr_parts_to_stderr
     # THEN stdout has the markup read and the plain line as written; stderr the warning, then the part
     assert captured.out == "a\n[b]z\n"
     assert captured.err == "abiprobe: warning: index x: failed\nproblem y\n"
+
+
+DEAD_INDEX = "http://127.0.0.1:9/simple/"  # nothing listens on the discard port
+
+
+def test_an_index_that_does_not_answer_is_one_error_line_under_qq(capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN only an index that does not answer; WHEN a project is listed with -qq
+    rc = main(["index", "ls", "demo", "--index", DEAD_INDEX, "--no-cache", "-qq"])
+    err = capsys.readouterr().err
+    # THEN the incomplete answer (exit 3) is still said, in one line on stderr, naming the index
+    assert rc == 3
+    assert err.splitlines() == [
+        "abiprobe: error: the answer is incomplete: 1 index did not answer in full (127.0.0.1:9/simple)"
+    ]
+
+
+def test_a_wheel_that_cannot_be_read_is_named_with_its_host_under_qq(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN an index listing demo 1.0 on a host that does not answer
+    name = "demo-1.0-py3-none-any.whl"
+    with IndexServer() as srv:
+        srv.add_page(
+            "/dead/demo/", f'<a href="http://127.0.0.1:9/f/{name}#sha256={"0" * 64}">{name}</a>'.encode()
+        )
+        # WHEN check judges demo==1.0 with -qq
+        argv = ["check", "demo==1.0", "--no-deps", "--index", srv.url + "/dead/", "-qq"]
+        rc = main([*argv, "--cache-dir", str(tmp_path / "c")])
+    err = capsys.readouterr().err.splitlines()
+    # THEN it exits 3 with one error line naming the wheel under its host
+    assert rc == 3
+    assert [line for line in err if line.startswith("abiprobe: error:")] == [
+        f"abiprobe: error: the answer is incomplete: 1 wheel could not be read (127.0.0.1:9: 1: {name}); "
+        "reasons in the verdicts above"
+    ]

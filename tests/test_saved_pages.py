@@ -251,3 +251,43 @@ def test_index_ls_notes_a_filename_two_indexes_list_with_other_hashes(
     (note,) = [n for n in notes if n.startswith(CUBIN)]
     assert served[CUBIN].sha256[:12] in note and other.sha256[:12] in note
     assert note.endswith("(both are candidates)")
+
+
+DEAD = "http://127.0.0.1:9"  # nothing listens on the discard port: every connection is refused
+
+
+def test_an_incomplete_answer_names_every_unread_wheel_by_host_in_one_line_even_under_qq(
+    wheels: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the real sglang and flashinfer cu130 pages whose wheels sit on a host that does not answer
+    with IndexServer() as srv:
+        for key in ("torch_29", "runtime", "tinydep_2.0", "tinyextra", "tinyfast"):
+            srv.add_wheel(wheels[key])
+        pages = (
+            "sglang/cu130/sglang-kernel/index.html",
+            "flashinfer/flashinfer-python/index.html",
+            "flashinfer/flashinfer-cubin/index.html",
+            "flashinfer/cu130/flashinfer-jit-cache/index.html",
+            "flashinfer/cu130/flashinfer-jit-cache-sm120f/index.html",
+            "flashinfer/cu130/flashinfer-jit-cache-sm90a/index.html",
+        )
+        for page in pages:
+            at = "/" + page.removesuffix("index.html").replace("sglang/", "sg/")
+            serve_saved(srv, page, at, {}, dead=DEAD)
+        indexes = [srv.url + "/sg/cu130/", srv.url + "/flashinfer/cu130/", srv.url + "/flashinfer/"]
+        # WHEN solve runs with -qq
+        rc, doc = _solve(tmp_path, [*indexes, srv.index_url], "-qq")
+    err = capsys.readouterr().err
+    # THEN it exits 3 and says so in one error line on stderr
+    assert rc == 3
+    (line,) = [x for x in err.splitlines() if x.startswith("abiprobe: error: ")]
+    unread = sorted({p.split(": ", 1)[0] for p in doc["problems"]})
+    assert len(unread) > 1
+    # AND the line counts the unread wheels by host and names each, and says where the reasons are
+    assert line.startswith(
+        f"abiprobe: error: the answer is incomplete: {len(unread)} wheels could not be read "
+        f"(127.0.0.1:9: {len(unread)}: "
+    )
+    assert all(name in line for name in unread)
+    (written,) = (tmp_path / "m").glob("*.json")
+    assert line.endswith(f'; reasons in "problems" and "indexes" in {written}')

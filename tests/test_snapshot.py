@@ -183,6 +183,8 @@ def test_restore_plan_json_and_its_verification_follow_their_schema(
     argv = ["restore-plan", str(restored.snapshot_file), "--verify", restored.after.executable, "--json"]
     assert main(argv) == 0
     assert assert_valid(json.loads(capsys.readouterr().out), "restore-plan") == {
+        "kind": "abiprobe-restore-verification",
+        "schema_version": 1,
         "matches": True,
         "problems": [],
     }

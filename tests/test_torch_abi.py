@@ -183,7 +183,9 @@ def test_diff_reports_removed_changed_and_added_exports_and_broken_kernels(
         cache.store_facts(wheel_facts_from_path(built.kernels[key]))
     # WHEN diffing 2.12.0 against 2.13.0
     code = _diff(built, tmp_path / "cache", "--json")
-    doc = json.loads(capsys.readouterr().out)
+    text = capsys.readouterr().out
+    doc = json.loads(text)
+    assert text.startswith('{\n "kind": "abiprobe-torch-diff",\n "schema_version": 1,')  # the one envelope
     jsonschema.validate(doc, json.loads((SCHEMAS / "torch-diff.schema.json").read_text()))
     # THEN the removal, the signature change and the added shim function are found
     assert [c["symbol"] for c in doc["removed"]] == [LEGACY]

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from abiprobe.errors import UsageError
 from abiprobe.report.cache_text import render_info, render_prune, render_verify
+from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.store.cache import Cache
 from abiprobe.ui.console import print_all
 
 CACHE_REPORT_SCHEMA_VERSION = 1
+CACHE_REPORT_KIND = "abiprobe-cache"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -90,6 +91,5 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def _dump(action: str, body: dict[str, Any]) -> None:
-    doc = {"schema_version": CACHE_REPORT_SCHEMA_VERSION, "action": action, **body}
-    json.dump(doc, sys.stdout, indent=2, sort_keys=True)
-    sys.stdout.write("\n")
+    doc = envelope(CACHE_REPORT_KIND, {"action": action, **body}, CACHE_REPORT_SCHEMA_VERSION)
+    sys.stdout.write(json_text(doc))

@@ -23,21 +23,25 @@ ok, warn, blocked, fail or unknown.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from abiprobe.analyze.analysis import SetAnalysis, analyze_set
 from abiprobe.analyze.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
 from abiprobe.analyze.torch_abi import TorchRelease
 from abiprobe.commands.known_wheels import add_torch_option
+from abiprobe.commands.options import add_index_options, add_target_options, interpreter_version, target_of
 from abiprobe.errors import UsageError
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.report.check_text import render_check
+from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.ui.console import print_all
+
+if TYPE_CHECKING:
+    from abiprobe.commands.itemset import ItemSet
 
 EXIT_BITS: dict[str, int] = {
     "sonames": 4,
@@ -51,6 +55,7 @@ EXIT_BITS: dict[str, int] = {
     "files": 64,
 }
 EXIT_UNKNOWN = 3
+CHECK_KIND = "abiprobe-check"
 _EPILOG = (
     "exit status: 0 all checks pass (warnings allowed); 1 error; 2 usage; 3 index unreachable or a wheel "
     "not read (status unknown); otherwise "
@@ -80,11 +85,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="check the environment of --python instead; with REQ...: as the installer's dry run of "
         "installing them there would leave it",
     )
-    p.add_argument("--cuda", help="target CUDA version (13.0, cu130); default 13.0")
-    p.add_argument("--arch", help="target GPU architecture (sm120, sm_90a, 12.0); default: none known")
-    p.add_argument("--python", help="target Python (cp312, 3.12); with --installed: the interpreter PATH")
-    p.add_argument("--platform", help="target platform tag (manylinux_2_28_x86_64, aarch64); default: host")
-    p.add_argument("--driver", help="target NVIDIA driver version (580.95.05); default: matches --cuda")
+    add_target_options(
+        p,
+        python_help="target Python (cp312, 3.12); with --installed: the interpreter PATH",
+        arch_help="target GPU architecture (sm120, sm_90a, 12.0); default: none known",
+    )
     p.add_argument(
         "--profile", help=f"system-library profile: a JSON file or one of {', '.join(BUILTIN_PROFILES)}"
     )
@@ -102,9 +107,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="judge only distribution NAME and what it requires (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print the analysis as JSON")
-    p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory (remote items)")
-    p.add_argument("--index-url", action="append", default=None, help="index to look PROJECT==VERSION up in")
-    p.add_argument("--offline", action="store_true", help="answer remote items from the cache alone")
+    add_index_options(p, index_help="index to look PROJECT==VERSION up in (repeatable)")
     p.add_argument(
         "--no-deps",
         action="store_true",
@@ -142,27 +145,11 @@ def needs_torch(wheels: Sequence[WheelFacts]) -> bool:
     return any(w.metadata.name.lower() != "torch" and torch_linked(w) for w in wheels)
 
 
-def _interpreter_version(python: str) -> str:
-    try:
-        out = subprocess.run(
-            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise UsageError(f"cannot run the interpreter {python}: {exc}") from None
-    return out
-
-
 def target_from_args(args: argparse.Namespace) -> Target:
     python = args.python
     if args.installed:
-        python = _interpreter_version(args.python or sys.executable)
-    return Target.parse(
-        cuda=args.cuda or "13.0", arch=args.arch, python=python, platform=args.platform, driver=args.driver
-    )
+        python = interpreter_version(args.python or sys.executable)
+    return target_of(args, python=python)
 
 
 def profile_from_args(args: argparse.Namespace, target: Target) -> Profile:
@@ -253,12 +240,12 @@ def run(args: argparse.Namespace) -> int:
         doc = analysis.to_json()
         # what was installed to judge (None: an existing environment was read)
         doc["install"] = {**items.to_json(), "closure": not args.no_deps} if items is not None else None
-        json.dump(doc, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_text(envelope(CHECK_KIND, doc)))
     else:
         print_all(render_check(analysis, items.added if items is not None else ()))
     code = exit_code(analysis)
     if code == 0 and analysis.status == "unknown":
+        say_incomplete(analysis, items, args.json)
         return EXIT_UNKNOWN
     return code
 
@@ -272,13 +259,27 @@ def _run_planned(args: argparse.Namespace, target: Target, profile: Profile) -> 
         from abiprobe.commands.items import ItemSource
         from abiprobe.commands.known_wheels import torch_releases
 
-        with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
+        with ItemSource.of(args, progress=not args.json) as source:
             releases = torch_releases(args.torch, source, target)
     analysis, plan = run_planned(args, args.python or sys.executable, target, profile, releases, scoped)
     if plan is not None:
         dump({**analysis.to_json(), "install": None, "plan": plan})
     code = exit_code(analysis)
     return EXIT_UNKNOWN if code == 0 and analysis.status == "unknown" else code
+
+
+def say_incomplete(analysis: SetAnalysis, items: ItemSet | None, json_output: bool) -> None:
+    """The one error line of an unknown answer, at every verbosity: the wheels not read, by host, the
+    indexes that did not answer, else how many checks are unknown."""
+    from abiprobe import log
+    from abiprobe.report.incomplete import incomplete_line
+
+    unread = items.unread_wheels() if items is not None else []
+    indexes = list(items.index_trouble) if items is not None else []
+    others = 1 if items is not None and items.closure_error and not items.closure_impossible else 0
+    unknown = 0 if unread or indexes or others else sum(v.status == "unknown" for v in analysis.verdicts)
+    where = "the --json output" if json_output else "the verdicts above"
+    log.error(incomplete_line(unread, indexes, others, where, unknown=unknown))
 
 
 def with_closure_error(analysis: SetAnalysis, error: str, index_trouble: bool) -> SetAnalysis:

@@ -8,7 +8,6 @@ the distributions it leaves in place but breaks are named, with the plan printed
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Sequence
 
@@ -76,7 +75,7 @@ def run_planned(
     from abiprobe.ui.console import print_all
 
     prefer = getattr(args, "installer", None)
-    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
+    with ItemSource.of(args, progress=not args.json) as source:
         env = planned_environment(args, python, target, source, prefer)
     names = judged_names(env, target, stack_roots(list(env.after)))
     judged = with_unread(analyze_set(env.after, target, profile, releases), env.unread)
@@ -93,5 +92,7 @@ def run_planned(
 
 
 def dump(doc: dict[str, object]) -> None:
-    json.dump(doc, sys.stdout, indent=2, sort_keys=True)
-    sys.stdout.write("\n")
+    """The check document in the one --json envelope every command writes."""
+    from abiprobe.report.jsondoc import envelope, json_text
+
+    sys.stdout.write(json_text(envelope("abiprobe-check", doc)))

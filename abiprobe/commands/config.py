@@ -4,16 +4,17 @@ where each came from (a file and section, a variable, an option, or a built-in d
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from abiprobe.commands.options import add_index_options
 from abiprobe.installers.pip import config_files
 from abiprobe.installers.uv import uv_config_files
 from abiprobe.net.http import display_url
 from abiprobe.net.settings import NetworkSettings, credential_source, network_settings
 from abiprobe.report.config_text import render_config
+from abiprobe.report.jsondoc import json_text
 from abiprobe.ui.console import make_console, print_all
 
 CONFIG_SCHEMA_VERSION = 1
@@ -40,10 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="13.0",
         help="include the CUDA indexes `solve --cuda` reads (default: %(default)s); 'none' for none",
     )
-    p.add_argument("--index", action="append", default=[], metavar="URL", help="as `solve --index`")
-    p.add_argument(
-        "--extra-index", action="append", default=[], metavar="URL", help="as `solve --extra-index`"
-    )
+    add_index_options(p, index_help="as `solve --index`", lookups=False)
     p.add_argument(
         "--json", action="store_true", help="print JSON (schema: abiprobe/schemas/config.schema.json)"
     )
@@ -55,6 +53,7 @@ def _setting(value: Any) -> dict[str, str] | None:
 
 
 def config_document(args: argparse.Namespace) -> dict[str, Any]:
+    from abiprobe.commands.options import target_of
     from abiprobe.commands.solve import index_config
     from abiprobe.model.target import Target
 
@@ -64,11 +63,11 @@ def config_document(args: argparse.Namespace) -> dict[str, Any]:
 
         config = load_index_config(cli_indexes=args.index, cli_extra_indexes=args.extra_index)
     else:
-        target = Target.parse(cuda=args.cuda, base=Target())
+        target = target_of(args, base=Target())
         config = index_config(target, indexes=args.index, extra_indexes=args.extra_index)
     return {
-        "schema_version": CONFIG_SCHEMA_VERSION,
         "kind": "abiprobe-config",
+        "schema_version": CONFIG_SCHEMA_VERSION,
         "installer": config.installer or None,
         "strategy": config.strategy,
         "pins": dict(config.pins),
@@ -121,7 +120,7 @@ def _tls(net: NetworkSettings) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     doc = config_document(args)
     if args.json:
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        sys.stdout.write(json_text(doc))
         return 0
     proxy_urls = {scheme: display_url(p["value"]) for scheme, p in doc["proxies"]["proxies"].items()}
     print_all(render_config(doc, proxy_urls), make_console(markup=False))

@@ -10,12 +10,13 @@ Exit status: 0 no export of OLD is gone from NEW; 4 some export was removed or c
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from abiprobe.analyze.torch_diff import TorchDiff, diff_torch
 from abiprobe.commands.known_wheels import cached_kernels, torch_facts_of
+from abiprobe.commands.options import add_index_options, add_target_options
+from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.store.primitives import write_text_atomic
 
 _EPILOG = (
@@ -43,9 +44,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="do not check the kernel wheels whose facts are in the cache",
     )
-    p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory")
-    p.add_argument("--index-url", action="append", default=None, help="index to look torch==VERSION up in")
-    p.add_argument("--offline", action="store_true", help="answer from the cache alone")
+    add_target_options(
+        p,
+        python_help="target Python whose torch wheels torch==VERSION picks (3.12; default: this host's)",
+        cuda=False,
+        arch=False,
+        driver=False,
+    )
+    add_index_options(p, index_help="index to look torch==VERSION up in (repeatable)")
     p.set_defaults(func=run)
 
 
@@ -59,15 +65,20 @@ def exit_code(diff: TorchDiff) -> int:
 def run(args: argparse.Namespace) -> int:
     from abiprobe.commands.items import ItemSource
 
-    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=False) as source:
-        old = torch_facts_of(args.old, source, None)  # no target: the wheels this host would get
-        new = torch_facts_of(args.new, source, None)
+    target = None
+    if args.python is not None or args.platform is not None:  # else the wheels this host would get
+        from abiprobe.commands.options import target_of
+
+        target = target_of(args)
+    with ItemSource.of(args, progress=False) as source:
+        old = torch_facts_of(args.old, source, target)
+        new = torch_facts_of(args.new, source, target)
     kernels = [] if args.no_kernels else cached_kernels(args.cache_dir)
     diff = diff_torch(old, new, kernels)
     doc = diff.to_json()
     fmt = "json" if args.json else args.format
     if fmt == "json":
-        text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
+        text = json_text(envelope(str(doc["kind"]), doc))
     elif fmt == "md":
         from abiprobe.report.torch_diff_text import render_markdown
 

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
+from abiprobe.commands.options import add_index_options
 from abiprobe.errors import UsageError
 from abiprobe.index.client import DEFAULT_STALE_AFTER, IndexClient
 from abiprobe.index.config import STRATEGIES, load_index_config
 from abiprobe.net.http import Http, display_url
 from abiprobe.report.index_text import render_listing
+from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.store.cache import Cache
 from abiprobe.ui.console import print_all
 
 INDEX_LS_SCHEMA_VERSION = 1
+INDEX_LS_KIND = "abiprobe-index-listing"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,12 +30,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "else uv's; `abiprobe config` shows what is read and from where).",
     )
     ls.add_argument("project", help="project name (any spelling: it is normalized)")
-    ls.add_argument("--index", action="append", default=[], metavar="URL", help="index URL (repeatable)")
-    ls.add_argument("--extra-index", action="append", default=[], metavar="URL", help="extra index URL")
+    add_index_options(ls)
+    ls.add_argument("--strategy", dest="index_strategy", choices=STRATEGIES, help=argparse.SUPPRESS)
     ls.add_argument("--find-links", action="append", default=[], metavar="URL", help="flat page of links")
-    ls.add_argument("--strategy", choices=STRATEGIES, help="first-index (default) or best-match")
     ls.add_argument("--pin", action="append", default=[], metavar="PROJECT=INDEX", help="pin a project")
-    ls.add_argument("--offline", action="store_true", help="answer from the cache only")
     ls.add_argument(
         "--stale-after",
         type=float,
@@ -42,7 +41,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="HOURS",
         help="a cached page older than this is marked stale when it has to be used",
     )
-    ls.add_argument("--cache-dir", type=Path, help="cache directory")
     ls.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     ls.add_argument("--json", action="store_true", help="print JSON")
     ls.set_defaults(func=run_ls)
@@ -69,7 +67,7 @@ def run_ls(args: argparse.Namespace) -> int:
         cli_indexes=args.index,
         cli_extra_indexes=args.extra_index,
         cli_find_links=args.find_links,
-        cli_strategy=args.strategy,
+        cli_strategy=args.index_strategy,
         cli_pins=_pins(args.pin),
     )
     cache = None if args.no_cache else Cache(args.cache_dir)
@@ -80,8 +78,7 @@ def run_ls(args: argparse.Namespace) -> int:
         )  # fmt: skip
         listing = client.list_project(args.project)
     if args.json:
-        json.dump({"schema_version": INDEX_LS_SCHEMA_VERSION, **listing.to_json()}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_text(envelope(INDEX_LS_KIND, listing.to_json(), INDEX_LS_SCHEMA_VERSION)))
     else:
         print_all(render_listing(listing))
     links = {display_url(s.url) for s in config.sources if s.kind == "find-links"}
@@ -89,6 +86,10 @@ def run_ls(args: argparse.Namespace) -> int:
         return 0  # listed, or an index has the project but no wheel of it is usable (a find-links page
         # answers for every project, so it says nothing about this one)
     if listing.failed:
+        from abiprobe import log
+        from abiprobe.report.incomplete import incomplete_line
+
+        log.error(incomplete_line((), [o.index for o in listing.failed]))
         return 3
     asked = ", ".join(o.index for o in listing.outcomes) or "no index configured"
     print(f"abiprobe: error: no index has a project named {args.project!r} (asked: {asked})", file=sys.stderr)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -17,13 +16,17 @@ from abiprobe.analyze.variants import variant_document, variant_member
 from abiprobe.binary.cuda import GpuArch, arch_verdict
 from abiprobe.binary.cuda_arch import parse_known_arch
 from abiprobe.commands.known_wheels import CACHED, add_torch_option
+from abiprobe.commands.options import add_index_options, add_target_options, is_python_version, target_of
 from abiprobe.errors import UsageError
 from abiprobe.model.facts import ElfFacts, WheelFacts
+from abiprobe.report.jsondoc import json_text
 
 if TYPE_CHECKING:
     from abiprobe.commands.items import Item, ItemSource
+    from abiprobe.model.target import Target
 
 INSPECT_SCHEMA_VERSION = 1
+INSPECT_KIND = "abiprobe-inspect"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,13 +41,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="TARGET",
         help="a .so, .cubin, .whl, directory, installed distribution, URL or PROJECT==VERSION",
     )
-    p.add_argument("--arch", help="GPU architecture to judge the GPU code against (sm120, sm_90a, 12.0 ...)")
-    p.add_argument("--python", help="interpreter whose environment holds the installed distribution")
+    add_target_options(
+        p,
+        python_help="interpreter whose environment holds the installed distribution, or the target Python "
+        "of a PROJECT==VERSION (3.12; default: this host's)",
+        arch_help="GPU architecture to judge the GPU code against (sm120, sm_90a, 12.0 ...)",
+        cuda=False,
+        driver=False,
+    )
     p.add_argument("--json", action="store_true", help="print all facts as JSON")
     p.add_argument("--symbols", action="store_true", help="also list every import and export (human output)")
-    p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory (remote targets)")
-    p.add_argument("--index-url", action="append", default=None, help="index to look PROJECT==VERSION up in")
-    p.add_argument("--offline", action="store_true", help="answer remote targets from the cache alone")
+    add_index_options(p, index_help="index to look PROJECT==VERSION up in (repeatable)")
     add_torch_option(p, f"Default: {CACHED}.")
     p.set_defaults(func=run)
 
@@ -53,18 +60,18 @@ def run(args: argparse.Namespace) -> int:
     from abiprobe.commands.items import ItemSource
 
     arch = parse_known_arch(args.arch) if args.arch else None
-    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
-        sources, item = resolve_target(args.target, args.python, source)
+    wanted = lookup_target(args)
+    with ItemSource.of(args, progress=not args.json) as source:
+        sources, item = resolve_target(args.target, args.python, source, wanted)
         releases: tuple[TorchRelease, ...] = ()
         if any(_needs_torch(f) for _, f in sources):  # torch's facts are large: read only when used
             from abiprobe.commands.known_wheels import torch_releases
 
-            releases = torch_releases(args.torch or [CACHED], source, None)  # no target: this host's wheels
+            releases = torch_releases(args.torch or [CACHED], source, wanted)  # None: this host's wheels
         variants = {0: _variant_json(item, source)} if item is not None else {}
     doc = inspect_document(args.target, sources, arch, releases, variants)
     if args.json:
-        json.dump(doc, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_text(doc))
     else:
         from abiprobe.report.inspect_text import render_inspect
         from abiprobe.ui.console import make_console
@@ -74,11 +81,22 @@ def run(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+def lookup_target(args: argparse.Namespace) -> Target | None:
+    """The target PROJECT==VERSION is looked up for: --python (a version) and --platform over this host;
+    None (this host's best wheel) when neither is given."""
+    from abiprobe.model.target import Target
+
+    version = args.python if args.python and is_python_version(args.python) else None
+    if version is None and args.platform is None:
+        return None
+    return target_of(args, python=version or Target.from_host().python_tag, base=Target.from_host())
+
+
 def resolve_target(
-    target: str, python: str | None, source: ItemSource
+    target: str, python: str | None, source: ItemSource, wanted: Target | None = None
 ) -> tuple[list[tuple[str, WheelFacts | ElfFacts]], Item | None]:
     """TARGET as (kind, facts) pairs, and the item when it names a wheel (a wheel file, a directory, a
-    URL or PROJECT==VERSION, resolved for this host: inspect has no target)."""
+    URL or PROJECT==VERSION, resolved for ``wanted``, else for this host)."""
     path = Path(target)
     if path.is_file() and path.suffix != ".whl":
         from abiprobe.binary.objects import inspect_file
@@ -87,7 +105,7 @@ def resolve_target(
     if path.is_file() or path.is_dir() or target.startswith(("http://", "https://")) or "==" in target:
         from abiprobe.commands.items import resolve_item
 
-        item = resolve_item(target, source, None, tolerate_unread=False)
+        item = resolve_item(target, source, wanted, tolerate_unread=False)
         assert item.facts is not None  # an unread item raised
         return [(item.kind, item.facts)], item
     if path.exists():
@@ -98,9 +116,10 @@ def resolve_target(
 
     from abiprobe.host.installed import installed_distributions
 
-    found = installed_distributions(python, {canonicalize_name(target)})
+    interpreter = None if python is not None and is_python_version(python) else python
+    found = installed_distributions(interpreter, {canonicalize_name(target)})
     if not found:
-        where = python or sys.executable
+        where = interpreter or sys.executable
         raise UsageError(f"{target}: not a file, and no distribution of that name is installed for {where}")
     return [("installed", found[0].facts)], None
 
@@ -188,6 +207,7 @@ def inspect_document(
                 }
             )
     return {
+        "kind": INSPECT_KIND,
         "schema_version": INSPECT_SCHEMA_VERSION,
         "subject": subject,
         "arch": str(arch) if arch is not None else None,

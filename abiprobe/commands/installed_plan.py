@@ -44,8 +44,10 @@ def installer_options(args: argparse.Namespace) -> list[str]:
     """The installer flags the command line asks for (pip and uv spell them the same): indexes,
     ``-r`` / ``-c`` files, find-links, ``--no-index``, ``--no-deps``."""
     out: list[str] = []
-    for i, url in enumerate(args.index_url or []):
+    for i, url in enumerate(args.index or []):
         out += ["--index-url" if i == 0 else "--extra-index-url", url]
+    for url in args.extra_index or []:
+        out += ["--extra-index-url", url]
     for flag, files in (
         ("-r", getattr(args, "requirement", None)),
         ("-c", getattr(args, "constraint", None)),

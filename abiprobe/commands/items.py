@@ -10,6 +10,7 @@ beside them is ``abiprobe.solve.install``'s job. A wheel whose bytes cannot be r
 
 from __future__ import annotations
 
+import argparse
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -67,14 +68,30 @@ class ItemSource:
         index_urls: list[str] | None,
         offline: bool,
         progress: bool,
-        extra_index_urls: Sequence[str] = (),
+        *,
+        extra_indexes: Sequence[str] | None = None,
+        strategy: str | None = None,
         find_links: Sequence[str] = (),
     ):
         self.cache = Cache(cache_dir)
         self.index_urls, self.offline, self.progress = index_urls or [], offline, progress
-        self.extra_index_urls, self.find_links = tuple(extra_index_urls), tuple(find_links)
+        self.extra_indexes, self.strategy = list(extra_indexes or []), strategy
+        self.find_links = tuple(find_links)
         self._http: Http | None = None
         self._client: IndexClient | None = None
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, *, progress: bool) -> ItemSource:
+        """The source the shared index options (``abiprobe.commands.options``) ask for."""
+        return cls(
+            args.cache_dir,
+            args.index,
+            args.offline,
+            progress,
+            extra_indexes=args.extra_index,
+            strategy=args.index_strategy,
+            find_links=getattr(args, "find_links", None) or (),
+        )
 
     @property
     def http(self) -> Http:
@@ -86,8 +103,9 @@ class ItemSource:
     def config(self) -> IndexConfig:
         return load_index_config(
             cli_indexes=self.index_urls,
-            cli_extra_indexes=self.extra_index_urls,
+            cli_extra_indexes=self.extra_indexes,
             cli_find_links=self.find_links,
+            cli_strategy=self.strategy,
         )
 
     @property

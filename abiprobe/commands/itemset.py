@@ -13,6 +13,7 @@ from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.solve.closure import UserWants
 from abiprobe.solve.install import AddedWheel, install_closure, root_of
+from abiprobe.solve.unread import UnreadWheel
 
 if TYPE_CHECKING:
     from abiprobe.solve.candidates import FilterOptions
@@ -42,6 +43,12 @@ class ItemSet:
         if self.closure_error is not None and not self.closure_impossible:
             own.append(("what pip would install beside the items", self.closure_error))
         return own
+
+    def unread_wheels(self) -> list[UnreadWheel]:
+        """The wheels of :attr:`unread`, each with the URL it was asked from."""
+        own = [UnreadWheel(i.file.filename, i.file.url, i.unread) for i in self.items if i.unread is not None]
+        files = [(a.wheel.candidate.file, a.unread) for a in self.added if a.unread is not None]
+        return own + [UnreadWheel(f.filename, f.url, why) for f, why in files]
 
     def files(self) -> list[IndexFile]:
         """Every wheel to install, items first."""

@@ -11,13 +11,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from abiprobe import log
 from abiprobe.errors import UsageError
 from abiprobe.model.hosts import neutral
 from abiprobe.probe.jobs import load_result, merge_results
 from abiprobe.report.diff import diff_matrices, render_markdown
+from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.report.matrix_json import dumps, load_document
 from abiprobe.store.primitives import write_text_atomic
 from abiprobe.ui.console import make_console
+
+MERGE_KIND = "abiprobe-matrix-merge"
+MERGE_SCHEMA_VERSION = 1
 
 
 def register_actions(msub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,9 +47,11 @@ def register_actions(msub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run_diff(args: argparse.Namespace) -> int:
     d = diff_matrices(load_document(args.old), load_document(args.new))
+    if d.other_targets:
+        log.warn(d.other_targets)
     fmt = "json" if args.json else args.format
     if fmt == "json":
-        sys.stdout.write(json.dumps(d.to_json(), indent=1) + "\n")
+        sys.stdout.write(json_text(d.to_json()))
     elif fmt == "md":
         sys.stdout.write(render_markdown(d))
     else:
@@ -56,7 +63,8 @@ def print_text(d: dict[str, Any]) -> None:
 
     console = make_console()
     counts = f"{len(d['new_wheels'])} new wheels, {len(d['removed_wheels'])} removed"
-    console.print(f"[bold]{d['target']}[/]: {counts}, {len(d['flips'])} verdicts flipped")
+    target = d["target"] if d["old_target"] == d["target"] else f"{d['old_target']} -> {d['target']}"
+    console.print(f"[bold]{target}[/]: {counts}, {len(d['flips'])} verdicts flipped")
     for f in d["flips"]:
         style = "red" if f["after"] == "fail" else ("green" if f["after"] == "ok" else "yellow")
         where = f["row"] + (f" + {f['col']}" if f["col"] else "")
@@ -96,7 +104,8 @@ def run_merge(args: argparse.Namespace) -> int:
         write_text_atomic(out, neutral(dumps(merged)))
     unmatched = [r["job"]["id"] for r in results if r["job"]["id"] not in placed]
     if args.json:
-        sys.stdout.write(json.dumps({"merged": report, "unmatched": unmatched}, indent=1) + "\n")
+        doc = {"merged": report, "unmatched": unmatched}
+        sys.stdout.write(json_text(envelope(MERGE_KIND, doc, MERGE_SCHEMA_VERSION)))
     else:
         for path_name, ids in report.items():
             print(f"{path_name}: {len(ids)} result(s) merged")

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from abiprobe.commands.options import add_index_options, add_target_options
 from abiprobe.errors import UsageError
 from abiprobe.model.target import driver_api_version
 from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeSet, probe_sets
 from abiprobe.probe.layers import parse_size
 from abiprobe.probe.parallel import wheel_tops
+from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.store.primitives import write_text_atomic
+
+PROBE_KIND = "abiprobe-probe"
 
 if TYPE_CHECKING:  # what a lone probe of local wheels, printed as JSON, never needs is imported on use
     from abiprobe.model.candidate import IndexFile
@@ -42,16 +44,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--no-deps", action="store_true", help="install the named items alone, not what they require"
     )
-    p.add_argument("--index-url", action="append", default=None, help="index to look PROJECT==VERSION up in")
-    p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory (remote items)")
-    p.add_argument("--offline", action="store_true", help="answer remote items from the cache alone")
+    add_index_options(p, index_help="index to look PROJECT==VERSION up in (repeatable)")
     p.add_argument(
         "--installed",
         action="store_true",
         help="probe the environment of --python as it is; with REQ...: as the installer's dry run of "
         "installing them there would leave it (its wheels on top, in an overlay)",
     )
-    p.add_argument("--python", help="target Python: a version (3.12) or an interpreter path")
+    add_target_options(
+        p,
+        python_help="target Python: a version (3.12) or an interpreter path",
+        cuda=False,
+        arch=False,
+        driver=False,
+    )
     p.add_argument(
         "--import-order",
         help="comma-separated modules to import, in order (default: the wheels' packages, in argument order)",
@@ -124,7 +130,7 @@ def _run_job_command(args: argparse.Namespace) -> int:
     wheels_dir = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
     opts = probe_options(args, args.python or job["python"])
     doc = run_job(job, wheels_dir, opts, download=not args.no_download)
-    text = json.dumps(doc, indent=1) + "\n"
+    text = json_text(doc)
     if args.result is not None:
         write_text_atomic(args.result, text)
     if args.json or args.result is None:
@@ -180,14 +186,12 @@ def run(args: argparse.Namespace) -> int:
         results = probe_sets([ProbeSet(tuple(wheels), order, label, expected=args.expect)], options)
     if args.json:
         doc: dict[str, Any] = {
-            "schema_version": PROBE_SCHEMA_VERSION,
             "results": [r.to_json() for r in results],
+            "added": [a.to_json() for a in added],
         }
-        doc["added"] = [a.to_json() for a in added]
         if plan is not None:
             doc["plan"] = plan.to_json()
-        json.dump(doc, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_text(envelope(PROBE_KIND, doc, PROBE_SCHEMA_VERSION)))
     else:
         from abiprobe.report.probe_text import render_result
         from abiprobe.ui.console import make_console, print_all
@@ -206,17 +210,6 @@ def run(args: argparse.Namespace) -> int:
     return 0 if all(r.outcome == "ok" and not r.disagrees for r in results) else 1
 
 
-def _target_python(python: str | None) -> str | None:
-    """The Python version whose tags pick wheels: ``--python`` as a version, or its interpreter's."""
-    if python is None:
-        return None
-    if re.fullmatch(r"(cp|pp)?\d\.?\d{1,2}", python.strip().lower()):
-        return python
-    from abiprobe.commands.check import _interpreter_version
-
-    return _interpreter_version(python)
-
-
 def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple[AddedWheel, ...]]:
     """(the named items' wheel files, every wheel file to install, what the closure added): local wheels
     as they are, remote ones fetched hash-checked into ``--wheels-dir``; unless ``--no-deps`` (or
@@ -224,7 +217,7 @@ def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple
     import tempfile
 
     from abiprobe.commands.itemset import gather
-    from abiprobe.model.target import Target
+    from abiprobe.commands.options import target_of, target_python
 
     local_only = all(Path(i).is_file() and i.endswith(".whl") for i in args.items) and not args.requirement
     if local_only and (args.no_deps or args.installed):
@@ -235,7 +228,7 @@ def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple
             raise UsageError(f"{i}: a directory cannot be installed; probe takes wheels")
     from abiprobe.commands.user_items import user_items
 
-    target = Target.parse(python=_target_python(args.python))
+    target = target_of(args, python=target_python(args.python))
     into = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
     wants = user_items(args.items, args, target)
     with wants.source(args, progress=not args.json) as source:

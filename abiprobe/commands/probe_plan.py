@@ -51,15 +51,15 @@ def planned_overlay(
 ) -> tuple[PlannedEnvironment, list[Path], tuple[str, ...]]:
     """The installer's plan for ``args.items``, its wheels as local files (``fetch``: probe's
     hash-checked fetch), and what to import."""
-    from abiprobe.commands.check import _interpreter_version
     from abiprobe.commands.items import ItemSource
+    from abiprobe.commands.options import interpreter_version, target_of
     from abiprobe.probe.environment import installed_stack_order
 
     python = args.python or sys.executable
-    target = Target.parse(python=_interpreter_version(python))
+    target = target_of(args, python=interpreter_version(python))
     into = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
     prefer = None if args.installer == "auto" else args.installer
-    with ItemSource(args.cache_dir, args.index_url, args.offline, progress=not args.json) as source:
+    with ItemSource.of(args, progress=not args.json) as source:
         env = planned_environment(args, python, target, source, prefer)
         if env.unread:
             label, reason = env.unread[0]

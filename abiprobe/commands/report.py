@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from abiprobe import log
 from abiprobe.errors import UsageError
 from abiprobe.host.snapshot import load_snapshot
 from abiprobe.model.snapshot import Snapshot
 from abiprobe.probe.jobs import load_result
+from abiprobe.report.jsondoc import json_text
 from abiprobe.report.matrix_json import load_document
 from abiprobe.report.ticket import render_markdown, ticket_document
 from abiprobe.report.ticket_html import render_html
@@ -78,9 +79,11 @@ def run(args: argparse.Namespace) -> int:
     ticket = ticket_document(
         snapshot, doc, lock=lock, results=results, installer=args.installer, torch_upgrade=upgrade
     )
+    for mismatch in ticket["mismatches"]:
+        log.warn(mismatch)
     fmt = "json" if args.json else args.format
     if fmt == "json":
-        text = json.dumps(ticket, indent=1) + "\n"
+        text = json_text(ticket)
     elif fmt == "html":
         text = render_html(ticket)
     else:

@@ -6,12 +6,16 @@ Exit codes: 0; with ``--verify PYTHON``, 1 when that environment differs from th
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from abiprobe.host.snapshot import load_snapshot, take_snapshot
+from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.report.restore import compare, render_script, restore_plan
+
+PLAN_KIND = "abiprobe-restore-plan"
+VERIFY_KIND = "abiprobe-restore-verification"
+RESTORE_SCHEMA_VERSION = 1
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
     if args.verify:
         problems = compare(snap, take_snapshot(args.verify))
         if args.json:
-            json.dump({"matches": not problems, "problems": problems}, sys.stdout, indent=1)
-            sys.stdout.write("\n")
+            doc = {"matches": not problems, "problems": problems}
+            sys.stdout.write(json_text(envelope(VERIFY_KIND, doc, RESTORE_SCHEMA_VERSION)))
         else:
             for line in problems:
                 print(line)
@@ -57,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
     current = take_snapshot(args.against) if args.against else None
     plan = restore_plan(snap, current)
     if args.json:
-        json.dump(plan.to_json(), sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_text(envelope(PLAN_KIND, plan.to_json(), RESTORE_SCHEMA_VERSION)))
     else:
         sys.stdout.write(render_script(plan, args.installer, no_index=args.no_index))
     return 0

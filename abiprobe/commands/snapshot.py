@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from abiprobe.host.snapshot import take_snapshot
+from abiprobe.report.jsondoc import json_text
 from abiprobe.store.primitives import write_text_atomic
 
 
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     snap = take_snapshot(args.python, args.wheels_dir)
-    text = json.dumps(snap.to_json(), indent=1) + "\n"
+    text = json_text(snap.to_json())
     if args.output is not None:
         write_text_atomic(args.output, text)
     if args.output is None or args.json:

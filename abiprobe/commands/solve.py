@@ -6,7 +6,6 @@ Exit codes: 0 a set was found, 1 none, 2 usage, 3 index trouble made the answer 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -15,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from abiprobe.analyze.profiles import load_profile, profile_for
 from abiprobe.commands.last_solve import LastSolve
+from abiprobe.commands.options import add_index_options, add_target_options, target_of
 from abiprobe.errors import UsageError
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, load_index_config
 from abiprobe.model.candidate import parse_upload_time
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http, display_url
+from abiprobe.report.jsondoc import json_text
 from abiprobe.solve.ports import Progress, SolveReads, no_progress
 from abiprobe.solve.stack import Stack, default_stack, load_stack_file
 from abiprobe.store.cache import Cache, default_cache_root
@@ -47,14 +48,7 @@ PAGE_FRESH_FOR = 600.0
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("solve", help="find the newest wheel set that loads on a CUDA version and GPU")
-    p.add_argument("--cuda", default="13.0", help="target CUDA version (13.0, cu130)")
-    p.add_argument("--arch", help="target GPU architecture (sm120, 12.0, sm_90a)")
-    host = Target.from_host()
-    p.add_argument(
-        "--python", help=f"target Python (cp312, 3.12; default: this interpreter's, {host.python_tag})"
-    )
-    p.add_argument("--platform", help=f"target platform tag (default: this host's, {host.platform})")
-    p.add_argument("--driver", help="target driver version (580.95.05)")
+    add_target_options(p)
     p.add_argument(
         "--with",
         dest="with_",
@@ -89,24 +83,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--all-versions", action="store_true", help="every version, not the newest few")
     p.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="versions per package (default 3)")
-    p.add_argument(
-        "--index",
-        action="append",
-        default=[],
-        metavar="URL",
-        help="index to read (repeatable); replaces the default CUDA indexes and the default index",
+    add_index_options(
+        p, index_help="index to read (repeatable); replaces the default CUDA indexes and the default index"
     )
-    p.add_argument(
-        "--extra-index", action="append", default=[], metavar="URL", help="index read before the rest"
-    )
-    p.add_argument("--index-strategy", choices=("first-index", "best-match"), help="multi-index strategy")
-    p.add_argument("--offline", action="store_true", help="answer from wheel_index_cache/ alone")
     p.add_argument(
         "--refresh",
         action="store_true",
         help=f"ask every index again (else pages of the last {PAGE_FRESH_FOR / 60:.0f} minutes are reused)",
     )
-    p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory")
     p.add_argument("--profile", type=Path, help="target system-library profile (JSON)")
     p.add_argument("--no-runtime", action="store_true", help="do not add the nvidia wheels torch pins")
     p.add_argument("--out-dir", type=Path, default=Path("matrices"), help="where matrix files go")
@@ -232,14 +216,7 @@ def run(args: argparse.Namespace) -> int:
     from its value."""
     if args.window < 1:
         raise UsageError("--window must be at least 1")
-    target = Target.parse(
-        cuda=args.cuda,
-        arch=args.arch,
-        python=args.python,
-        platform=args.platform,
-        driver=args.driver,
-        base=Target.from_host(),
-    )
+    target = target_of(args, base=Target.from_host())
     profile = load_profile(args.profile) if args.profile else profile_for(target.machine, target.glibc)
     stack = build_stack(args, target)
     name = matrix_name(target)
@@ -307,10 +284,26 @@ def run(args: argparse.Namespace) -> int:
         for path, text in files.items():
             write_text_atomic(path, text)
     if args.json:
-        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+        sys.stdout.write(json_text(doc))
     else:
         print_summary(args, result)
+    if not result.complete:
+        say_incomplete(args, result, name)
     return result.exit_code
+
+
+def say_incomplete(args: argparse.Namespace, result: SolveResult, name: str) -> None:
+    """The one error line of an incomplete answer, at every verbosity: what could not be read, by host."""
+    from abiprobe import log
+    from abiprobe.report.incomplete import incomplete_line
+
+    fields = '"problems" and "indexes"' if result.problems else '"indexes"'
+    where = f"{fields} in " + ("the --json output" if args.json else str(args.out_dir / f"{name}.json"))
+    if args.no_write and not args.json:
+        where = f"{fields} of `solve --json`"
+    indexes = [i.url for i in result.indexes if not i.whole]
+    others = max(0, len(result.problems) - len(result.unread))
+    log.error(incomplete_line(result.unread, indexes, others, where))
 
 
 def probe_here(args: argparse.Namespace, doc: dict[str, Any], result: SolveResult) -> dict[str, Any]:
@@ -335,7 +328,7 @@ def emit_probe_jobs(args: argparse.Namespace, doc: dict[str, Any], result: Solve
     from abiprobe.probe.jobs import probe_jobs
 
     jobs = probe_jobs(doc, result, archs=args.probe_arch, cells=args.probe_cells)
-    write_text_atomic(args.emit_probe_jobs, json.dumps(jobs, indent=1) + "\n")
+    write_text_atomic(args.emit_probe_jobs, json_text(jobs))
     if not args.json:
         print(f"  probe jobs: {len(jobs['include'])} written to {args.emit_probe_jobs}")
 

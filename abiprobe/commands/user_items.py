@@ -79,10 +79,18 @@ class UserItems:
         """The item source over ``--index-url`` (else the files' index options, else the installer's)."""
         from abiprobe.installers.pip import pip_location
 
-        urls = list(args.index_url or []) or list(self.index_urls)
-        extras = [] if args.index_url else list(self.extra_index_urls)
+        urls = list(args.index or []) or list(self.index_urls)
+        extras = list(args.extra_index or []) or ([] if args.index else list(self.extra_index_urls))
         links = [pip_location(u) for u in self.find_links]
-        return ItemSource(args.cache_dir, urls, args.offline, progress, extras, links)
+        return ItemSource(
+            args.cache_dir,
+            urls,
+            args.offline,
+            progress,
+            extra_indexes=extras,
+            strategy=args.index_strategy,
+            find_links=links,
+        )
 
 
 def is_pylock(text: str) -> bool:

@@ -1,5 +1,6 @@
-"""Rich rendering of a judged set (``abiprobe check``): the set, what the install closure added, the
-first error as the loader prints it, a table of every verdict that is not ok, then one summary line."""
+"""Rich rendering of a judged set (``abiprobe check``): the verdict line first, then the set, what the install
+closure added, the first error as the loader prints it, a table of every verdict that is not ok, and after
+a long list or a table the verdict line again."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ STYLE = {"ok": "green", "warn": "yellow", "blocked": "blue", "unknown": "magenta
 
 
 def render_check(analysis: SetAnalysis, added: Sequence[AddedWheel] = ()) -> list[Part]:
-    parts: list[Part] = [f"target {analysis.target.key()}  profile {analysis.profile}"]
+    checks = ", ".join(f"{c} {s}" for c, s in analysis.worst_by_check().items())
+    status = analysis.status
+    verdict = f"[{STYLE[status]}]{status.upper()}[/{STYLE[status]}] {checks}"
+    parts: list[Part] = [verdict, f"target {analysis.target.key()}  profile {analysis.profile}"]
     named = [w for w in analysis.wheels if w not in {a.label for a in added}]
     parts.append("set: " + ", ".join(named))
     if added:
@@ -46,7 +50,6 @@ def render_check(analysis: SetAnalysis, added: Sequence[AddedWheel] = ()) -> lis
             declared = "none" if r["declared"] is None else f"torch{r['declared']}"
             text = f"torch range of {v.subject}: {r['kind']} ABI, {r['range']}; declared {declared}"
             parts.append(Line(f"{text}: {r['verdict']}", markup=False))
-    checks = ", ".join(f"{c} {s}" for c, s in analysis.worst_by_check().items())
-    status = analysis.status
-    parts.append(f"[{STYLE[status]}]{status.upper()}[/{STYLE[status]}] {checks}")
+    if added or problems:
+        parts.append(verdict)
     return parts

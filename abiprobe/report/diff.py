@@ -77,6 +77,14 @@ class MatrixDiff:
     removed_cells: tuple[tuple[str, str | None, str], ...]
     chosen_before: dict[str, str] | None
     chosen_after: dict[str, str] | None
+    old_target: str | None = None  # the earlier matrix's target key (None: the same as ``target``)
+
+    @property
+    def other_targets(self) -> str | None:
+        """``OLD is for X, NEW for Y``: a diff across targets compares cells that mean different things."""
+        if self.old_target is None or self.old_target == self.target:
+            return None
+        return f"the matrices are of different targets: OLD is for {self.old_target}, NEW for {self.target}"
 
     @property
     def regressions(self) -> tuple[Flip, ...]:
@@ -106,6 +114,7 @@ class MatrixDiff:
             "kind": "abiprobe-matrix-diff",
             "schema_version": 1,
             "target": self.target,
+            "old_target": self.old_target or self.target,
             "new_wheels": [w.to_json() for w in self.new_wheels],
             "removed_wheels": [w.to_json() for w in self.removed_wheels],
             "changed_wheels": [{"before": a.to_json(), "after": b.to_json()} for a, b in self.changed_wheels],
@@ -179,6 +188,7 @@ def diff_matrices(old: dict[str, Any], new: dict[str, Any]) -> MatrixDiff:
         removed_cells=tuple((r, c, oc[(r, c)]["status"]) for r, c in oc if (r, c) not in nc),
         chosen_before=old.get("chosen"),
         chosen_after=new.get("chosen"),
+        old_target=old["target"]["key"],
     )
 
 
@@ -189,6 +199,8 @@ def _chosen(chosen: dict[str, str] | None) -> str:
 def render_markdown(d: MatrixDiff) -> str:
     """The diff as Markdown (a GitHub job summary, a ticket section)."""
     out = [f"### Matrix diff: {d.target}", ""]
+    if d.other_targets:
+        out += [f"> ⚠️ {d.other_targets[0].upper()}{d.other_targets[1:]}.", ""]
     if d.unchanged:
         return "\n".join([*out, "No change.", ""])
     verdict = (f"**{len(d.regressions)} regression(s)** (ok → fail), " if d.regressions else "") + (

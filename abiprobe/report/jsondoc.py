@@ -1,8 +1,10 @@
-"""Reading abiprobe's own versioned JSON documents (matrix, snapshot, probe jobs) with one-line errors."""
+"""abiprobe's own versioned JSON documents: the one envelope every ``--json`` output has, and reading
+them back (matrix, snapshot, probe jobs) with one-line errors."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,3 +26,21 @@ def load_versioned(path: Path, kind: str, max_version: int, what: str) -> dict[s
     if not isinstance(version, int) or version > max_version:
         raise UsageError(f"{path}: {what} schema version {version!r} is newer than this abiprobe reads")
     return data
+
+
+JSON_INDENT = 1  # the indentation of every --json output and every JSON file abiprobe writes
+
+
+def envelope(kind: str, payload: Mapping[str, Any], schema_version: int | None = None) -> dict[str, Any]:
+    """``{"kind", "schema_version", ...payload}``: the one shape of every ``--json`` output (the version
+    is the payload's own when it carries one)."""
+    version = payload.get("schema_version") if schema_version is None else schema_version
+    if not isinstance(version, int):
+        raise ValueError(f"{kind}: a JSON document needs a schema version")
+    rest = {k: v for k, v in payload.items() if k not in ("kind", "schema_version")}
+    return {"kind": kind, "schema_version": version, **rest}
+
+
+def json_text(document: Mapping[str, Any]) -> str:
+    """A document as abiprobe prints and writes JSON: one indentation, keys in the order given."""
+    return json.dumps(document, indent=JSON_INDENT, ensure_ascii=False) + "\n"

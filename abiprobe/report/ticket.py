@@ -167,6 +167,21 @@ def probes(doc: dict[str, Any], results: Sequence[dict[str, Any]]) -> list[dict[
     return out
 
 
+def mismatches(snapshot: Snapshot, doc: dict[str, Any]) -> list[str]:
+    """What makes the snapshot and the matrix describe different environments (their Pythons differ:
+    the chosen wheels are not the ones this environment installs)."""
+    tag = str(doc["target"]["python"])
+    m = re.fullmatch(r"(?:cp|pp)?(\d)(\d+)", tag)
+    target = f"{m.group(1)}.{m.group(2)}" if m else tag
+    have = ".".join(snapshot.python.split(".")[:2])
+    if have == target:
+        return []
+    return [
+        f"the snapshot is of Python {have}, the matrix is for {tag}: its chosen set is not what this "
+        f"environment would install (solve again with --python {have})"
+    ]
+
+
 def ticket_document(
     snapshot: Snapshot,
     doc: dict[str, Any],
@@ -193,6 +208,7 @@ def ticket_document(
         },
         "complete": doc["complete"],
         "problems": doc["problems"],
+        "mismatches": mismatches(snapshot, doc),
         "changes": changes(snapshot, doc, lock),
         "chosen": {
             "set": dict(doc["chosen"]) if doc.get("chosen") else None,
@@ -227,6 +243,8 @@ def render_markdown(t: dict[str, Any]) -> str:
     if not t["complete"]:
         why = _esc("; ".join(t["problems"]) or "an index did not answer")
         out += [f"> ⚠️ The solve was incomplete: {why}", ""]
+    for m in t.get("mismatches", ()):
+        out += [f"> ⚠️ {_esc(m[0].upper() + m[1:])}", ""]
     out += ["## What changes", "", "| distribution | role | now | after | change |", "|---|---|---|---|---|"]
     for c in t["changes"]:
         note = f" ({_esc(c['note'])})" if c["note"] else ""

@@ -35,6 +35,7 @@ def render_html(t: dict[str, Any]) -> str:
     ]
     if not t["complete"]:
         parts.append(f"<p class='warn'>The solve was incomplete: {escape('; '.join(t['problems']))}</p>")
+    parts += [f"<p class='warn'>{escape(m[0].upper() + m[1:])}</p>" for m in t.get("mismatches", ())]
     parts.append("<h2>What changes</h2>")
     parts.append(
         _table(

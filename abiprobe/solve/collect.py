@@ -43,6 +43,7 @@ from abiprobe.solve.ports import (
     no_progress,
 )
 from abiprobe.solve.stack import Stack
+from abiprobe.solve.unread import UnreadWheel
 
 # wheels whose facts are read at once: a cold read is CPU-bound (TLS, inflate, hashing), and reads
 # overlap on two cores because zlib, hashlib and socket reads release the GIL
@@ -62,6 +63,7 @@ class Collector:
     variant_facts_for: VariantFactsFor | None = None  # stored facts, else its smallest library only
     outcomes: list[PageOutcome] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    unread_wheels: list[UnreadWheel] = field(default_factory=list)  # the problems that are unread wheels
     _facts: dict[tuple[str, str], WheelInfo | None] = field(default_factory=dict)
     _errors: dict[tuple[str, str], str] = field(default_factory=dict)  # file -> why it could not be read
     _runtime: dict[tuple[str, str], WheelInfo | None] = field(default_factory=dict)
@@ -180,6 +182,7 @@ class Collector:
             self.unreadable_twins[_file_key(sc)] = str(exc)
         else:
             self.problems.append(f"{sc.filename}: {exc}")
+            self.unread_wheels.append(UnreadWheel(sc.filename, sc.candidate.file.url, str(exc)))
 
     def unread_reason(self, sc: StackCandidate) -> str | None:
         """Why ``sc``'s bytes could not be read (None: read, or never asked for)."""

@@ -286,6 +286,7 @@ def solve(
         excluded=collected.excluded,
         near_misses=explained.near_misses,
         problems=explained.problems,
+        unread=tuple(dict.fromkeys(collector.unread_wheels)),
         override=explained.override,
         empty_roles=explained.empty_roles,
         twins=explained.twins,

@@ -13,6 +13,7 @@ from abiprobe.solve.matrix import Matrix
 from abiprobe.solve.override import OverrideSet
 from abiprobe.solve.resolver import Resolution
 from abiprobe.solve.twins import TwinFile
+from abiprobe.solve.unread import UnreadWheel
 
 EXIT_FOUND, EXIT_NONE, EXIT_INCOMPLETE = 0, 1, 3
 # which sets of the matrix get their whole install resolved (beside the chosen one, always)
@@ -122,6 +123,7 @@ class SolveResult:
     excluded: tuple[Exclusion, ...] = ()
     near_misses: tuple[NearMiss, ...] = ()
     problems: tuple[str, ...] = field(default=())
+    unread: tuple[UnreadWheel, ...] = ()  # the problems that are wheels whose bytes could not be read
     override: OverrideSet | None = None  # the newest set that loads if declared pins were overridden
     empty_roles: tuple[EmptyRole, ...] = ()
     twins: tuple[TwinFile, ...] = ()

@@ -48,15 +48,17 @@ HELP: dict[str, tuple[str, str]] = {
         "0; 2 the file is not a matrix abiprobe reads",
     ),
     "matrix diff": (
-        "abiprobe matrix diff old/cu130-sm120.json matrices/cu130-sm120.json --format md",
+        "abiprobe matrix diff old.json matrices/cu130-sm120-cp312-manylinux_2_28_x86_64.json --format md",
         "0 no verdict flipped; 4 some flipped; 12 (4|8) some went from ok to fail; 2 usage",
     ),
     "matrix merge": (
-        "abiprobe matrix merge matrices/cu130-sm120.json results/*.json --out-dir merged",
+        "abiprobe matrix merge matrices/cu130-sm120-cp312-manylinux_2_28_x86_64.json results/*.json "
+        "--out-dir merged",
         "0 merged; 1 a result matched no cell; 2 usage",
     ),
     "report": (
-        "abiprobe report --snapshot before.json --matrix matrices/cu130-sm120.json -o ticket.md",
+        "abiprobe report --snapshot before.json "
+        "--matrix matrices/cu130-sm120-cp312-manylinux_2_28_x86_64.json -o ticket.md",
         "0 written; 2 usage or an unreadable input",
     ),
     "snapshot": ("abiprobe snapshot -o before.json", "0 written; 2 usage"),

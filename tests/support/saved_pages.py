@@ -20,8 +20,9 @@ PAGES = Path(__file__).resolve().parents[1] / "data" / "index-pages"
 _HREF = re.compile(r'href="([^"]*)"')
 
 
-def rewrite(page: str, server: IndexServer, wheels: Mapping[str, ServedFile]) -> str:
-    """``page`` with its wheel hrefs pointing at ``server`` (see the module docstring)."""
+def rewrite(page: str, server: IndexServer, wheels: Mapping[str, ServedFile], dead: str | None = None) -> str:
+    """``page`` with its wheel hrefs pointing at ``server`` (see the module docstring); with ``dead`` (a
+    base URL nothing answers on) the links without a fixture point there instead of a 404."""
     links = [m.group(1) for m in _HREF.finditer(page)]
     last = {_filename(h): i for i, h in enumerate(links)}
     counter = iter(range(len(links)))
@@ -35,7 +36,7 @@ def rewrite(page: str, server: IndexServer, wheels: Mapping[str, ServedFile]) ->
             return match.group(0)
         served = wheels.get(name)
         if served is None:
-            target = f"{server.url}/gone/{quote(name)}"
+            target = f"{dead or server.url}/gone/{quote(name)}"
         else:
             target = server.served_url(served)
             if last[name] == i:
@@ -49,7 +50,9 @@ def _filename(href: str) -> str:
     return unquote(href.partition("#")[0].rstrip("/").rsplit("/", 1)[-1])
 
 
-def serve_saved(server: IndexServer, page: str, at: str, wheels: Mapping[str, ServedFile]) -> str:
+def serve_saved(
+    server: IndexServer, page: str, at: str, wheels: Mapping[str, ServedFile], dead: str | None = None
+) -> str:
     """Serve the saved ``page`` (a path under ``PAGES``) at ``at``; returns its URL."""
     text = (PAGES / page).read_text(encoding="utf-8")
-    return server.add_page(at, rewrite(text, server, wheels).encode())
+    return server.add_page(at, rewrite(text, server, wheels, dead).encode())
