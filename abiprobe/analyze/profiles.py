@@ -246,10 +246,23 @@ def profile_for(machine: str, glibc: tuple[int, int] | None) -> Profile:
 
 
 @lru_cache(maxsize=1)
-def stable_abi_names() -> frozenset[str]:
-    """CPython Limited API / stable ABI symbol names (abiprobe/data/profiles/stable_abi.json)."""
+def stable_abi_added() -> dict[str, tuple[int, int]]:
+    """Every stable-ABI symbol with the CPython version that added it to the stable ABI
+    (abiprobe/data/profiles/stable_abi.json, taken from CPython's ``Misc/stable_abi.toml``)."""
     text = resources.files("abiprobe").joinpath("data/profiles/stable_abi.json").read_text()
-    return frozenset(json.loads(text)["names"])
+    added: dict[str, list[str]] = json.loads(text)["added"]
+    out: dict[str, tuple[int, int]] = {}
+    for version, names in added.items():
+        major, _, minor = version.partition(".")
+        out.update({name: (int(major), int(minor)) for name in names})
+    return out
+
+
+@lru_cache(maxsize=32)
+def stable_abi_names(floor: tuple[int, int] | None = None) -> frozenset[str]:
+    """The stable-ABI symbol names an ``abi3`` extension built for CPython ``floor`` (its tag's ``cpXY``)
+    may use: those added at or before it (every one when None)."""
+    return frozenset(n for n, v in stable_abi_added().items() if floor is None or v <= floor)
 
 
 def library_from_elf_bytes(soname: str, data: bytes, path: str) -> SystemLibrary:
