@@ -56,6 +56,9 @@ def _missing_soname_text(soname: str, layout: Layout, profile: Profile) -> str:
     wheel = providing_wheel(soname)
     if wheel:
         return f"{soname} not found; {wheel} would provide it"
+    note = profile.note(soname)
+    if note:
+        return f"{soname} not found: {note}"
     return f"{soname} not found: not in the set and not a system library of {profile.name}"
 
 

@@ -26,9 +26,12 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from abiprobe.errors import AbiprobeError, UsageError
+
+if TYPE_CHECKING:
+    from abiprobe.binary.bounded import BinaryInput
 
 PROFILE_FORMAT = "abiprobe-profile/1"
 DRIVER_SONAME = "libcuda.so.1"
@@ -79,12 +82,17 @@ class Profile:
     libraries: tuple[SystemLibrary, ...]
     driver: bool = True
     description: str = ""
+    # soname -> why the target does not provide it although a file of that name is there (host profiles)
+    notes: tuple[tuple[str, str], ...] = ()
 
     def library(self, soname: str) -> SystemLibrary | None:
         for lib in self.libraries:
             if lib.soname == soname:
                 return lib
         return None
+
+    def note(self, soname: str) -> str | None:
+        return next((text for name, text in self.notes if name == soname), None)
 
     def has(self, soname: str) -> bool:
         return self.library(soname) is not None or (self.driver and soname == DRIVER_SONAME)
@@ -104,7 +112,7 @@ class Profile:
             if lib.exports is not None:
                 entry["exports"] = {k: sorted(v) for k, v in sorted(lib.exports.items())}
             libs[lib.soname] = entry
-        return {
+        doc: dict[str, Any] = {
             "format": PROFILE_FORMAT,
             "name": self.name,
             "machine": self.machine,
@@ -113,6 +121,9 @@ class Profile:
             "description": self.description,
             "libraries": libs,
         }
+        if self.notes:  # only host profiles have any: the built-in profiles' digests stay as they are
+            doc["notes"] = dict(self.notes)
+        return doc
 
 
 def profile_from_json(data: Mapping[str, Any], origin: str = "profile") -> Profile:
@@ -135,6 +146,7 @@ def profile_from_json(data: Mapping[str, Any], origin: str = "profile") -> Profi
             libraries=libs,
             driver=bool(data.get("driver", True)),
             description=str(data.get("description", "")),
+            notes=tuple((str(k), str(v)) for k, v in dict(data.get("notes", {})).items()),
         )
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise ProfileError(f"{origin}: malformed profile ({exc})") from None
@@ -265,8 +277,9 @@ def stable_abi_names(floor: tuple[int, int] | None = None) -> frozenset[str]:
     return frozenset(n for n, v in stable_abi_added().items() if floor is None or v <= floor)
 
 
-def library_from_elf_bytes(soname: str, data: bytes, path: str) -> SystemLibrary:
-    """A SystemLibrary from the real bytes of a library: its version definitions and exports."""
+def library_from_elf_bytes(soname: str, data: BinaryInput, path: str) -> SystemLibrary:
+    """A SystemLibrary from the real bytes of a library (bytes or a seekable stream): its version
+    definitions and exports."""
     from abiprobe.binary.elf import read_elf
 
     facts = read_elf(data, path)

@@ -143,6 +143,21 @@ def profile_from_args(args: argparse.Namespace, target: Target) -> Profile:
     return profile_for(target.machine, target.glibc)
 
 
+def on_this_host(args: argparse.Namespace) -> bool:
+    """An installed environment judged for this machine: no --profile or --platform names another."""
+    return bool(args.installed) and not args.profile and not args.platform
+
+
+def host_profile(wheels: Sequence[WheelFacts]) -> Profile:
+    """This host's loader as the system: every soname the environment's objects need that no file of
+    theirs is named, looked up as ld.so would (cache, system search path, LD_LIBRARY_PATH)."""
+    from abiprobe.host.ldconfig import profile_from_host
+
+    own = {n for w in wheels for e in w.elf for n in (e.path.rsplit("/", 1)[-1], e.soname) if n}
+    needed = dict.fromkeys(n for w in wheels for e in w.elf for n in e.needed if n not in own)
+    return profile_from_host(needed)
+
+
 def installed_wheels(args: argparse.Namespace) -> list[WheelFacts]:
     """Facts of every distribution installed for ``--python`` (``--installed``)."""
     from abiprobe.host.installed import installed_distributions
@@ -202,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
             items = gather(args.items, target, source, no_deps=args.no_deps)
     if items is None:
         wheels = installed_wheels(args)
+        if on_this_host(args):
+            profile = host_profile(wheels)
         analysis = scoped(analyze_set(wheels, target, profile, releases), wheels, args)
     else:
         from abiprobe.analyze.analysis import with_unread
