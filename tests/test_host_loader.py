@@ -39,10 +39,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     src = "int hostdep_go(void);\nint call(void) { return hostdep_go(); }\n"
     src += "void *PyInit__ext(void) { return 0; }\n"
     ext = build_shared(root / "b", f"_ext{SUFFIX}", src, link=[lib])
-    wheel = build_wheel(
-        root / "w", "hostdep", "1.0", {"hostdep/__init__.py": b"", f"hostdep/_ext{SUFFIX}": ext},
-        tag=f"{TAG}-{TAG}-manylinux_2_28_x86_64",
-    )  # fmt: skip
+    files: dict[str, bytes | Path] = {"hostdep/__init__.py": b"from . import _ext\n"}
+    files[f"hostdep/_ext{SUFFIX}"] = ext
+    wheel = build_wheel(root / "w", "hostdep", "1.0", files, tag=f"{TAG}-{TAG}-manylinux_2_28_x86_64")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"

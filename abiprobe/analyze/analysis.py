@@ -100,11 +100,22 @@ class SetAnalysis:
         return self.status in ("ok", "warn")
 
     @property
+    def import_verdicts(self) -> tuple[Verdict, ...]:
+        """What importing the set's packages decides: the set verdicts and those of units loaded at
+        import or at a time not known (a unit loaded on first use fails later, when it is used)."""
+        units = (v for u in self.units if u.timing != "first_use" for v in u.verdicts)
+        return (*self.set_verdicts, *units)
+
+    @property
     def import_status(self) -> Status:
-        """The status of importing the set's packages: set verdicts and the units loaded at import
-        (a unit loaded on first use fails later, when it is used)."""
-        units = (v for u in self.units if u.timing == "import" for v in u.verdicts)
-        return worst(v.status for v in (*self.set_verdicts, *units))
+        """The status of importing the set's packages (see :attr:`import_verdicts`)."""
+        return worst(v.status for v in self.import_verdicts)
+
+    @property
+    def features(self) -> tuple[UnitAnalysis, ...]:
+        """Units loaded on first use that will not load (a feature that fails when used, while importing
+        the package works): cupy's cuTENSOR module without libcutensor, numba's TBB pool without libtbb."""
+        return tuple(u for u in self.units if u.timing == "first_use" and STATUS_ORDER[u.status] > 1)
 
     @property
     def first_error(self) -> LoaderMessage | None:

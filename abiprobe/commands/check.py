@@ -8,13 +8,18 @@ extension modules; --no-deps judges the named items alone. With
 --installed only the stack (torch, sgl-kernel, flashinfer and the distributions they require) is
 judged; --all judges every extension, --package NAME chooses.
 
-Exit status: 0 when no check fails (warnings allowed); 1 for an error, 2 for a usage error, 3 when an index
-could not be read or a wheel's bytes were not read (status unknown) and nothing failed; otherwise the OR
-of these bits, one per failing check family:
+The headline and the exit status follow what importing the packages does: the set's checks and the
+units loaded at import. A unit loaded on first use that will not load (cupy's cuTENSOR module without
+libcutensor) is listed under its own heading, "features that will not load", and sets bit 128 alone.
+
+Exit status: 0 when importing passes every check (warnings allowed); 1 for an error, 2 for a usage error,
+3 when an index could not be read or a wheel's bytes were not read (status unknown) and nothing failed;
+otherwise the OR of these bits, one per failing check family:
 4 a needed library (soname) is missing, 8 an undefined symbol, 16 a symbol version or driver API too new
 for the target, 32 no GPU code for the target architecture, 64 metadata / tags / Requires-Dist / files
-(a set a declared requirement blocks sets 64 alone). ``--json`` carries the set's overall ``status``:
-ok, warn, blocked, fail or unknown.
+(a set a declared requirement blocks sets 64 alone); and 128 when a feature loaded on first use will not
+load (importing works). ``--json`` carries the set's overall ``status`` (every unit), its
+``import_status`` (what the headline says) and ``features``: ok, warn, blocked, fail or unknown.
 """
 
 from __future__ import annotations
@@ -26,13 +31,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from abiprobe.analyze.analysis import SetAnalysis, analyze_set
+from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
 from abiprobe.analyze.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
 from abiprobe.analyze.torch_abi import TorchRelease
 from abiprobe.commands.known_wheels import add_torch_option
 from abiprobe.errors import UsageError
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
+from abiprobe.model.verdict import STATUS_ORDER
 from abiprobe.report.check_text import render_check
 from abiprobe.ui.console import print_all
 
@@ -48,11 +54,13 @@ EXIT_BITS: dict[str, int] = {
     "files": 64,
 }
 EXIT_UNKNOWN = 3
+EXIT_FEATURES = 128
 _EPILOG = (
-    "exit status: 0 all checks pass (warnings allowed); 1 error; 2 usage; 3 index unreachable or a wheel "
-    "not read (status unknown); otherwise "
+    "exit status (of importing the packages): 0 all checks pass (warnings allowed); 1 error; 2 usage; "
+    "3 index unreachable or a wheel not read (status unknown); otherwise "
     "the OR of 4 missing soname, 8 undefined symbol, 16 symbol version or driver API too new, "
-    "32 no GPU code for the arch, 64 metadata/tags/Requires-Dist/files."
+    "32 no GPU code for the arch, 64 metadata/tags/Requires-Dist/files; "
+    "128 a feature loaded on first use will not load (importing works)."
 )
 
 
@@ -104,12 +112,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def exit_code(analysis: SetAnalysis) -> int:
-    """The documented exit status: OR of the bits of every failing (or blocking) check."""
+    """The documented exit status: OR of the bits of every check that fails (or blocks) importing, 3
+    when none does and importing is unknown, plus 128 when a feature loaded on first use fails."""
     code = 0
-    for v in analysis.verdicts:
+    for v in analysis.import_verdicts:
         if v.status in ("fail", "blocked"):
             code |= EXIT_BITS.get(v.check, 64)
-    return code
+    if code == 0 and analysis.import_status == "unknown":
+        code = EXIT_UNKNOWN
+    return code | (EXIT_FEATURES if analysis.features else 0)
 
 
 def _interpreter_version(python: str) -> str:
@@ -230,16 +241,26 @@ def run(args: argparse.Namespace) -> int:
             analysis = with_closure_error(analysis, items.closure_error, bool(items.index_trouble))
     if args.json:
         doc = analysis.to_json()
+        doc["features"] = [feature_json(u) for u in analysis.features]
         # what was installed to judge (None: an existing environment was read)
         doc["install"] = {**items.to_json(), "closure": not args.no_deps} if items is not None else None
         json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
         print_all(render_check(analysis, items.added if items is not None else ()))
-    code = exit_code(analysis)
-    if code == 0 and analysis.status == "unknown":
-        return EXIT_UNKNOWN
-    return code
+    return exit_code(analysis)
+
+
+def feature_json(unit: UnitAnalysis) -> dict[str, object]:
+    """A feature that will not load, as ``--json`` lists it: the unit, who loads it, the first reason."""
+    worst_first = sorted(unit.verdicts, key=lambda v: -STATUS_ORDER[v.status])
+    return {
+        "path": unit.path,
+        "dist": unit.dist,
+        "status": unit.status,
+        "where": unit.where,
+        "explanation": worst_first[0].text if worst_first else "",
+    }
 
 
 def with_closure_error(analysis: SetAnalysis, error: str, index_trouble: bool) -> SetAnalysis:

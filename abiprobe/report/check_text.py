@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from abiprobe.analyze.analysis import SetAnalysis
+from abiprobe.model.verdict import CHECKS, STATUS_ORDER
 from abiprobe.report.lines import Line, Part
 from abiprobe.solve.install import AddedWheel
 
@@ -31,7 +32,8 @@ def render_check(analysis: SetAnalysis, added: Sequence[AddedWheel] = ()) -> lis
         parts.append(Line(f"  {first.text}", markup=False, soft_wrap=True))
         if first.via:
             parts.append(f"  (loaded by {first.via}, which may re-raise it in its own words)")
-    problems = analysis.failures()
+    feature_paths = {u.path for u in analysis.features}
+    problems = [v for v in analysis.failures() if v.subject not in feature_paths]
     if problems:
         table = Table(show_lines=False)
         for col in ("status", "check", "subject", "explanation"):
@@ -46,7 +48,18 @@ def render_check(analysis: SetAnalysis, added: Sequence[AddedWheel] = ()) -> lis
             declared = "none" if r["declared"] is None else f"torch{r['declared']}"
             text = f"torch range of {v.subject}: {r['kind']} ABI, {r['range']}; declared {declared}"
             parts.append(Line(f"{text}: {r['verdict']}", markup=False))
-    checks = ", ".join(f"{c} {s}" for c, s in analysis.worst_by_check().items())
-    status = analysis.status
+    if analysis.features:
+        parts.append(
+            f"features that will not load ({len(analysis.features)}; loaded on first use, importing works):"
+        )
+        for u in analysis.features:
+            why = next((v.text for v in u.verdicts if v.status == u.status), "")
+            parts.append(Line(f"  {u.path} ({u.dist}): {why}", markup=False, soft_wrap=True))
+    worst: dict[str, str] = {}
+    for v in analysis.import_verdicts:
+        if STATUS_ORDER[v.status] >= STATUS_ORDER[worst.get(v.check, "ok")]:
+            worst[v.check] = v.status
+    checks = ", ".join(f"{c} {worst[c]}" for c in CHECKS if c in worst)
+    status = analysis.import_status
     parts.append(f"[{STYLE[status]}]{status.upper()}[/{STYLE[status]}] {checks}")
     return parts
