@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from abiprobe.analyze.checks import (
+    cpu_only_verdicts,
     files_verdicts,
     metadata_verdicts,
     provider_verdicts,
@@ -311,6 +312,7 @@ def analyze_set(
     set_verdicts += cuda_claim_verdicts(wheels, target)
     judged = {v.subject for u in units for v in u.verdicts if v.check == "gpu_arch"}
     set_verdicts += provider_verdicts(wheels, target, judged)
+    set_verdicts += cpu_only_verdicts(wheels, target)
     return SetAnalysis(
         target=target,
         profile=profile.name,
