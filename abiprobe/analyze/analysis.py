@@ -123,7 +123,9 @@ class SetAnalysis:
         """The first error the loader reports importing the set: the first unit, in load order, that
         importing the packages loads and that fails to load (else the first failing unit loaded later)."""
         failing = [
-            u for u in self.units if u.loader_message and u.selected is not False and u.status == "fail"
+            u
+            for u in self.units
+            if u.loader_message and u.selected is not False and u.status in ("fail", "system")
         ]
         first = next((u for u in failing if u.timing == "import"), failing[0] if failing else None)
         return first.loader_message if first is not None else None
@@ -164,7 +166,23 @@ def unit_verdicts(sim: LoaderSimulation, result: LoadResult) -> tuple[Verdict, .
         text = f"built for CPython {py[0]}.{py[1]}; the target runs {target.python_tag}"
         verdicts.append(Verdict("tags", "fail", text, result.path, {"extension_python": f"{py[0]}.{py[1]}"}))
     verdicts.extend(gpu_verdicts([obj], target))
-    return tuple(verdicts)
+    return with_system_symbols(tuple(verdicts))
+
+
+def with_system_symbols(verdicts: tuple[Verdict, ...]) -> tuple[Verdict, ...]:
+    """A unit whose missing libraries the target's system would provide (``system``): the symbols found
+    nowhere else may be theirs, so those failures are ``system`` too, saying so."""
+    found = next((v for v in verdicts if v.check == "sonames" and v.status == "system"), None)
+    if found is None:
+        return verdicts
+    libs = ", ".join(p["soname"] for p in found.evidence.get("system", ()))
+    why = f"may be defined by {libs}, which that system would provide"
+    return tuple(
+        replace(v, status="system", explanation=f"{v.explanation} ({why})")
+        if v.check == "symbols" and v.status == "fail"
+        else v
+        for v in verdicts
+    )
 
 
 def never_imported(obj: InstalledObject, target: Target) -> bool:
@@ -180,7 +198,9 @@ def never_imported(obj: InstalledObject, target: Target) -> bool:
 def _demoted(verdicts: tuple[Verdict, ...], why: str) -> tuple[Verdict, ...]:
     """Failures of a unit the running program never loads become warnings that say why."""
     return tuple(
-        replace(v, status="warn", explanation=f"{v.explanation} ({why})") if v.status == "fail" else v
+        replace(v, status="warn", explanation=f"{v.explanation} ({why})")
+        if v.status in ("fail", "system")
+        else v
         for v in verdicts
     )
 
@@ -201,7 +221,7 @@ def _timed(
             why = "which file the package loads, and when, cannot be known statically"
             v = replace(v, status="unknown", explanation=f"{v.explanation} (fails if loaded; {why})",
                         evidence={**v.evidence, "timing": "unknown"})  # fmt: skip
-        elif unit.timing == "first_use" and unit.where and v.status in ("fail", "warn"):
+        elif unit.timing == "first_use" and unit.where and v.status in ("fail", "system", "warn"):
             why = f"on first use: loaded lazily by {unit.where}, not by importing the package"
             v = replace(
                 v, explanation=f"{v.explanation} ({why})", evidence={**v.evidence, "timing": "first_use"}

@@ -84,6 +84,7 @@ class Profile:
     description: str = ""
     # soname -> why the target does not provide it although a file of that name is there (host profiles)
     notes: tuple[tuple[str, str], ...] = ()
+    this_host: bool = False  # read from the machine abiprobe runs on (not a target's stand-in)
 
     def library(self, soname: str) -> SystemLibrary | None:
         for lib in self.libraries:
@@ -123,6 +124,8 @@ class Profile:
         }
         if self.notes:  # only host profiles have any: the built-in profiles' digests stay as they are
             doc["notes"] = dict(self.notes)
+        if self.this_host:
+            doc["this_host"] = True
         return doc
 
 
@@ -147,6 +150,7 @@ def profile_from_json(data: Mapping[str, Any], origin: str = "profile") -> Profi
             driver=bool(data.get("driver", True)),
             description=str(data.get("description", "")),
             notes=tuple((str(k), str(v)) for k, v in dict(data.get("notes", {})).items()),
+            this_host=bool(data.get("this_host", False)),
         )
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise ProfileError(f"{origin}: malformed profile ({exc})") from None

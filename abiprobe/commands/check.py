@@ -17,8 +17,9 @@ Exit status: 0 when importing passes every check (warnings allowed); 1 for an er
 otherwise the OR of these bits, one per failing check family:
 4 a needed library (soname) is missing, 8 an undefined symbol, 16 a symbol version or driver API too new
 for the target, 32 no GPU code for the target architecture, 64 metadata / tags / Requires-Dist / files
-(a set a declared requirement blocks sets 64 alone); and 128 when a feature loaded on first use will not
-load (importing works). ``--json`` carries the set's overall ``status`` (every unit), its
+(a set a declared requirement blocks sets 64 alone; a set that loads where the target's system has a
+library its profile lacks, status ``system``, sets 4 alone); and 128 when a feature loaded on first use
+will not load (importing works). ``--json`` carries the set's overall ``status`` (every unit), its
 ``import_status`` (what the headline says) and ``features``: ok, warn, blocked, fail or unknown.
 """
 
@@ -59,7 +60,8 @@ _EPILOG = (
     "exit status (of importing the packages): 0 all checks pass (warnings allowed); 1 error; 2 usage; "
     "3 index unreachable or a wheel not read (status unknown); otherwise "
     "the OR of 4 missing soname, 8 undefined symbol, 16 symbol version or driver API too new, "
-    "32 no GPU code for the arch, 64 metadata/tags/Requires-Dist/files; "
+    "32 no GPU code for the arch, 64 metadata/tags/Requires-Dist/files (status system, loads where the "
+    "target's system has a library its profile lacks: 4 alone); "
     "128 a feature loaded on first use will not load (importing works)."
 )
 
@@ -118,6 +120,8 @@ def exit_code(analysis: SetAnalysis) -> int:
     for v in analysis.import_verdicts:
         if v.status in ("fail", "blocked"):
             code |= EXIT_BITS.get(v.check, 64)
+        elif v.status == "system":
+            code |= EXIT_BITS["sonames"]
     if code == 0 and analysis.import_status == "unknown":
         code = EXIT_UNKNOWN
     return code | (EXIT_FEATURES if analysis.features else 0)

@@ -71,6 +71,7 @@ def profile_from_host(
         driver=has_driver,
         description=loader.describe(),
         notes=tuple(notes),
+        this_host=True,
     )
 
 

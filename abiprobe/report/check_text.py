@@ -13,7 +13,25 @@ from abiprobe.model.verdict import CHECKS, STATUS_ORDER
 from abiprobe.report.lines import Line, Part
 from abiprobe.solve.install import AddedWheel
 
-STYLE = {"ok": "green", "warn": "yellow", "blocked": "blue", "unknown": "magenta", "fail": "red"}
+STYLE = {
+    "ok": "green",
+    "warn": "yellow",
+    "blocked": "blue",
+    "system": "cyan",
+    "unknown": "magenta",
+    "fail": "red",
+}
+
+
+def _needs(analysis: SetAnalysis) -> str:
+    """The system libraries the set needs, with the packages that ship them (from ``system`` evidence)."""
+    found: dict[str, str] = {}
+    for v in analysis.import_verdicts:
+        for p in v.evidence.get("system", ()) if v.status == "system" else ():
+            found.setdefault(
+                p["soname"], f"{p['soname']} (Debian/Ubuntu: {p['debian']}; RHEL family: {p['rhel']})"
+            )
+    return ", ".join(found.values())
 
 
 def render_check(analysis: SetAnalysis, added: Sequence[AddedWheel] = ()) -> list[Part]:
@@ -61,5 +79,6 @@ def render_check(analysis: SetAnalysis, added: Sequence[AddedWheel] = ()) -> lis
             worst[v.check] = v.status
     checks = ", ".join(f"{c} {worst[c]}" for c in CHECKS if c in worst)
     status = analysis.import_status
-    parts.append(f"[{STYLE[status]}]{status.upper()}[/{STYLE[status]}] {checks}")
+    head = status.upper() if status != "system" else f"LOADS WHERE THE SYSTEM HAS {escape(_needs(analysis))}"
+    parts.append(f"[{STYLE[status]}]{head}[/{STYLE[status]}] {checks}")
     return parts
