@@ -116,7 +116,7 @@ class SetAnalysis:
     def features(self) -> tuple[UnitAnalysis, ...]:
         """Units loaded on first use that will not load (a feature that fails when used, while importing
         the package works): cupy's cuTENSOR module without libcutensor, numba's TBB pool without libtbb."""
-        return tuple(u for u in self.units if u.timing == "first_use" and STATUS_ORDER[u.status] > 1)
+        return tuple(u for u in self.units if u.timing == "first_use" and u.status in ("fail", "system"))
 
     @property
     def first_error(self) -> LoaderMessage | None:
