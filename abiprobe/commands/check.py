@@ -164,13 +164,12 @@ def on_this_host(args: argparse.Namespace) -> bool:
 
 
 def host_profile(wheels: Sequence[WheelFacts]) -> Profile:
-    """This host's loader as the system: every soname the environment's objects need that no file of
-    theirs is named, looked up as ld.so would (cache, system search path, LD_LIBRARY_PATH)."""
+    """This host's loader as the system: every soname the environment's objects need, looked up as ld.so
+    would (LD_LIBRARY_PATH, cache, system search path); one the environment also ships is still looked up,
+    since its copy may be out of the needing object's search paths (a CUDA library of the host's toolkit)."""
     from abiprobe.host.ldconfig import profile_from_host
 
-    own = {n for w in wheels for e in w.elf for n in (e.path.rsplit("/", 1)[-1], e.soname) if n}
-    needed = dict.fromkeys(n for w in wheels for e in w.elf for n in e.needed if n not in own)
-    return profile_from_host(needed)
+    return profile_from_host(dict.fromkeys(n for w in wheels for e in w.elf for n in e.needed))
 
 
 def installed_wheels(args: argparse.Namespace) -> list[WheelFacts]:
