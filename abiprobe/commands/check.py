@@ -20,7 +20,9 @@ for the target, 32 no GPU code for the target architecture, 64 metadata / tags /
 (a set a declared requirement blocks sets 64 alone; a set that loads where the target's system has a
 library its profile lacks, status ``system``, sets 4 alone); and 128 when a feature loaded on first use
 will not load (importing works). ``--json`` carries the set's overall ``status`` (every unit), its
-``import_status`` (what the headline says) and ``features``: ok, warn, blocked, fail or unknown.
+``import_status`` (what the headline says) and ``features``: ok, warn, blocked, system, unknown or fail.
+With --installed and neither --profile nor --platform the system is this host, as its loader finds
+libraries (LD_LIBRARY_PATH, /etc/ld.so.cache, its system search path); a profile stands in for another.
 """
 
 from __future__ import annotations
