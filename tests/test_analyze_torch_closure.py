@@ -51,6 +51,7 @@ def torch_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "torch/lib/libgfortran.so.5": stray,
         },
         tag=f"{PY}-{PY}-manylinux_2_28_x86_64",
+        requires_dist=["nvidia-cuda-runtime==13.0.96"],  # a CUDA build, as torch's own wheels declare
     )
 
 

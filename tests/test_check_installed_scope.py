@@ -126,7 +126,7 @@ def test_all_judges_every_extension_and_calls_the_others_optional(
     env: Env, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, data = _check(env, capsys, "--all")
-    assert code == 4 | 8
+    assert code == 128  # `import mpilike` never loads its MPI module: a feature that will not load
     assert _failing(data) == {
         f"mpilike/MPI.mpich{SUFFIX}": [
             "libmpi.so.12 not found: not in the set and not a system library of manylinux_2_28_x86_64 "
@@ -138,7 +138,7 @@ def test_all_judges_every_extension_and_calls_the_others_optional(
 
 def test_package_option_chooses_the_distributions(env: Env, capsys: pytest.CaptureFixture[str]) -> None:
     code, data = _check(env, capsys, "--package", "mpilike")
-    assert (code, data["wheels"]) == (4 | 8, ["mpilike 4.0"])
+    assert (code, data["wheels"]) == (128, ["mpilike 4.0"])
 
 
 def test_package_not_installed_is_a_usage_error(env: Env, capsys: pytest.CaptureFixture[str]) -> None:

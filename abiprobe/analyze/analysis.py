@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from abiprobe.analyze.checks import (
+    cpu_only_verdicts,
     files_verdicts,
     metadata_verdicts,
     provider_verdicts,
@@ -101,18 +102,31 @@ class SetAnalysis:
         return self.status in ("ok", "warn")
 
     @property
+    def import_verdicts(self) -> tuple[Verdict, ...]:
+        """What importing the set's packages decides: the set verdicts and those of units loaded at
+        import or at a time not known (a unit loaded on first use fails later, when it is used)."""
+        units = (v for u in self.units if u.timing != "first_use" for v in u.verdicts)
+        return (*self.set_verdicts, *units)
+
+    @property
     def import_status(self) -> Status:
-        """The status of importing the set's packages: set verdicts and the units loaded at import
-        (a unit loaded on first use fails later, when it is used)."""
-        units = (v for u in self.units if u.timing == "import" for v in u.verdicts)
-        return worst(v.status for v in (*self.set_verdicts, *units))
+        """The status of importing the set's packages (see :attr:`import_verdicts`)."""
+        return worst(v.status for v in self.import_verdicts)
+
+    @property
+    def features(self) -> tuple[UnitAnalysis, ...]:
+        """Units loaded on first use that will not load (a feature that fails when used, while importing
+        the package works): cupy's cuTENSOR module without libcutensor, numba's TBB pool without libtbb."""
+        return tuple(u for u in self.units if u.timing == "first_use" and u.status in ("fail", "system"))
 
     @property
     def first_error(self) -> LoaderMessage | None:
         """The first error the loader reports importing the set: the first unit, in load order, that
         importing the packages loads and that fails to load (else the first failing unit loaded later)."""
         failing = [
-            u for u in self.units if u.loader_message and u.selected is not False and u.status == "fail"
+            u
+            for u in self.units
+            if u.loader_message and u.selected is not False and u.status in ("fail", "system")
         ]
         first = next((u for u in failing if u.timing == "import"), failing[0] if failing else None)
         return first.loader_message if first is not None else None
@@ -164,7 +178,23 @@ def unit_verdicts(sim: LoaderSimulation, result: LoadResult) -> tuple[Verdict, .
         text = f"built for CPython {py[0]}.{py[1]}; the target runs {target.python_tag}"
         verdicts.append(Verdict("tags", "fail", text, result.path, {"extension_python": f"{py[0]}.{py[1]}"}))
     verdicts.extend(gpu_verdicts([obj], target))
-    return tuple(verdicts)
+    return with_system_symbols(tuple(verdicts))
+
+
+def with_system_symbols(verdicts: tuple[Verdict, ...]) -> tuple[Verdict, ...]:
+    """A unit whose missing libraries the target's system would provide (``system``): the symbols found
+    nowhere else may be theirs, so those failures are ``system`` too, saying so."""
+    found = next((v for v in verdicts if v.check == "sonames" and v.status == "system"), None)
+    if found is None:
+        return verdicts
+    libs = ", ".join(p["soname"] for p in found.evidence.get("system", ()))
+    why = f"may be defined by {libs}, which that system would provide"
+    return tuple(
+        replace(v, status="system", explanation=f"{v.explanation} ({why})")
+        if v.check == "symbols" and v.status == "fail"
+        else v
+        for v in verdicts
+    )
 
 
 def never_imported(obj: InstalledObject, target: Target) -> bool:
@@ -180,7 +210,9 @@ def never_imported(obj: InstalledObject, target: Target) -> bool:
 def _demoted(verdicts: tuple[Verdict, ...], why: str) -> tuple[Verdict, ...]:
     """Failures of a unit the running program never loads become warnings that say why."""
     return tuple(
-        replace(v, status="warn", explanation=f"{v.explanation} ({why})") if v.status == "fail" else v
+        replace(v, status="warn", explanation=f"{v.explanation} ({why})")
+        if v.status in ("fail", "system")
+        else v
         for v in verdicts
     )
 
@@ -201,7 +233,7 @@ def _timed(
             why = "which file the package loads, and when, cannot be known statically"
             v = replace(v, status="unknown", explanation=f"{v.explanation} (fails if loaded; {why})",
                         evidence={**v.evidence, "timing": "unknown"})  # fmt: skip
-        elif unit.timing == "first_use" and unit.where and v.status in ("fail", "warn"):
+        elif unit.timing == "first_use" and unit.where and v.status in ("fail", "system", "warn"):
             why = f"on first use: loaded lazily by {unit.where}, not by importing the package"
             v = replace(
                 v, explanation=f"{v.explanation} ({why})", evidence={**v.evidence, "timing": "first_use"}
@@ -312,6 +344,7 @@ def analyze_set(
     set_verdicts += cuda_claim_verdicts(wheels, target)
     judged = {v.subject for u in units for v in u.verdicts if v.check == "gpu_arch"}
     set_verdicts += provider_verdicts(wheels, target, judged)
+    set_verdicts += cpu_only_verdicts(wheels, target)
     return SetAnalysis(
         target=target,
         profile=profile.name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -10,6 +11,7 @@ from packaging.version import InvalidVersion, Version
 from abiprobe.analyze.layout import Layout, dist_label
 from abiprobe.model.facts import WheelFacts, WheelSummary
 from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.sonames import cuda_major_of_soname
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Status, Verdict
 from abiprobe.solve.stack import CompanionRule, PackageLoading, Stack, default_stack, version_error
@@ -280,3 +282,36 @@ def provider_verdicts(
         )
         out.append(Verdict("gpu_arch", "warn", text, str(c.name), {"providers": sorted(present)}))
     return out
+
+
+def cpu_only_verdicts(
+    wheels: Sequence[WheelFacts], target: Target, stack: Stack | None = None
+) -> list[Verdict]:
+    """``gpu_arch`` for a stack distribution with native code and no sign of CUDA in it (a CPU-only
+    ``+cpu`` torch): no GPU code, no CUDA library needed, no CUDA wheel required; nothing of it runs on
+    the target's GPU. A pure-Python member (flashinfer compiles at run time) and one with unread bytes
+    are not judged here."""
+    if target.arch is None:
+        return []
+    stack = stack if stack is not None else default_stack()
+    out: list[Verdict] = []
+    for w in wheels:
+        if stack.role_of(w.metadata.name) is None or not w.elf or w.unread or _has_cuda(w):
+            continue
+        text = (
+            f"{w.metadata.name} {w.metadata.version} is a CPU-only build: none of its {len(w.elf)} "
+            f"binaries carries GPU code or needs a CUDA library; it does not run on sm_{target.arch.sm}"
+        )
+        evidence = {"arch_status": "none", "cpu_only": True}
+        out.append(Verdict("gpu_arch", "fail", text, dist_label(w), evidence))
+    return out
+
+
+def _has_cuda(w: WheelFacts) -> bool:
+    """GPU code, a CUDA library or the driver among its DT_NEEDED, or a CUDA wheel it requires."""
+    if any(e.gpu_code or e.gpu_unread for e in w.elf):
+        return True
+    if any(n == "libcuda.so.1" or cuda_major_of_soname(n) is not None for e in w.elf for n in e.needed):
+        return True
+    names = (re.split(r"[\s;\[<>=!~(]", r.strip(), maxsplit=1)[0] for r in w.metadata.requires_dist)
+    return any(canonicalize_name(n).startswith(("nvidia-", "cuda-")) for n in names if n)

@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from abiprobe.analyze.layout import InstalledObject, Layout
 from abiprobe.analyze.loader import LoadResult, MissingSymbol
 from abiprobe.analyze.profiles import Profile
+from abiprobe.analyze.system_packages import system_packages
 from abiprobe.binary.cxxnames import abi_tag_kind, cxx, split_signature
 from abiprobe.model.sonames import cuda_major_of_soname, providing_wheel, split_soname
 from abiprobe.model.target import CUDA_DRIVER_TABLE, Target
-from abiprobe.model.verdict import Verdict
+from abiprobe.model.verdict import Status, Verdict
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -31,9 +32,21 @@ def soname_verdict(result: LoadResult, layout: Layout, profile: Profile) -> Verd
         return Verdict("sonames", "ok", "every needed library is found", result.path)
     first = missing[0]
     text = _missing_soname_text(first.soname, layout, profile)
-    evidence = {"missing": [{"soname": m.soname, "required_by": m.requirer} for m in missing]}
+    evidence: dict[str, object] = {
+        "missing": [{"soname": m.soname, "required_by": m.requirer} for m in missing]
+    }
     via = "" if first.requirer == result.path else f" (needed by {first.requirer})"
-    return Verdict("sonames", "fail", f"{text}{via}{_more(len(missing) - 1)}", result.path, evidence)
+    status: Status = "fail"
+    packages = [system_packages(m.soname) for m in missing]
+    if not profile.this_host and all(p is not None and not _in_wheels(p.soname) for p in packages):
+        status = "system"  # every missing library is one a distribution package provides
+        evidence["system"] = [p.to_json() for p in packages if p is not None]
+    return Verdict("sonames", status, f"{text}{via}{_more(len(missing) - 1)}", result.path, evidence)
+
+
+def _in_wheels(soname: str) -> bool:
+    """A library the CUDA wheels provide is the set's to bring, not the system's."""
+    return cuda_major_of_soname(soname) is not None or providing_wheel(soname) is not None
 
 
 def _missing_soname_text(soname: str, layout: Layout, profile: Profile) -> str:
@@ -56,6 +69,16 @@ def _missing_soname_text(soname: str, layout: Layout, profile: Profile) -> str:
     wheel = providing_wheel(soname)
     if wheel:
         return f"{soname} not found; {wheel} would provide it"
+    note = profile.note(soname)
+    packages = system_packages(soname)
+    if note:
+        return f"{soname} not found: {note}"
+    if profile.this_host:
+        where = f"{soname} not found by this host's loader"
+        return f"{where} (it is in {packages.text()})" if packages else where
+    if packages is not None:
+        lacks = f"{soname} is not a system library of {profile.name}"
+        return f"{lacks}: loads where the system has it ({packages.text()})"
     return f"{soname} not found: not in the set and not a system library of {profile.name}"
 
 

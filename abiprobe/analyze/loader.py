@@ -16,6 +16,7 @@ import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from abiprobe.analyze.checks import wheel_tags
 from abiprobe.analyze.driver_api import driver_symbol_introduced, is_driver_api_name
 from abiprobe.analyze.layout import InstalledObject, Layout
 from abiprobe.analyze.profiles import DRIVER_SONAME, Profile, SystemLibrary, stable_abi_names
@@ -146,6 +147,17 @@ def bound_imports(facts: ElfFacts) -> list[SymbolImport]:
     return [facts.imports[i] for i in facts.binding_order if i < len(facts.imports)]
 
 
+def abi3_floor(obj: InstalledObject, target: Target) -> tuple[int, int]:
+    """The CPython version whose stable ABI an ``abi3`` extension declares: the lowest ``cpXY`` of its
+    wheel's ``abi3`` tags; the target's Python when no tag says (an abi3 module in a version-tagged wheel)."""
+    floors = []
+    for tag in wheel_tags(obj.wheel):
+        interpreter, _, rest = tag.partition("-")
+        if rest.startswith("abi3-") and interpreter.startswith("cp3") and interpreter[3:].isdigit():
+            floors.append((3, int(interpreter[3:])))
+    return min(floors) if floors else target.python
+
+
 def relocation_order(
     searchlist: Sequence[Provider],
     deps: dict[str, dict[str, Provider]],
@@ -188,7 +200,6 @@ class LoaderSimulation:
         self.timing_of: dict[str, str] = {}  # unit path -> when its package loads it
         self.target = target
         self.profile = profile
-        self._stable = stable_abi_names()
         self.driver = Driver() if profile.driver else None
         self.global_scope: list[Provider] = []
         self.loaded: dict[str, Provider] = {}
@@ -397,11 +408,12 @@ class LoaderSimulation:
             versions.extend(self._check_versions(obj, deps.get(obj.path, {})))
         for obj in new_objects:
             abi3 = obj.extension_python == "abi3"
+            stable = stable_abi_names(abi3_floor(obj, self.target)) if abi3 else None
             for imp in bound_imports(obj.facts):
                 if imp.weak or imp.name in _IGNORED_IMPORTS:
                     continue
                 if is_python_symbol(imp.name):
-                    if abi3 and imp.name not in self._stable:
+                    if stable is not None and imp.name not in stable:
                         non_stable.append(MissingSymbol(obj.path, imp))
                     continue
                 if self.lookup(imp, scope) is not None:

@@ -26,9 +26,12 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from abiprobe.errors import AbiprobeError, UsageError
+
+if TYPE_CHECKING:
+    from abiprobe.binary.bounded import BinaryInput
 
 PROFILE_FORMAT = "abiprobe-profile/1"
 DRIVER_SONAME = "libcuda.so.1"
@@ -79,12 +82,18 @@ class Profile:
     libraries: tuple[SystemLibrary, ...]
     driver: bool = True
     description: str = ""
+    # soname -> why the target does not provide it although a file of that name is there (host profiles)
+    notes: tuple[tuple[str, str], ...] = ()
+    this_host: bool = False  # read from the machine abiprobe runs on (not a target's stand-in)
 
     def library(self, soname: str) -> SystemLibrary | None:
         for lib in self.libraries:
             if lib.soname == soname:
                 return lib
         return None
+
+    def note(self, soname: str) -> str | None:
+        return next((text for name, text in self.notes if name == soname), None)
 
     def has(self, soname: str) -> bool:
         return self.library(soname) is not None or (self.driver and soname == DRIVER_SONAME)
@@ -104,7 +113,7 @@ class Profile:
             if lib.exports is not None:
                 entry["exports"] = {k: sorted(v) for k, v in sorted(lib.exports.items())}
             libs[lib.soname] = entry
-        return {
+        doc: dict[str, Any] = {
             "format": PROFILE_FORMAT,
             "name": self.name,
             "machine": self.machine,
@@ -113,6 +122,11 @@ class Profile:
             "description": self.description,
             "libraries": libs,
         }
+        if self.notes:  # only host profiles have any: the built-in profiles' digests stay as they are
+            doc["notes"] = dict(self.notes)
+        if self.this_host:
+            doc["this_host"] = True
+        return doc
 
 
 def profile_from_json(data: Mapping[str, Any], origin: str = "profile") -> Profile:
@@ -135,6 +149,8 @@ def profile_from_json(data: Mapping[str, Any], origin: str = "profile") -> Profi
             libraries=libs,
             driver=bool(data.get("driver", True)),
             description=str(data.get("description", "")),
+            notes=tuple((str(k), str(v)) for k, v in dict(data.get("notes", {})).items()),
+            this_host=bool(data.get("this_host", False)),
         )
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise ProfileError(f"{origin}: malformed profile ({exc})") from None
@@ -246,14 +262,28 @@ def profile_for(machine: str, glibc: tuple[int, int] | None) -> Profile:
 
 
 @lru_cache(maxsize=1)
-def stable_abi_names() -> frozenset[str]:
-    """CPython Limited API / stable ABI symbol names (abiprobe/data/profiles/stable_abi.json)."""
+def stable_abi_added() -> dict[str, tuple[int, int]]:
+    """Every stable-ABI symbol with the CPython version that added it to the stable ABI
+    (abiprobe/data/profiles/stable_abi.json, taken from CPython's ``Misc/stable_abi.toml``)."""
     text = resources.files("abiprobe").joinpath("data/profiles/stable_abi.json").read_text()
-    return frozenset(json.loads(text)["names"])
+    added: dict[str, list[str]] = json.loads(text)["added"]
+    out: dict[str, tuple[int, int]] = {}
+    for version, names in added.items():
+        major, _, minor = version.partition(".")
+        out.update({name: (int(major), int(minor)) for name in names})
+    return out
 
 
-def library_from_elf_bytes(soname: str, data: bytes, path: str) -> SystemLibrary:
-    """A SystemLibrary from the real bytes of a library: its version definitions and exports."""
+@lru_cache(maxsize=32)
+def stable_abi_names(floor: tuple[int, int] | None = None) -> frozenset[str]:
+    """The stable-ABI symbol names an ``abi3`` extension built for CPython ``floor`` (its tag's ``cpXY``)
+    may use: those added at or before it (every one when None)."""
+    return frozenset(n for n, v in stable_abi_added().items() if floor is None or v <= floor)
+
+
+def library_from_elf_bytes(soname: str, data: BinaryInput, path: str) -> SystemLibrary:
+    """A SystemLibrary from the real bytes of a library (bytes or a seekable stream): its version
+    definitions and exports."""
     from abiprobe.binary.elf import read_elf
 
     facts = read_elf(data, path)

@@ -90,7 +90,7 @@ def _optional(unit: UnitAnalysis) -> UnitAnalysis:
         replace(
             v, explanation=f"{v.explanation} ({OPTIONAL_NOTE})", evidence={**v.evidence, "optional": True}
         )
-        if v.status == "fail"
+        if v.status in ("fail", "system")
         else v
         for v in unit.verdicts
     )

@@ -11,13 +11,21 @@ own dry run says what installing them there would change; the environment it lea
 installed distributions it breaks are named (commands/check_plan). Items may also be ranges, bare names,
 pylock.toml files and -r / -c files (commands/user_items).
 
-Exit status: 0 when no check fails (warnings allowed); 1 for an error, 2 for a usage error, 3 when an index
-could not be read or a wheel's bytes were not read (status unknown) and nothing failed; otherwise the OR
-of these bits, one per failing check family:
+The headline and the exit status follow what importing the packages does: the set's checks and the
+units loaded at import. A unit loaded on first use that will not load (cupy's cuTENSOR module without
+libcutensor) is listed under its own heading, "features that will not load", and sets bit 128 alone.
+
+Exit status: 0 when importing passes every check (warnings allowed); 1 for an error, 2 for a usage error,
+3 when an index could not be read or a wheel's bytes were not read (status unknown) and nothing failed;
+otherwise the OR of these bits, one per failing check family:
 4 a needed library (soname) is missing, 8 an undefined symbol, 16 a symbol version or driver API too new
 for the target, 32 no GPU code for the target architecture, 64 metadata / tags / Requires-Dist / files
-(a set a declared requirement blocks sets 64 alone). ``--json`` carries the set's overall ``status``:
-ok, warn, blocked, fail or unknown.
+(a set a declared requirement blocks sets 64 alone; a set that loads where the target's system has a
+library its profile lacks, status ``system``, sets 4 alone); and 128 when a feature loaded on first use
+will not load (importing works). ``--json`` carries the set's overall ``status`` (every unit), its
+``import_status`` (what the headline says) and ``features``: ok, warn, blocked, system, unknown or fail.
+With --installed and neither --profile nor --platform the system is this host, as its loader finds
+libraries (LD_LIBRARY_PATH, /etc/ld.so.cache, its system search path); a profile stands in for another.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from abiprobe.analyze.analysis import SetAnalysis, analyze_set
+from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
 from abiprobe.analyze.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
 from abiprobe.analyze.torch_abi import TorchRelease
 from abiprobe.commands.known_wheels import add_torch_option
@@ -36,6 +44,7 @@ from abiprobe.commands.options import add_index_options, add_target_options, int
 from abiprobe.errors import UsageError
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
+from abiprobe.model.verdict import STATUS_ORDER
 from abiprobe.report.check_text import render_check
 from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.ui.console import print_all
@@ -56,11 +65,14 @@ EXIT_BITS: dict[str, int] = {
 }
 EXIT_UNKNOWN = 3
 CHECK_KIND = "abiprobe-check"
+EXIT_FEATURES = 128
 _EPILOG = (
-    "exit status: 0 all checks pass (warnings allowed); 1 error; 2 usage; 3 index unreachable or a wheel "
-    "not read (status unknown); otherwise "
+    "exit status (of importing the packages): 0 all checks pass (warnings allowed); 1 error; 2 usage; "
+    "3 index unreachable or a wheel not read (status unknown); otherwise "
     "the OR of 4 missing soname, 8 undefined symbol, 16 symbol version or driver API too new, "
-    "32 no GPU code for the arch, 64 metadata/tags/Requires-Dist/files."
+    "32 no GPU code for the arch, 64 metadata/tags/Requires-Dist/files (status system, loads where the "
+    "target's system has a library its profile lacks: 4 alone); "
+    "128 a feature loaded on first use will not load (importing works)."
 )
 
 
@@ -129,12 +141,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def exit_code(analysis: SetAnalysis) -> int:
-    """The documented exit status: OR of the bits of every failing (or blocking) check."""
+    """The documented exit status: OR of the bits of every check that fails (or blocks) importing, 3
+    when none does and importing is unknown, plus 128 when a feature loaded on first use fails."""
     code = 0
-    for v in analysis.verdicts:
+    for v in analysis.import_verdicts:
         if v.status in ("fail", "blocked"):
             code |= EXIT_BITS.get(v.check, 64)
-    return code
+        elif v.status == "system":
+            code |= EXIT_BITS["sonames"]
+    if code == 0 and analysis.import_status == "unknown":
+        code = EXIT_UNKNOWN
+    return code | (EXIT_FEATURES if analysis.features else 0)
 
 
 def needs_torch(wheels: Sequence[WheelFacts]) -> bool:
@@ -158,6 +175,20 @@ def profile_from_args(args: argparse.Namespace, target: Target) -> Profile:
             return builtin_profile(args.profile)
         return load_profile(Path(args.profile))
     return profile_for(target.machine, target.glibc)
+
+
+def on_this_host(args: argparse.Namespace) -> bool:
+    """An installed environment judged for this machine: no --profile or --platform names another."""
+    return bool(args.installed) and not args.profile and not args.platform
+
+
+def host_profile(wheels: Sequence[WheelFacts]) -> Profile:
+    """This host's loader as the system: every soname the environment's objects need, looked up as ld.so
+    would (LD_LIBRARY_PATH, cache, system search path); one the environment also ships is still looked up,
+    since its copy may be out of the needing object's search paths (a CUDA library of the host's toolkit)."""
+    from abiprobe.host.ldconfig import profile_from_host
+
+    return profile_from_host(dict.fromkeys(n for w in wheels for e in w.elf for n in e.needed))
 
 
 def installed_wheels(args: argparse.Namespace) -> list[WheelFacts]:
@@ -228,6 +259,8 @@ def run(args: argparse.Namespace) -> int:
 
             releases = torch_releases(args.torch, source, target)  # the torch wheels the target would get
     if items is None:
+        if on_this_host(args):
+            profile = host_profile(wheels)
         analysis = scoped(analyze_set(wheels, target, profile, releases), wheels, args)
     else:
         from abiprobe.analyze.analysis import with_unread
@@ -238,16 +271,28 @@ def run(args: argparse.Namespace) -> int:
             analysis = with_closure_error(analysis, items.closure_error, bool(items.index_trouble))
     if args.json:
         doc = analysis.to_json()
+        doc["features"] = [feature_json(u) for u in analysis.features]
         # what was installed to judge (None: an existing environment was read)
         doc["install"] = {**items.to_json(), "closure": not args.no_deps} if items is not None else None
         sys.stdout.write(json_text(envelope(CHECK_KIND, doc)))
     else:
         print_all(render_check(analysis, items.added if items is not None else ()))
     code = exit_code(analysis)
-    if code == 0 and analysis.status == "unknown":
+    if code == EXIT_UNKNOWN:
         say_incomplete(analysis, items, args.json)
-        return EXIT_UNKNOWN
     return code
+
+
+def feature_json(unit: UnitAnalysis) -> dict[str, object]:
+    """A feature that will not load, as ``--json`` lists it: the unit, who loads it, the first reason."""
+    worst_first = sorted(unit.verdicts, key=lambda v: -STATUS_ORDER[v.status])
+    return {
+        "path": unit.path,
+        "dist": unit.dist,
+        "status": unit.status,
+        "where": unit.where,
+        "explanation": worst_first[0].text if worst_first else "",
+    }
 
 
 def _run_planned(args: argparse.Namespace, target: Target, profile: Profile) -> int:
@@ -261,11 +306,17 @@ def _run_planned(args: argparse.Namespace, target: Target, profile: Profile) -> 
 
         with ItemSource.of(args, progress=not args.json) as source:
             releases = torch_releases(args.torch, source, target)
-    analysis, plan = run_planned(args, args.python or sys.executable, target, profile, releases, scoped)
+    host = on_this_host(args)
+
+    def profile_of(wheels: Sequence[WheelFacts]) -> Profile:
+        return host_profile(wheels) if host else profile
+
+    python = args.python or sys.executable
+    analysis, plan = run_planned(args, python, target, profile_of, releases, scoped)
     if plan is not None:
-        dump({**analysis.to_json(), "install": None, "plan": plan})
-    code = exit_code(analysis)
-    return EXIT_UNKNOWN if code == 0 and analysis.status == "unknown" else code
+        dump({**analysis.to_json(), "features": [feature_json(u) for u in analysis.features], "install": None,
+              "plan": plan})  # fmt: skip
+    return exit_code(analysis)
 
 
 def say_incomplete(analysis: SetAnalysis, items: ItemSet | None, json_output: bool) -> None:

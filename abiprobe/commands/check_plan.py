@@ -63,7 +63,7 @@ def run_planned(
     args: argparse.Namespace,
     python: str,
     target: Target,
-    profile: Profile,
+    profile_of: Callable[[Sequence[WheelFacts]], Profile],
     releases: tuple[TorchRelease, ...],
     scoped: Scoper,
 ) -> tuple[SetAnalysis, dict[str, object] | None]:
@@ -78,6 +78,7 @@ def run_planned(
     with ItemSource.of(args, progress=not args.json) as source:
         env = planned_environment(args, python, target, source, prefer)
     names = judged_names(env, target, stack_roots(list(env.after)))
+    profile = profile_of([*env.before, *env.after])  # one system for both sides of the change
     judged = with_unread(analyze_set(env.after, target, profile, releases), env.unread)
     after = _scope(scoped, judged, env.after, args, names)
     before = _scope(scoped, analyze_set(env.before, target, profile, releases), env.before, args, names)

@@ -1,12 +1,13 @@
-"""This machine's system libraries, found through ``ldconfig -p`` and read from their real bytes."""
+"""This machine's system libraries, found as its own ld.so finds them and read from their real bytes."""
 
 from __future__ import annotations
 
-import subprocess
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from abiprobe.analyze.profiles import DRIVER_SONAME, Profile, library_from_elf_bytes
+from abiprobe.analyze.profiles import DRIVER_SONAME, Profile, SystemLibrary, library_from_elf_bytes
+from abiprobe.host.loader_inputs import HostLoader
 
 HOST_LIBRARIES = (
     "libc.so.6",
@@ -23,38 +24,62 @@ HOST_LIBRARIES = (
 )
 
 
-def ldconfig_paths(sonames: Iterable[str]) -> dict[str, Path]:
-    """Where ``ldconfig -p`` says this host keeps each soname (first match of this machine's class)."""
-    try:
-        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        out = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True, check=False).stdout
-    wanted = set(sonames)
-    found: dict[str, Path] = {}
-    for line in out.splitlines():
-        name, _, rest = line.strip().partition(" (")
-        if name in wanted and name not in found and "=>" in rest and ("x86-64" in rest or "64" in rest):
-            found[name] = Path(rest.split("=>", 1)[1].strip())
-    return found
+def ldconfig_paths(sonames: Iterable[str], loader: HostLoader | None = None) -> dict[str, Path]:
+    """Where this host's loader finds each soname it finds (see :class:`HostLoader`)."""
+    loader = loader or HostLoader()
+    found = {s: loader.find(s) for s in dict.fromkeys(sonames)}
+    return {s: hit[0] for s, hit in found.items() if hit is not None}
 
 
-def profile_from_host(sonames: Iterable[str] = HOST_LIBRARIES, driver: bool | None = None) -> Profile:
-    """This machine's libraries, read from their real bytes (versions and exports)."""
+def read_library(soname: str, path: Path) -> SystemLibrary:
+    """A host library from its file: only its loader tables are read (a stream, not the whole file)."""
+    with open(path, "rb") as f:
+        return library_from_elf_bytes(soname, f, str(path))
+
+
+def profile_from_host(
+    sonames: Iterable[str] = (), driver: bool | None = None, loader: HostLoader | None = None
+) -> Profile:
+    """This machine as the system of an installed environment: glibc, libstdc++ and the C runtime, plus
+    every one of ``sonames`` its loader finds, read from their real bytes; a soname that sits in an
+    ld.so.conf directory without being in the loader cache is noted as such."""
     import platform
 
-    paths = ldconfig_paths(sonames)
-    libs = tuple(library_from_elf_bytes(s, p.read_bytes(), str(p)) for s, p in paths.items())
-    libc, version = platform.libc_ver()
-    glibc = None
-    if libc == "glibc" and version.count(".") == 1:
-        major, minor = version.split(".")
-        glibc = (int(major), int(minor))
-    has_driver = driver if driver is not None else bool(ldconfig_paths([DRIVER_SONAME]))
+    loader = loader or HostLoader()
+    wanted = [s for s in dict.fromkeys((*HOST_LIBRARIES, *sonames)) if s != DRIVER_SONAME]
+    libs: list[SystemLibrary] = []
+    notes: list[tuple[str, str]] = []
+    for soname in wanted:
+        hit = loader.find(soname)
+        if hit is not None:
+            try:
+                libs.append(read_library(soname, hit[0]))
+            except (OSError, ValueError) as exc:
+                notes.append((soname, f"{hit[0]} could not be read ({exc})"))
+            continue
+        stale = loader.uncached(soname)
+        if stale is not None:
+            notes.append((soname, f"{stale} is in a directory of {loader.conf} but not in the loader cache "
+                          f"{loader.cache}: ld.so does not find it until ldconfig is run"))  # fmt: skip
+    libc = next((lib for lib in libs if lib.soname == "libc.so.6"), None)
+    has_driver = driver if driver is not None else loader.find(DRIVER_SONAME) is not None
     return Profile(
         name="host",
         machine=platform.machine(),
-        glibc=glibc,
-        libraries=libs,
+        glibc=_glibc_of(libc),
+        libraries=tuple(libs),
         driver=has_driver,
-        description="read from this machine's libraries (ldconfig -p)",
+        description=loader.describe(),
+        notes=tuple(notes),
+        this_host=True,
     )
+
+
+def _glibc_of(libc: SystemLibrary | None) -> tuple[int, int] | None:
+    """The newest GLIBC_2.x version node the host's libc defines: its glibc release."""
+    if libc is None:
+        return None
+    found = [
+        tuple(map(int, m.groups())) for v in libc.versions if (m := re.fullmatch(r"GLIBC_(\d+)\.(\d+)", v))
+    ]
+    return max(found) if found else None  # type: ignore[return-value]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import keyword
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -99,7 +100,13 @@ def top_level_of(paths: Iterable[str]) -> set[str]:
             tops.add(first[:-3])
         elif ".so" in first and not first.startswith("lib"):
             tops.add(first.split(".", 1)[0])
-    return tops
+    return importable(tops)
+
+
+def importable(names: Iterable[str]) -> set[str]:
+    """The names ``import`` can take: identifiers, not keywords, not ``__pycache__``-like dunders (a
+    vendored-library folder such as ``numpy.libs`` or a ``foo-bar`` directory is not a module)."""
+    return {n for n in names if n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("__")}
 
 
 def facts_from_members(

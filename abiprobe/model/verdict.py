@@ -8,12 +8,14 @@ from typing import Any, Literal
 
 from abiprobe.binary.cxxnames import render_text
 
-Status = Literal["ok", "warn", "blocked", "unknown", "fail"]
+Status = Literal["ok", "warn", "blocked", "system", "unknown", "fail"]
 # Severity, least first. ``blocked``: the loader checks pass but a declared requirement forbids the set;
+# ``system``: it loads where the target's system has a library its profile lacks, which a distribution
+# package provides (evidence ``system`` names the soname and the packages);
 # ``unknown``: bytes a check needs were not read, so the set may load or not (never ok, never warn);
-# ``fail``: a check that was made failed, which no unread byte can undo.
-STATUS_ORDER: dict[str, int] = {"ok": 0, "warn": 1, "blocked": 2, "unknown": 3, "fail": 4}
-STATUSES: tuple[Status, ...] = ("ok", "warn", "blocked", "unknown", "fail")
+# ``fail``: a check that was made failed, which no unread byte and no system library can undo.
+STATUS_ORDER: dict[str, int] = {"ok": 0, "warn": 1, "blocked": 2, "system": 3, "unknown": 4, "fail": 5}
+STATUSES: tuple[Status, ...] = ("ok", "warn", "blocked", "system", "unknown", "fail")
 
 # Check names, in the order reports list them.
 CHECKS = (
@@ -79,7 +81,7 @@ def _canonical(value: Any) -> Any:
 
 
 def worst(statuses: Iterable[str]) -> Status:
-    """The most severe status of several (fail > unknown > blocked > warn > ok); ok for none."""
+    """The most severe status of several (fail > unknown > system > blocked > warn > ok); ok for none."""
     result: Status = "ok"
     for s in statuses:
         if STATUS_ORDER[s] > STATUS_ORDER[result]:
@@ -108,7 +110,7 @@ def unsettled(verdicts: Iterable[Verdict], unread: Iterable[str]) -> list[Verdic
         return list(verdicts)
     out = []
     for v in verdicts:
-        if v.status == "fail" and v.check in PROVIDED_CHECKS:
+        if v.status in ("fail", "system") and v.check in PROVIDED_CHECKS:
             text = f"{v.explanation} (unsettled: {names} could not be read and may provide it)"
             v = Verdict(v.check, "unknown", text, v.subject, {**v.evidence, "unread": names})
         out.append(v)

@@ -19,6 +19,7 @@ from packaging.utils import canonicalize_name
 
 from abiprobe.errors import UsageError
 from abiprobe.host.installed import InstalledDist, installed_distributions
+from abiprobe.host.wheel import importable
 from abiprobe.probe.execute import PreparedSet, RunContext, run_fresh
 from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet
 from abiprobe.probe.parallel import dist_name, refuse_bomb
@@ -55,7 +56,7 @@ def installed_stack_order(python: str) -> tuple[str, ...]:
     members = [d.facts.metadata for d in installed if stack.role_of(d.facts.metadata.name) is not None]
     rank = {name: i for i, name in enumerate(stack.project_names())}
     members.sort(key=lambda m: rank.get(canonicalize_name(m.name), len(rank)))
-    return tuple(dict.fromkeys(top for m in members for top in sorted(m.top_level)))
+    return tuple(dict.fromkeys(top for m in members for top in sorted(importable(m.top_level))))
 
 
 def probe_environment(

@@ -18,6 +18,7 @@ from typing import Any
 from abiprobe import __version__
 from abiprobe.binary.cuda_arch import parse_known_arch
 from abiprobe.errors import UsageError
+from abiprobe.host.wheel import importable
 from abiprobe.model.verdict import Verdict, worst
 from abiprobe.report.jsondoc import load_versioned
 from abiprobe.report.matrix_json import wheel_entry
@@ -54,7 +55,7 @@ _JOB_WHEEL_FIELDS = ("name", "version", "filename", "url", "sha256")
 
 
 def _tops(w: StackCandidate) -> tuple[str, ...]:
-    return w.summary.metadata.top_level if w.summary is not None else ()
+    return tuple(sorted(importable(w.summary.metadata.top_level))) if w.summary is not None else ()
 
 
 def _selected(doc: dict[str, Any], cells: CellSelection) -> list[dict[str, Any]]:

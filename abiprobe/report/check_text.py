@@ -10,16 +10,45 @@ from rich.markup import escape
 from rich.table import Table
 
 from abiprobe.analyze.analysis import SetAnalysis
+from abiprobe.model.verdict import CHECKS, STATUS_ORDER
 from abiprobe.report.lines import Line, Part
 from abiprobe.solve.install import AddedWheel
 
-STYLE = {"ok": "green", "warn": "yellow", "blocked": "blue", "unknown": "magenta", "fail": "red"}
+STYLE = {
+    "ok": "green",
+    "warn": "yellow",
+    "blocked": "blue",
+    "system": "cyan",
+    "unknown": "magenta",
+    "fail": "red",
+}
+
+
+def _needs(analysis: SetAnalysis) -> str:
+    """The system libraries the set needs, with the packages that ship them (from ``system`` evidence)."""
+    found: dict[str, str] = {}
+    for v in analysis.import_verdicts:
+        for p in v.evidence.get("system", ()) if v.status == "system" else ():
+            found.setdefault(
+                p["soname"], f"{p['soname']} (Debian/Ubuntu: {p['debian']}; RHEL family: {p['rhel']})"
+            )
+    return ", ".join(found.values())
+
+
+def _verdict_line(analysis: SetAnalysis) -> str:
+    """What importing the set does, with the worst status of each check that decides it."""
+    worst: dict[str, str] = {}
+    for v in analysis.import_verdicts:
+        if STATUS_ORDER[v.status] >= STATUS_ORDER[worst.get(v.check, "ok")]:
+            worst[v.check] = v.status
+    checks = ", ".join(f"{c} {worst[c]}" for c in CHECKS if c in worst)
+    status = analysis.import_status
+    head = status.upper() if status != "system" else f"LOADS WHERE THE SYSTEM HAS {escape(_needs(analysis))}"
+    return f"[{STYLE[status]}]{head}[/{STYLE[status]}] {checks}"
 
 
 def render_check(analysis: SetAnalysis, added: Sequence[AddedWheel] = ()) -> list[Part]:
-    checks = ", ".join(f"{c} {s}" for c, s in analysis.worst_by_check().items())
-    status = analysis.status
-    verdict = f"[{STYLE[status]}]{status.upper()}[/{STYLE[status]}] {checks}"
+    verdict = _verdict_line(analysis)
     parts: list[Part] = [verdict, f"target {analysis.target.key()}  profile {analysis.profile}"]
     named = [w for w in analysis.wheels if w not in {a.label for a in added}]
     parts.append("set: " + ", ".join(named))
@@ -35,7 +64,8 @@ def render_check(analysis: SetAnalysis, added: Sequence[AddedWheel] = ()) -> lis
         parts.append(Line(f"  {first.text}", markup=False, soft_wrap=True))
         if first.via:
             parts.append(f"  (loaded by {first.via}, which may re-raise it in its own words)")
-    problems = analysis.failures()
+    feature_paths = {u.path for u in analysis.features}
+    problems = [v for v in analysis.failures() if v.subject not in feature_paths]
     if problems:
         table = Table(show_lines=False)
         for col in ("status", "check", "subject", "explanation"):
@@ -50,6 +80,13 @@ def render_check(analysis: SetAnalysis, added: Sequence[AddedWheel] = ()) -> lis
             declared = "none" if r["declared"] is None else f"torch{r['declared']}"
             text = f"torch range of {v.subject}: {r['kind']} ABI, {r['range']}; declared {declared}"
             parts.append(Line(f"{text}: {r['verdict']}", markup=False))
-    if added or problems:
+    if analysis.features:
+        parts.append(
+            f"features that will not load ({len(analysis.features)}; loaded on first use, importing works):"
+        )
+        for u in analysis.features:
+            why = next((v.text for v in u.verdicts if v.status == u.status), "")
+            parts.append(Line(f"  {u.path} ({u.dist}): {why}", markup=False, soft_wrap=True))
+    if added or problems or analysis.features:
         parts.append(verdict)
     return parts

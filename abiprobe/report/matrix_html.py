@@ -20,7 +20,7 @@ h1{font-size:1.3em}table.grid{border-collapse:collapse;margin:1em 0}
 .grid th,.grid td{border:1px solid #ccc;padding:4px 8px;text-align:center;white-space:nowrap}
 .grid th.rowh{text-align:left}td.cell{cursor:pointer}
 .ok{background:#c8efc8}.warn{background:#fbe7a6}.blocked{background:#cfd8f7}.fail{background:#f6b3b3}
-.unknown{background:#ddd}
+.unknown{background:#ddd}.system{background:#c9ecf2}
 td.chosen{outline:3px solid #1a56db;outline-offset:-3px}.hidden{display:none}
 #details{border:1px solid #999;padding:.6em;margin-top:1em;min-height:2em;white-space:pre-wrap}
 .filters label{margin-right:1em}small{color:#555}

@@ -12,6 +12,7 @@ SYMBOL = {
     "ok": "✅ ok",
     "warn": "⚠️ warn",
     "blocked": "🚧 blocked",
+    "system": "🧩 needs a system library",
     "fail": "❌ fail",
     "unknown": "❔ unknown",
 }

@@ -9,7 +9,14 @@ from rich.table import Table
 
 from abiprobe.report.matrix_json import axis_ids, title_of
 
-_COLOUR = {"ok": "green", "warn": "yellow", "blocked": "blue", "fail": "red", "unknown": "dim"}
+_COLOUR = {
+    "ok": "green",
+    "warn": "yellow",
+    "blocked": "blue",
+    "system": "cyan",
+    "fail": "red",
+    "unknown": "dim",
+}
 
 
 def render_table(doc: dict[str, Any]) -> list[RenderableType]:

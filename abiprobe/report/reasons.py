@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 # worst first: a failure is what a reader looks for, a warning is the least of it
-SEVERITY = {"fail": 0, "unknown": 1, "blocked": 2, "warn": 3, "ok": 4}
+SEVERITY = {"fail": 0, "unknown": 1, "system": 2, "blocked": 3, "warn": 4, "ok": 5}
 COLLAPSE_AFTER = 3  # more reasons than this are shown collapsed (<details>)
 
 

@@ -124,7 +124,7 @@ def _cell_label(c: dict[str, Any]) -> str:
 
 def rejected(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Cells that did not pass, worst first, with the checks that failed and the explanation."""
-    order = {"fail": 0, "unknown": 1, "blocked": 2, "warn": 3}
+    order = {"fail": 0, "unknown": 1, "system": 2, "blocked": 3, "warn": 4}
     bad = [c for c in doc["cells"] if c["status"] != "ok"]
     bad.sort(key=lambda c: order.get(c["status"], 3))
     return [

@@ -10,7 +10,7 @@ _CSS = (
     "table{border-collapse:collapse;margin:.5em 0}"
     "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}"
     "pre{background:#f6f6f6;padding:1em;overflow:auto}.ok{color:#17803d}.fail{color:#b42318}"
-    ".warn{color:#a15c00}.blocked{color:#2940a8}.unknown{color:#666}"
+    ".warn{color:#a15c00}.blocked{color:#2940a8}.system{color:#0e7490}.unknown{color:#666}"
 )
 
 

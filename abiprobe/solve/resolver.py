@@ -109,7 +109,7 @@ def rules_out(status: str, *, honour_pins: bool = True) -> bool:
     """Whether a verdict keeps a group (or a pair) out of the chosen set: a failure, or no verdict at all
     (a wheel that could not be read was not checked, so it cannot be the answer to "what passes"), or,
     while declared requirements are honoured, a set one of them forbids."""
-    return status in ("fail", "unknown") or (honour_pins and status == "blocked")
+    return status in ("fail", "unknown", "system") or (honour_pins and status == "blocked")
 
 
 def build_picks(
