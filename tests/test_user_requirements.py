@@ -166,3 +166,15 @@ def test_a_bad_requirements_line_is_one_error_naming_it(tmp_path: Path, line: st
     path.write_text(f"ok-pkg\n{line}")
     with pytest.raises(UsageError, match=rf"reqs.txt:2: .*{message}"):
         parse_requirements_file(str(path), lambda p: Path(p).read_text())
+
+
+def test_a_requirements_file_given_as_an_item_is_read_as_with_dash_r(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a requirements file that holds dep below 2.5 (the way the pre-commit hook passes a changed file)
+    reqs = tmp_path / "requirements-gpu.txt"
+    reqs.write_text("dep<2.5\n")
+    # WHEN the file itself is the item
+    doc = check(server, tmp_path, capsys, str(reqs))
+    # THEN its requirement is what is resolved and judged, as `-r FILE` would
+    assert doc["wheels"] == ["dep 2.0"]

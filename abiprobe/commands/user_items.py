@@ -97,6 +97,12 @@ def is_pylock(text: str) -> bool:
     return bool(_PYLOCK.match(Path(text).name)) and Path(text).is_file()
 
 
+def is_requirements_file(text: str) -> bool:
+    """An item naming an existing ``.txt`` file is read as ``-r`` reads it (``check requirements.txt``,
+    and the pre-commit hook, which passes the changed files as items)."""
+    return text.endswith(".txt") and Path(text).is_file()
+
+
 def _is_exact_text(text: str) -> bool:
     path = Path(text)
     return (
@@ -158,6 +164,8 @@ def user_items(texts: Sequence[str], args: argparse.Namespace, target: Target) -
     for text in texts:
         if is_pylock(text):
             exact += _locked_items(text, target)
+        elif is_requirements_file(text):
+            parsed.append(parse_requirements_file(text, read, os.environ))
         elif _is_exact_text(text):
             exact.append(text)
         else:
@@ -165,7 +173,8 @@ def user_items(texts: Sequence[str], args: argparse.Namespace, target: Target) -
                 req = UserRequirement(text, "the command line", Requirement(text))
             except InvalidRequirement:
                 raise UsageError(
-                    f"{text}: not a .whl file, a directory, a wheel URL, a pylock.toml or a requirement"
+                    f"{text}: not a .whl file, a directory, a wheel URL, a pylock.toml, a requirements "
+                    "file (.txt) or a requirement"
                 ) from None
             parsed.append(RequirementsInput(requirements=(req,)))
     constraints: list[Requirement] = []
