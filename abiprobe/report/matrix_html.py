@@ -22,6 +22,10 @@ h1{font-size:1.3em}table.grid{border-collapse:collapse;margin:1em 0}
 .ok{background:#c8efc8}.warn{background:#fbe7a6}.blocked{background:#cfd8f7}.fail{background:#f6b3b3}
 .unknown{background:#ddd}.system{background:#c9ecf2}
 td.chosen{outline:3px solid #1a56db;outline-offset:-3px}.hidden{display:none}
+.mark{display:inline-block;background:#1a56db;color:#fff;border-radius:3px;padding:0 4px;font-size:.85em}
+td.cell small.reason{display:block;max-width:22em;overflow:hidden;text-overflow:ellipsis;color:#333}
+table.legend{border-collapse:collapse;margin:.5em 0}.legend td{padding:2px 8px;border:1px solid #ccc}
+p.use{font-size:1.1em;border-left:4px solid #1a56db;padding-left:.6em}
 #details{border:1px solid #999;padding:.6em;margin-top:1em;min-height:2em;white-space:pre-wrap}
 .filters label{margin-right:1em}small{color:#555}
 """
@@ -65,6 +69,13 @@ _JS = """
     td.addEventListener('click', function(){ show(td); });
   });
   apply();
+  var opened = /^#cell=(.*)$/.exec(location.hash);
+  if (opened) {
+    var want = decodeURIComponent(opened[1]);
+    document.querySelectorAll('td.cell').forEach(function(td){
+      if (td.dataset.row + '|' + td.dataset.col === want) { td.click(); }
+    });
+  }
   document.body.dataset.ready = 'yes';
 })();
 """
@@ -88,9 +99,10 @@ def render_html(doc: dict[str, Any]) -> str:
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
-        "<p>"
+        "<p class='use'>"
         + (
-            "Chosen set: " + ", ".join(f"<code>{escape(v)}</code>" for v in chosen.values())
+            "Use this set (<span class='mark'>★ chosen</span> in the grid, the newest that passes every "
+            "check): " + ", ".join(f"<code>{escape(v)}</code>" for v in chosen.values())
             if chosen
             else "No passing set. " + escape("; ".join(doc["conflicts"]))
         )
@@ -107,6 +119,7 @@ def render_html(doc: dict[str, Any]) -> str:
         "<label>check <select id='check'><option value=''>any</option>",
         *[f"<option value='{escape(c)}'>{escape(c)}</option>" for c in checks],
         "</select></label><label>text <input id='text' type='search'></label></div>",
+        _legend(),
         "<table class='grid'><thead><tr>",
         f"<th>{escape(axes['rows'])} \\ {escape(axes['cols'] or '')}</th>",
         *[f"<th>{escape(c or '')}</th>" for c in cols],
@@ -122,10 +135,13 @@ def render_html(doc: dict[str, Any]) -> str:
             picks = [ch["chosen"] for ch in cell["choices"] if ch["chosen"]]
             is_chosen = bool(chosen_members) and set(cell["members"]) <= chosen_members
             cls = f"cell {cell['status']}" + (" chosen" if is_chosen else "")
+            reasons = _cell_reason_lines(doc, cell)
+            mark = "<span class='mark'>★ chosen</span> " if is_chosen else ""
             parts.append(
                 f"<td class='{cls}' data-row='{escape(r)}' data-col='{escape(col or '')}' "
-                f"title='{escape(cell['explanation'])}'>{escape(cell['status'])}"
+                f"title='{escape(chr(10).join(reasons))}'>{mark}{escape(cell['status'])}"
                 + "".join(f"<br><small>{escape(p)}</small>" for p in picks)
+                + f"<small class='reason'>{escape(_shortened(reasons[0]))}</small>"
                 + "</td>"
             )
         parts.append("</tr>")
@@ -139,6 +155,37 @@ def render_html(doc: dict[str, Any]) -> str:
         f"<script>{_JS}</script></body></html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+# What each status promises, in the words the legend shows.
+MEANINGS = {
+    "ok": "loads and passes every check",
+    "warn": "loads and runs; something is worth knowing (the reason says what)",
+    "blocked": "would load, but a declared requirement forbids the set",
+    "unknown": "not enough was read to tell; never taken as passing",
+    "fail": "will not load or will not run on this target",
+}
+REASON_CHARS = 70  # the first reason as shown inside a cell; the whole text is in its tooltip and details
+
+
+def _legend() -> str:
+    rows = "".join(
+        f"<tr><td class='{s}'>{s}</td><td>{escape(MEANINGS.get(s, s))}</td></tr>" for s in STATUSES
+    )
+    chosen = "<tr><td><span class='mark'>★ chosen</span></td><td>the set to use</td></tr>"
+    return f"<table class='legend'><caption>Legend</caption>{rows}{chosen}</table>"
+
+
+def _cell_reason_lines(doc: dict[str, Any], cell: dict[str, Any]) -> list[str]:
+    """Every reason of a cell as one line each, worst first; an ok cell's line says it passes."""
+    if cell["status"] == "ok":
+        return [MEANINGS["ok"]]
+    return [reason_text(r).split(" ", 1)[1] if r.get("check") else r["explanation"]
+            for r in cell_reasons(doc, cell)]  # fmt: skip
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1].rstrip() + "…"
 
 
 def _notes(doc: dict[str, Any]) -> str:
