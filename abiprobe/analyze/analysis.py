@@ -28,11 +28,18 @@ from abiprobe.analyze.layout import InstalledObject, dist_label
 from abiprobe.analyze.loader import LoaderSimulation, LoadResult
 from abiprobe.analyze.profiles import Profile
 from abiprobe.analyze.torch_abi import TorchRelease, torch_range_verdicts
+from abiprobe.analyze.unit_outcomes import (
+    caught_verdicts,
+    judged_native_verdicts,
+    tried_before,
+    virtual_outcome,
+)
 from abiprobe.analyze.units import PlannedUnit, Timing
 from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import CHECKS, STATUS_ORDER, Status, Verdict, unread_verdicts, unsettled, worst
+from abiprobe.solve.stack import PackageLoading
 
 ANALYSIS_SCHEMA_VERSION = 1
 
@@ -47,8 +54,9 @@ class UnitAnalysis:
     verdicts: tuple[Verdict, ...]
     selected: bool | None = None  # False: the package would not load it on the target GPU
     loader_message: LoaderMessage | None = None  # the loader's first error loading it, as printed
-    timing: Timing = "import"  # when the package loads it: at import, on first use, or not known
+    timing: Timing = "import"  # when the package loads it: at import, on first use, optional, not known
     where: str = ""  # the package's code that loads it (``pkg/ext.py line 12``), when read
+    note: str = ""  # how the package chose it (a computed name, a candidate of a list), or why not known
 
     @property
     def status(self) -> Status:
@@ -63,6 +71,7 @@ class UnitAnalysis:
             "selected": self.selected,
             "timing": self.timing,
             "where": self.where,
+            "note": self.note,
             "loader_message": self.loader_message.to_json() if self.loader_message else None,
             "verdicts": [v.to_json() for v in self.verdicts],
         }
@@ -206,7 +215,15 @@ def _timed(
     return tuple(out)
 
 
-def _unit(sim: LoaderSimulation, unit: PlannedUnit | None, result: LoadResult) -> UnitAnalysis:
+def _unit(
+    sim: LoaderSimulation,
+    unit: PlannedUnit | None,
+    result: LoadResult | None,
+    done: Sequence[UnitAnalysis] = (),
+) -> UnitAnalysis:
+    if result is None:
+        assert unit is not None
+        return _virtual(sim, unit, done)
     obj = sim.layout.objects[result.path]
     verdicts = unit_verdicts(sim, result)
     if unit is not None:
@@ -230,8 +247,36 @@ def _unit(sim: LoaderSimulation, unit: PlannedUnit | None, result: LoadResult) -
     if message is not None:
         verdicts = _with_message(verdicts, message)
     timing: Timing = "import" if unit is None else unit.timing
+    if unit is not None and unit.caught:
+        verdicts, timing = caught_verdicts(verdicts, unit), "optional"
+    note = _note(unit, done) if unit is not None else ""
     return UnitAnalysis(
-        result.path, obj.dist, kind, verdicts, selected, message, timing, unit.where if unit else ""
+        result.path, obj.dist, kind, verdicts, selected, message, timing, unit.where if unit else "", note
+    )
+
+
+def _note(unit: PlannedUnit, done: Sequence[UnitAnalysis]) -> str:
+    """The unit's own note, and the candidates the package tried before it that failed."""
+    tried = "; ".join(f"{k.split(':', 1)[-1] if k.startswith('soname:') else k}: {m}"
+                      for k, m in tried_before(unit, done))  # fmt: skip
+    parts = [unit.note, f"loaded after earlier candidates failed ({tried})" if tried else ""]
+    return "; ".join(p for p in parts if p)
+
+
+def _virtual(sim: LoaderSimulation, unit: PlannedUnit, done: Sequence[UnitAnalysis]) -> UnitAnalysis:
+    """A unit with no object of the set behind it (a file the set lacks, a bare name, a path not
+    followed, the package's own ``raise``)."""
+    out = virtual_outcome(sim, unit, done)
+    verdicts, timing = out.verdicts, unit.timing
+    if unit.caught:
+        verdicts, timing = caught_verdicts(verdicts, unit), "optional"
+    elif timing == "first_use" and unit.where:
+        why = f"on first use: loaded lazily by {unit.where}, not by importing the package"
+        verdicts = tuple(replace(v, explanation=f"{v.explanation} ({why})") if v.status != "ok" else v
+                         for v in verdicts)  # fmt: skip
+    path = unit.path.split(":", 1)[1] if unit.how in ("soname", "unresolved", "raise") else unit.path
+    return UnitAnalysis(
+        path, out.dist, out.kind, verdicts, None, out.message, timing, unit.where, _note(unit, done)
     )
 
 
@@ -283,11 +328,16 @@ def analyze_set(
     target: Target,
     profile: Profile,
     torch_releases: Sequence[TorchRelease] = (),
+    rules: Sequence[PackageLoading] | None = None,
 ) -> SetAnalysis:
     """Every check of a candidate set under a target: pure, no I/O. ``torch_releases``: torch releases
-    known besides the set's own, against which each kernel wheel's torch range is judged."""
-    sim = LoaderSimulation(wheels, target, profile)
-    units = spare_partial_gpu([_unit(sim, unit, r) for unit, r in sim.load_all()])
+    known besides the set's own, against which each kernel wheel's torch range is judged; ``rules``: the
+    stack's loading data (default: the built-in stack's)."""
+    sim = LoaderSimulation(wheels, target, profile, rules)
+    done: list[UnitAnalysis] = []
+    for unit, r, _ in sim.load_all():
+        done.append(_unit(sim, unit, r, done))
+    units = spare_partial_gpu(done)
     units = [u for u in units if u.kind != "preloaded" or u.status != "ok"]
     set_verdicts: list[Verdict] = [
         *metadata_verdicts(wheels),
@@ -295,6 +345,7 @@ def analyze_set(
         *requires_verdicts(wheels, target),
         *files_verdicts(sim.layout),
         *unreadable_verdicts(wheels),
+        *judged_native_verdicts(sim, done),
     ]
     set_verdicts += torch_range_verdicts(wheels, torch_releases)
     set_verdicts += cuda_claim_verdicts(wheels, target)
@@ -363,8 +414,10 @@ def analyze_extension(
         base = LoaderSimulation(providers, target, profile)
         _SIMULATIONS[sim_key] = base
     sim = base.with_wheel(wheel)
-    loaded = [(u, sim.load_unit(u)) for u in sim.plan([wheel])]
-    units = tuple(spare_partial_gpu([_unit(sim, u, r) for u, r in loaded]))
+    done: list[UnitAnalysis] = []
+    for u, r, _ in sim.load_plan(sim.plan([wheel])):
+        done.append(_unit(sim, u, r, done))
+    units = tuple(spare_partial_gpu(done))
     if cache is not None:
         cache[key] = units
     return units

@@ -17,16 +17,19 @@ import fnmatch
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from packaging.utils import canonicalize_name
 
 from abiprobe.analyze.layout import InstalledObject, Layout
-from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts
+from abiprobe.analyze.runtime import TOKEN, CannotEvaluate, RuntimeValues, evaluate, substitute
+from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts, all_events
 from abiprobe.solve.stack import PackageLoading
 
-Timing = Literal["import", "first_use", "unknown"]
+Timing = Literal["import", "first_use", "unknown", "optional"]
+Cond = tuple[tuple[str, bool], ...]  # (unit key, whether it loaded) that must all hold for a unit to load
+_MAX_PATHS = 16
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*\}")
 _EXT_TAIL = re.compile(r"\.(?:cpython-[^.]+|abi3|pypy[^.]*)?\.?so$")
 
@@ -34,17 +37,28 @@ _EXT_TAIL = re.compile(r"\.(?:cpython-[^.]+|abi3|pypy[^.]*)?\.?so$")
 @dataclass(frozen=True)
 class PlannedUnit:
     """One object the package loads: how (``import``: an extension module; ``path``: by path through
-    ``api``), when, and where in the package's code."""
+    ``api``; ``soname``: a bare name the system's search finds; ``absent``: a computed path the set does
+    not have; ``unresolved``: a path abiprobe cannot follow; ``raise``: the package's own error), when,
+    where in the package's code, and the outcomes of earlier units it runs after (``when``)."""
 
     path: str
     how: str
     timing: Timing
     where: str = ""
     api: str = ""
+    when: Cond = ()
+    caught: bool = False  # a handler of the package catches its failure (the package goes on)
+    note: str = ""  # how its name was computed, or why it cannot be followed
+    raises: str = ""  # raise: the line Python prints ("RuntimeError: ..."); "" re-raises the caught error
 
     @property
     def by_path(self) -> bool:
-        return self.how == "path"
+        return self.how in ("path", "soname", "absent", "unresolved")
+
+    @property
+    def loads_object(self) -> bool:
+        """Whether the unit is an object of the layout the loader simulation loads."""
+        return self.how in ("import", "path")
 
 
 def module_of_extension(path: str) -> str | None:
@@ -78,9 +92,19 @@ def _glob(pattern: str) -> re.Pattern[str]:
 
 
 class _Planner:
-    def __init__(self, layout: Layout, wheels: Sequence[WheelFacts], rules: Sequence[PackageLoading]) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        wheels: Sequence[WheelFacts],
+        rules: Sequence[PackageLoading],
+        values: RuntimeValues | None = None,
+    ) -> None:
         self.layout = layout
         self.rules = tuple(rules)
+        self.values = values
+        self.cond: Cond = ()
+        self.tries: list[tuple[frozenset[str], list[tuple[str, Cond]]]] = []  # catches, failures
+        self.note = ""
         self.modules: dict[str, PyModule] = {}
         for w in wheels:
             for m in w.python or ():
@@ -100,9 +124,24 @@ class _Planner:
         self._explored: set[tuple[str, str, tuple[tuple[str, str], ...], Timing]] = set()
         self._cut = False
 
-    def add(self, path: str, how: str, timing: Timing, where: str, api: str = "") -> None:
-        if path not in self.units:
-            self.units[path] = PlannedUnit(path, how, timing, where, api)
+    def add(self, path: str, how: str, timing: Timing, where: str, api: str = "", note: str = "") -> None:
+        if path in self.units:
+            return
+        kind = "ImportError" if how == "import" else "OSError"
+        caught = self._caught(kind)
+        self.units[path] = PlannedUnit(
+            path, how, timing, where, api, self.cond, caught is not None, note or self.note
+        )
+        if caught is not None:
+            caught.append((kind, (*self.cond, (path, False))))
+            self.cond = (*self.cond, (path, True))
+
+    def _caught(self, kind: str) -> list[tuple[str, Cond]] | None:
+        """The failures list of the innermost ``try`` whose handlers catch ``kind``, or None."""
+        for names, failures in reversed(self.tries):
+            if names & _CATCHING[kind]:
+                return failures
+        return None
 
     def import_module(self, name: str, timing: Timing, where: str) -> None:
         if not _literal_head(name.split(".")[0]):
@@ -128,65 +167,225 @@ class _Planner:
         if module is None:
             return
         self.imported.add(name)
-        self.run(module, module.events, timing, {})
+        self._nested(module, module.events, timing, {})
 
-    def run(self, module: PyModule, events: Sequence[PyEvent], timing: Timing, args: dict[str, str]) -> None:
+    def _nested(
+        self, module: PyModule, events: Sequence[PyEvent], timing: Timing, args: dict[str, str]
+    ) -> _Exits:
+        """Run a module's or a function's events; the path it ends on goes on where it was called."""
+        exits = self.run(module, events, timing, args)
+        ends = exits.next + exits.ret
+        self.cond = ends[0] if ends else self.cond
+        return exits
+
+    def run(
+        self,
+        module: PyModule,
+        events: Sequence[PyEvent],
+        timing: Timing,
+        args: dict[str, str],
+        live: list[Cond] | None = None,
+    ) -> _Exits:
+        """The events in order on every path the code can take (``live``: the conditions of each)."""
+        paths = [self.cond] if live is None else live
+        exits = _Exits()
         for e in events:
-            where = f"{module.path} line {e.line}"
-            if e.kind == "import":
-                self.import_module(_bind(e.target, args), timing, where)
-            elif e.kind == "load":
-                self.load(_bind(e.target, args), e.api, timing, where)
-            elif e.kind == "call":
-                self.call(module, e, timing)
+            after: list[Cond] = []
+            for cond in paths:
+                self.cond = cond
+                out = self.event(module, e, timing, args)
+                after += out.next
+                exits.add(out)
+            paths = list(dict.fromkeys(after))[:_MAX_PATHS]
+            if not paths:
+                break
+        exits.next = paths
+        return exits
 
-    def load(self, pattern: str, api: str, timing: Timing, where: str) -> None:
+    def event(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str]) -> _Exits:
+        where = f"{module.path} line {e.line}"
+        out = _Exits()
+        if e.kind == "import":
+            self.import_module(self._value(_bind(e.target, args), where)[0], timing, where)
+        elif e.kind == "load":
+            self.load(_bind(e.target, args), e.api, timing, where, e.expr)
+        elif e.kind == "call":
+            return self.call(module, e, timing)
+        elif e.kind == "if":
+            return self._if(module, e, timing, args, where)
+        elif e.kind == "for":
+            return self._for(module, e, timing, args, where)
+        elif e.kind == "try":
+            return self._try(module, e, timing, args)
+        elif e.kind == "raise":
+            message = self._value(_bind(e.target, args), where)[0]
+            line = (f"{e.api}: {message}" if message else e.api) if e.api else ""
+            self.add(f"raise:{where}", "raise", timing, where)
+            unit = self.units[f"raise:{where}"]
+            self.units[unit.path] = PlannedUnit(
+                unit.path, "raise", timing, where, when=self.cond, note=self.note, raises=line
+            )
+            out.rais.append(self.cond)
+            return out
+        elif e.kind in ("break", "continue", "return"):
+            getattr(out, {"break": "brk", "continue": "cont", "return": "ret"}[e.kind]).append(self.cond)
+            return out
+        out.next.append(self.cond)
+        return out
+
+    def _value(self, text: str, where: str) -> tuple[str, str]:
+        """``text`` with its run-time values filled in, and which values; a value that cannot be
+        evaluated becomes ``*`` (matched as a glob) and the reason is the unit's note."""
+        if "{=" not in text:
+            return text, ""
+        if self.values is not None:
+            try:
+                return substitute(text, self.values)
+            except CannotEvaluate as exc:
+                return TOKEN.sub("*", text), f"{where}: {exc}"
+        return TOKEN.sub("*", text), f"{where}: no run-time values given"
+
+    def _if(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str], where: str) -> _Exits:
+        """Only the branch the target takes runs; both, of unknown timing, when the test cannot be known."""
+        test = TOKEN.fullmatch(e.target)
+        try:
+            if test is None or self.values is None:
+                raise CannotEvaluate(f"{e.target}: no run-time values given")
+            taken = bool(evaluate(test.group(1), self.values))
+        except CannotEvaluate as exc:
+            cond, note = self.cond, self.note
+            self.note = f"{where}: `if` {exc}"
+            later: Timing = "unknown" if timing == "import" else timing
+            first = self.run(module, e.body, later, args, [cond])
+            second = self.run(module, e.orelse, later, args, [cond])
+            self.note = note
+            first.add(second)
+            first.next += second.next
+            return first
+        return self.run(module, e.body if taken else e.orelse, timing, args, [self.cond])
+
+    def _for(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str], where: str) -> _Exits:
+        """Each item in turn (a list's, a glob's matches in path order, a directory's files); a ``break``
+        leaves the loop, the ``else`` runs when none did."""
+        items: list[str]
+        if e.api in ("glob", "listdir") and e.args:
+            pattern = self._value(e.args[0], where)[0]
+            if e.api == "glob":
+                rx = _glob(pattern)
+                items = sorted(p for p in self.layout.objects if rx.fullmatch(p))
+            else:
+                items = sorted(
+                    p.rsplit("/", 1)[1] for p in self.layout.objects if p.rsplit("/", 1)[0] == pattern
+                )
+        else:
+            items = [self._value(_bind(i, args), where)[0] for i in e.args]
+        out, paths = _Exits(), [self.cond]
+        for item in items:
+            turn = self.run(module, e.body, timing, {**args, e.target: item}, paths)
+            out.ret += turn.ret
+            out.rais += turn.rais
+            out.next += turn.brk
+            paths = list(dict.fromkeys(turn.next + turn.cont))
+            if not paths:
+                break
+        rest = self.run(module, e.orelse, timing, args, paths) if paths else _Exits()
+        out.add(rest)
+        out.next = list(dict.fromkeys(out.next + rest.next))
+        return out
+
+    def _try(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str]) -> _Exits:
+        """The body; each failure a handler catches runs the first handler that catches it."""
+        handlers = [(frozenset(h.target.split(",")), h) for h in e.orelse]
+        names = frozenset(n for ns, _ in handlers for n in ns)
+        failures: list[tuple[str, Cond]] = []
+        self.tries.append((names, failures))
+        body = self.run(module, e.body, timing, args, [self.cond])
+        self.tries.pop()
+        out = _Exits()
+        out.add(body)
+        out.next = list(body.next)
+        for kind, cond in failures:
+            handler = next((h for ns, h in handlers if ns & _CATCHING[kind]), None)
+            if handler is None:
+                continue
+            caught = self.run(module, handler.body, timing, args, [cond])
+            out.add(caught)
+            out.next += caught.next
+        out.next = list(dict.fromkeys(out.next))
+        return out
+
+    def load(self, pattern: str, api: str, timing: Timing, where: str, expr: str = "") -> None:
+        pattern, computed = self._value(pattern, where)
+        note = f"computed from {computed}" if computed and "/" not in computed.split(":", 1)[0] else computed
+        if not pattern and expr:
+            self.add(
+                f"unresolved:{where}", "unresolved", _later(timing), where, api, f"{where}: {api}({expr})"
+            )
+            return
+        if "/" not in pattern and pattern and "{" not in pattern and "*" not in pattern:
+            if self._caught("OSError") is not None:  # a bare name in a try: the system's search
+                self.add(f"soname:{pattern}", "soname", timing, where, api, note)
+            return
         if "/" not in pattern or "{" in pattern or not _literal_head(pattern.split("/")[0]):
             return  # a bare soname (the loader's own search), a parameter no call filled, or no package
         rx = _glob(pattern)
         matched = sorted(p for p in self.layout.objects if rx.fullmatch(p))
+        how = "import" if api == "importlib.util.spec_from_file_location" else "path"
+        if not matched and "*" not in pattern and (computed or self._caught("OSError") is not None):
+            self.add(
+                pattern, "absent", timing, where, api, f"{note}: not in the set" if note else "not in the set"
+            )
+            return
+        if not matched and expr:
+            self.add(f"unresolved:{where}", "unresolved", _later(timing), where, api,
+                     f"{where}: {api}({expr}) matches no file of the set")  # fmt: skip
+            return
         # several matches load one of them, unknown which, unless the stack data picks by GPU among them
         picked = len(matched) == 1 or all(
             any(r.selects(p, None) is not None for r in self.rules) for p in matched
         )
-        how = "import" if api == "importlib.util.spec_from_file_location" else "path"
         for path in matched:
-            self.add(path, how, timing if picked else "unknown", where, api)
+            self.add(path, how, timing if picked else "unknown", where, api, note)
 
-    def call(self, module: PyModule, e: PyEvent, timing: Timing) -> None:
+    def call(self, module: PyModule, e: PyEvent, timing: Timing) -> _Exits:
+        """Run the package's function the event calls; its returns go on after the call."""
+        out = _Exits()
+        out.next.append(self.cond)
         target = e.target if "." in e.target else f"{module.name}.{e.target}"
         owner, _, fname = target.rpartition(".")
         callee_module = self.modules.get(owner)
         function = None
         for _ in range(4):  # follow re-exports: ``from .utils import _load_lib`` in the package
             if callee_module is None:
-                return
+                return out
             function = self._function(callee_module, fname)
             if function is not None:
                 break
             alias = self._alias(callee_module, fname)
             if alias is None:
-                return
+                return out
             owner = alias.rpartition(".")[0]
             callee_module = self.modules.get(owner)
         if function is None or callee_module is None:
-            return
+            return out
         if (owner, fname) in self.ran:  # a recursive call: what it loads is being found already
             self._cut = True
-            return
+            return out
         bound = {p: a for p, a in zip(function.params, e.args, strict=False) if a}
         key = (owner, fname, tuple(sorted(bound.items())), timing)
         if key in self._explored:  # run with these arguments before: running it again adds nothing
-            return
+            return out
         self.ran.add((owner, fname))
         cut_above, self._cut = self._cut, False
         if owner not in self.imported:
             self._import_one(owner, timing, f"{module.path} line {e.line}")
-        self.run(callee_module, function.events, timing, bound)
+        exits = self.run(callee_module, function.events, timing, bound)
+        out = _Exits(next=list(dict.fromkeys(exits.next + exits.ret)) or [], rais=exits.rais)
         self.ran.discard((owner, fname))  # another call may pass other arguments
         if not self._cut:  # run to its end: no recursive call inside it was left out
             self._explored.add(key)
         self._cut = self._cut or cut_above
+        return out
 
     def _function(self, module: PyModule, name: str) -> PyFunction | None:
         """The module's first function called ``name``."""
@@ -202,18 +401,49 @@ class _Planner:
         table = self._aliases.get(module.name)
         if table is None:
             table = self._aliases[module.name] = {}
-            for i in module.events:
+            for i in all_events(module.events):
                 if i.kind == "import" and "." in i.target:
                     table.setdefault(i.target.rpartition(".")[2], i.target)
         return table.get(name)
 
     def deferred(self, module: PyModule) -> None:
         """What the module's functions (and, when nothing imports it, its top level) load when called."""
+        self.cond = ()
         if module.name not in self.imported:
             self.imported.add(module.name)
             self.run(module, module.events, "first_use", {})
         for f in module.functions:
+            self.cond = ()
             self.run(module, f.events, "first_use", {})
+
+
+@dataclass
+class _Exits:
+    """The paths (their conditions) leaving a block: on to the next statement, by ``break``,
+    ``continue``, ``return``, or by a ``raise``."""
+
+    next: list[Cond] = field(default_factory=list)
+    brk: list[Cond] = field(default_factory=list)
+    cont: list[Cond] = field(default_factory=list)
+    ret: list[Cond] = field(default_factory=list)
+    rais: list[Cond] = field(default_factory=list)
+
+    def add(self, other: _Exits) -> None:
+        """Take ``other``'s non-local exits (not its ``next``)."""
+        self.brk += other.brk
+        self.cont += other.cont
+        self.ret += other.ret
+        self.rais += other.rais
+
+
+def _later(timing: Timing) -> Timing:
+    return "unknown" if timing == "import" else timing
+
+
+_CATCHING = {
+    "OSError": frozenset({"OSError", "EnvironmentError", "IOError", "Exception", "BaseException"}),
+    "ImportError": frozenset({"ImportError", "Exception", "BaseException"}),
+}
 
 
 def _literal_head(part: str) -> bool:
@@ -227,11 +457,15 @@ def _bind(text: str, args: dict[str, str]) -> str:
 
 
 def plan_units(
-    layout: Layout, wheels: Sequence[WheelFacts], rules: Sequence[PackageLoading] = ()
+    layout: Layout,
+    wheels: Sequence[WheelFacts],
+    rules: Sequence[PackageLoading] = (),
+    values: RuntimeValues | None = None,
 ) -> list[PlannedUnit]:
-    """The units of ``wheels`` (part of ``layout``) in the order importing their packages loads them."""
+    """The units of ``wheels`` (part of ``layout``) in the order importing their packages loads them,
+    their code evaluated with ``values`` (those the set and the target fix; None: none known)."""
     by_package = {r.package: r for r in rules}
-    planner = _Planner(layout, wheels, rules)
+    planner = _Planner(layout, wheels, rules, values)
     tops: list[str] = []
     for w in sorted(wheels, key=lambda w: _rank(w, rules)):
         tops += [t for t in _imported_tops(w, by_package) if t not in tops]
@@ -243,6 +477,7 @@ def plan_units(
                 if o.path.split("/", 1)[0] == top and o.wheel in wheels:
                     planner.add(o.path, "import", "import", "")
             continue
+        planner.cond = ()
         planner.import_module(top, "import", "")
     for module in sorted(planner.modules.values(), key=lambda m: m.path):
         if module.path.split("/", 1)[0] in sourced:

@@ -21,7 +21,8 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping
 
-from abiprobe.model.facts import PyEvent, PyFunction, PyModule
+from abiprobe.binary.pyflow import catches, runtime_text, version_constants
+from abiprobe.model.facts import PyEvent, PyFunction, PyModule, all_events
 
 LOAD_APIS = {
     "torch.ops.load_library": "torch.ops.load_library",
@@ -51,7 +52,7 @@ def module_name(path: str) -> str | None:
 
 def scan_sources(sources: Mapping[str, bytes]) -> tuple[PyModule, ...]:
     """Every module of ``sources`` (installed path -> bytes), parsed where it may load something."""
-    parse = {p for p, src in sources.items() if any(m in src for m in _MARKERS)}
+    parse = {p for p, src in sources.items() if any(m in src for m in _MARKERS) or _is_version_module(p)}
     modules: dict[str, PyModule | None] = {}
     loaders: set[str] = set()
     while True:
@@ -70,9 +71,14 @@ def scan_sources(sources: Mapping[str, bytes]) -> tuple[PyModule, ...]:
     return tuple(m for m in out if m is not None)
 
 
-def _loads(events: Iterable[PyEvent], loaders: set[str]) -> bool:
+def _is_version_module(path: str) -> bool:
+    return path.rsplit("/", 1)[-1] in ("version.py", "_version.py")
+
+
+def _loads(events: tuple[PyEvent, ...], loaders: set[str]) -> bool:
     return any(
-        e.kind == "load" or (e.kind == "call" and e.target.rsplit(".", 1)[-1] in loaders) for e in events
+        e.kind == "load" or (e.kind == "call" and e.target.rsplit(".", 1)[-1] in loaders)
+        for e in all_events(events)
     )
 
 
@@ -156,7 +162,8 @@ def scan_module(path: str, source: bytes) -> PyModule | None:
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
     scanner = _Scanner(name, package, path)
     events = scanner.block(tree.body, {})
-    return PyModule(name, path, tuple(events), tuple(scanner.functions), scanned=True)
+    constants = version_constants(tree) if _is_version_module(path) else ()
+    return PyModule(name, path, tuple(events), tuple(scanner.functions), scanned=True, constants=constants)
 
 
 class _Scanner:
@@ -166,6 +173,7 @@ class _Scanner:
         self.constants: dict[str, str] = {"__file__": path}
         self.functions: list[PyFunction] = []
         self.local_nodes: dict[str, ast.expr] = {}  # a function's simple assignments, by name
+        self.module_nodes: dict[str, ast.expr] = {}  # the module's top-level simple assignments
         self.in_function = False
 
     def block(self, body: list[ast.stmt], params: dict[str, str]) -> list[PyEvent]:
@@ -207,17 +215,95 @@ class _Scanner:
                 self.aliases[a.asname or a.name] = f"{base}.{a.name}"
                 out.append(PyEvent("import", f"{base}.{a.name}", line=stmt.lineno))
             return out
+        flow = self.flow(stmt, params)
+        if flow is not None:
+            return flow
         events = self.calls(stmt, params)
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             if self.in_function:
                 self.local_nodes[stmt.targets[0].id] = stmt.value
-            elif (value := self.path_of(stmt.value, params)) is not None:
-                self.constants[stmt.targets[0].id] = value
+            else:
+                self.module_nodes[stmt.targets[0].id] = stmt.value
+                if (value := self.path_of(stmt.value, params)) is not None:
+                    self.constants[stmt.targets[0].id] = value
         for sub in _bodies(stmt):
             if isinstance(stmt, ast.ClassDef):  # methods run when called, not when the class is made
                 sub = [s for s in sub if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
             events += self.block(sub, params)
         return events
+
+    def flow(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent] | None:
+        """Control flow the planner follows: an ``if`` on run-time values, a ``for`` over a list, a glob or
+        a directory, ``try`` and its handlers, ``raise``, ``break``, ``continue``, ``return``; None for
+        other statements (read flat, as before)."""
+        line = getattr(stmt, "lineno", 0)
+        if isinstance(stmt, ast.If) and (test := self.runtime(stmt.test)) is not None:
+            body, orelse = self.block(stmt.body, params), self.block(stmt.orelse, params)
+            return [PyEvent("if", test, line=line, body=tuple(body), orelse=tuple(orelse))]
+        if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
+            loop = self.loop_items(stmt.iter, params)
+            if loop is not None:
+                api, items = loop
+                inner = {**params, stmt.target.id: f"{{{stmt.target.id}}}"}
+                body, orelse = self.block(stmt.body, inner), self.block(stmt.orelse, params)
+                return [PyEvent("for", stmt.target.id, api, items, line, tuple(body), tuple(orelse))]
+        if isinstance(stmt, ast.Try):
+            body = self.block(stmt.body, params) + self.block(stmt.orelse, params)
+            handlers = tuple(
+                PyEvent(
+                    "except", ",".join(catches(h.type)), line=h.lineno, body=tuple(self.block(h.body, params))
+                )
+                for h in stmt.handlers
+            )
+            return [PyEvent("try", "", line=line, body=tuple(body), orelse=handlers),
+                    *self.block(stmt.finalbody, params)]  # fmt: skip
+        if isinstance(stmt, ast.Raise):
+            exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+            name = (self.dotted(exc) or "") if exc is not None else ""
+            message = ""
+            if isinstance(stmt.exc, ast.Call) and stmt.exc.args:
+                message = self.text(stmt.exc.args[0], params) or _UNKNOWN
+            return [*self.calls(stmt, params), PyEvent("raise", message, name.rsplit(".", 1)[-1], line=line)]
+        if isinstance(stmt, (ast.Break, ast.Continue)):
+            return [PyEvent("break" if isinstance(stmt, ast.Break) else "continue", "", line=line)]
+        if isinstance(stmt, ast.Return) and self.in_function:
+            return [*self.calls(stmt, params), PyEvent("return", "", line=line)]
+        return None
+
+    def loop_items(self, node: ast.expr, params: dict[str, str]) -> tuple[str, tuple[str, ...]] | None:
+        """What a ``for`` iterates: ``("", names)`` for a list of strings, ``("glob", (pattern,))`` for a
+        glob's matches, ``("listdir", (directory,))`` for a directory's entries; None otherwise."""
+        if isinstance(node, ast.Name) and node.id in (self.local_nodes if self.in_function else {}):
+            node = self.local_nodes[node.id]
+        elif isinstance(node, ast.Name) and node.id in self.module_nodes:
+            node = self.module_nodes[node.id]
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items = [self.text(e, params) for e in node.elts]
+            return None if any(i is None for i in items) else ("", tuple(i for i in items if i is not None))
+        callee = self.dotted(node.func) if isinstance(node, ast.Call) else None
+        if isinstance(node, ast.Call) and callee in ("os.listdir", "sorted", "list") and node.args:
+            if callee == "os.listdir":
+                folder = self.path_of(node.args[0], params)
+                return None if folder is None else ("listdir", (folder,))
+            return self.loop_items(node.args[0], params)
+        pattern = self.path_of(node, params) if isinstance(node, ast.Call) else None
+        if pattern is not None and "*" in pattern:
+            return ("glob", (pattern,))
+        return None
+
+    def runtime(self, node: ast.expr) -> str | None:
+        """``{=expr=}`` for an expression built only from constants and the run-time values the set and
+        the target fix (:data:`RUNTIME_ROOTS`), through the module's and the function's assignments."""
+
+        def local(name: str) -> ast.expr | None:
+            if self.in_function and name in self.local_nodes:
+                return self.local_nodes[name]
+            if name in self.module_nodes:
+                return self.module_nodes[name]
+            return None
+
+        text = runtime_text(node, self.dotted, local)
+        return None if text is None else f"{{={text}=}}"
 
     def calls(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent]:
         """Load calls, dynamic imports and function calls in one statement's own expressions."""
@@ -243,9 +329,10 @@ class _Scanner:
                         PyEvent("load", target, "importlib.util.spec_from_file_location", line=node.lineno)
                     )
             elif api is not None and node.args:
-                target = self.path_of(node.args[0], params) or self.by_name(node.args[0], params)
-                if target is not None:
-                    out.append(PyEvent("load", target, api, line=node.lineno))
+                target = self.path_of(node.args[0], params)
+                expr = "" if target is not None or _system_search(node.args[0]) else ast.unparse(node.args[0])
+                target = target or self.by_name(node.args[0], params) or ""
+                out.append(PyEvent("load", target, api, line=node.lineno, expr=expr))
             elif callee in ("importlib.import_module", "__import__") and node.args:
                 target = self.module_of(node.args[0], node.args[1:], params)
                 out.append(PyEvent("import", target, callee, line=node.lineno))
@@ -312,19 +399,22 @@ class _Scanner:
                     return self._path(local, params)
                 finally:
                     self.local_nodes[node.id] = local
-            return self.constants.get(node.id)
+            constant = self.constants.get(node.id)
+            return constant if constant is not None else self.runtime(node)
         if isinstance(node, ast.JoinedStr):
             parts = []
             for v in node.values:
                 if isinstance(v, ast.FormattedValue):
-                    parts.append(self.text(v.value, params) or _UNKNOWN)
+                    value = self.text(v.value, params) if v.format_spec is None else None
+                    parts.append(value or self.runtime(ast.JoinedStr([v])) or _UNKNOWN)
                 else:
                     parts.append(self.text(v, params) or "")
             return "".join(parts)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             left, right = self.text(node.left, params), self.text(node.right, params)
-            return None if left is None or right is None else left + right
-        return None
+            if left is not None and right is not None:
+                return left + right
+        return self.runtime(node)
 
     def path_of(self, node: ast.expr, params: dict[str, str]) -> str | None:
         """An installed path (relative to site-packages) a path expression evaluates to, or None."""
@@ -351,7 +441,12 @@ class _Scanner:
                 return self._path(args[0], params)
             if short in ("resolve", "absolute") and isinstance(node.func, ast.Attribute):
                 return self._path(node.func.value, params)
-            if short in ("glob", "rglob") and isinstance(node.func, ast.Attribute) and args:
+            if (
+                short in ("glob", "rglob")
+                and callee != "glob.glob"
+                and isinstance(node.func, ast.Attribute)
+                and args
+            ):
                 base, pattern = self._path(node.func.value, params), self.text(args[0], params)
                 if base is None or pattern is None:
                     return None
@@ -360,7 +455,9 @@ class _Scanner:
                 )
             if callee in ("list", "sorted", "tuple", "iter", "next", "glob.glob") and args:
                 return self._path(args[0], params)  # a glob's matches: any one of them
-            return None
+            if callee in ("os.environ.get", "os.getenv") and len(args) > 1:
+                return self._path(args[1], params)  # an override the target does not set: the default
+            return self.runtime(node)
         if (
             isinstance(node, ast.Subscript)
             and isinstance(node.slice, ast.Constant)
@@ -392,6 +489,12 @@ class _Scanner:
             left, right = self._path(node.left, params), self._path(node.right, params)
             return None if left is None or right is None else posixpath.join(left, right)
         return self.text(node, params)
+
+
+def _system_search(node: ast.expr) -> bool:
+    """``CDLL(None)`` or ``CDLL(ctypes.util.find_library("gomp"))``: the system's own search, no claim."""
+    text = ast.unparse(node)
+    return text == "None" or "find_library(" in text
 
 
 def _bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
