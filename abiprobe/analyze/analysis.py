@@ -247,8 +247,8 @@ def _unit(
     if message is not None:
         verdicts = _with_message(verdicts, message)
     timing: Timing = "import" if unit is None else unit.timing
-    if unit is not None and unit.caught:
-        verdicts, timing = caught_verdicts(verdicts, unit), "optional"
+    if unit is not None and unit.caught and worst(v.status for v in verdicts) in ("fail", "unknown"):
+        verdicts, timing = caught_verdicts(verdicts, unit), "optional"  # the package goes on without it
     note = _note(unit, done) if unit is not None else ""
     return UnitAnalysis(
         result.path, obj.dist, kind, verdicts, selected, message, timing, unit.where if unit else "", note
@@ -268,7 +268,7 @@ def _virtual(sim: LoaderSimulation, unit: PlannedUnit, done: Sequence[UnitAnalys
     followed, the package's own ``raise``)."""
     out = virtual_outcome(sim, unit, done)
     verdicts, timing = out.verdicts, unit.timing
-    if unit.caught:
+    if unit.caught and worst(v.status for v in verdicts) in ("fail", "unknown"):
         verdicts, timing = caught_verdicts(verdicts, unit), "optional"
     elif timing == "first_use" and unit.where:
         why = f"on first use: loaded lazily by {unit.where}, not by importing the package"

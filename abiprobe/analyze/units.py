@@ -319,7 +319,7 @@ class _Planner:
         note = f"computed from {computed}" if computed and "/" not in computed.split(":", 1)[0] else computed
         if not pattern and expr:
             self.add(
-                f"unresolved:{where}", "unresolved", _later(timing), where, api, f"{where}: {api}({expr})"
+                f"unresolved:{where}", "unresolved", timing, where, api, f"{where}: {api}({expr})"
             )
             return
         if "/" not in pattern and pattern and "{" not in pattern and "*" not in pattern:
@@ -337,7 +337,7 @@ class _Planner:
             )
             return
         if not matched and expr:
-            self.add(f"unresolved:{where}", "unresolved", _later(timing), where, api,
+            self.add(f"unresolved:{where}", "unresolved", timing, where, api,
                      f"{where}: {api}({expr}) matches no file of the set")  # fmt: skip
             return
         # several matches load one of them, unknown which, unless the stack data picks by GPU among them
@@ -434,10 +434,6 @@ class _Exits:
         self.cont += other.cont
         self.ret += other.ret
         self.rais += other.rais
-
-
-def _later(timing: Timing) -> Timing:
-    return "unknown" if timing == "import" else timing
 
 
 _CATCHING = {

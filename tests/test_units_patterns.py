@@ -1,0 +1,160 @@
+"""The ways packages pick the native code they load, followed with the values the set and the target fix
+(issue 26): each fixture judged statically and imported for real (support.pattern_wheels)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from support.pattern_wheels import PatternWheels, build_pattern_wheels
+
+from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
+from abiprobe.analyze.first_error import matches_loader_line
+from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.model.target import Target
+
+PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+TARGET = Target.parse(cuda="13.0", arch="sm120", python=PY, platform="manylinux_2_28_x86_64")
+PROFILE = builtin_profile("manylinux_2_28_x86_64")
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> PatternWheels:
+    return build_pattern_wheels(tmp_path_factory.mktemp("patterns"))
+
+
+def _analyze(wheels: PatternWheels, name: str) -> SetAnalysis:
+    paths = [wheels.torch, getattr(wheels, name)]
+    return analyze_set([wheel_facts_from_path(p) for p in paths], TARGET, PROFILE)
+
+
+def _import(wheels: PatternWheels, name: str, package: str, site: Path) -> tuple[int, str]:
+    """Install the fixture torch and the package into one directory and import the package for real:
+    the exit status and the last line Python printed, paths cut to their site-packages form."""
+    for wheel in (wheels.torch, getattr(wheels, name)):
+        zipfile.ZipFile(wheel).extractall(site)
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); import {package}"],
+        capture_output=True,
+        text=True,
+    )
+    lines = run.stderr.strip().splitlines()
+    return run.returncode, (lines[-1].replace(f"{site}/", "") if lines else "")
+
+
+def _units(a: SetAnalysis, dist: str) -> list[UnitAnalysis]:
+    return [u for u in a.units if u.dist.startswith(f"{dist} ")]
+
+
+def test_a_library_name_computed_from_torch_version_loads_the_file_the_target_gets(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN cudaname, which computes lib..._cu{torch.version.cuda without dots}.so; torch's version.py says 13.0
+    a = _analyze(wheels, "cudaname")
+    # THEN the one unit is the _cu130 library, said to be computed from torch's version, and the set loads
+    (unit,) = _units(a, "cudaname")
+    assert (unit.path, unit.timing, unit.status) == ("cudaname/libcudaname_cu130.so", "import", "ok")
+    assert "torch.version.cuda='13.0'" in unit.note
+    assert (a.import_status, a.status) == ("ok", "ok")
+    # AND a real import loads it
+    assert _import(wheels, "cudaname", "cudaname", tmp_path) == (0, "")
+
+
+def test_a_computed_file_the_wheel_lacks_fails_with_the_packages_own_message(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN missingname, which has only a _cu128 build and raises its own error when the computed file fails
+    a = _analyze(wheels, "missingname")
+    # THEN the computed _cu130 file is named as absent, and importing fails with the package's message
+    absent = next(u for u in a.units if u.path == "missingname/libmissingname_cu130.so")
+    assert absent.timing == "optional" and "not in the set" in absent.verdicts[0].explanation
+    assert a.import_status == "fail" and a.first_error is not None
+    assert a.first_error.text == "RuntimeError: missingname has no build for CUDA 13.0"
+    # AND a real import fails with that line
+    code, last = _import(wheels, "missingname", "missingname", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+def test_a_try_list_loads_the_first_candidate_that_loads(wheels: PatternWheels, tmp_path: Path) -> None:
+    # GIVEN trylist, which tries libtl_v3, libtl_v2, libtl_v1 in turn; v3 needs a library nobody has
+    a = _analyze(wheels, "trylist")
+    # THEN v3 is a caught failure, v2 is what loads (after v3 failed), v1 is never tried
+    assert [(u.path, u.timing, u.status) for u in _units(a, "trylist")] == [
+        ("trylist/libtl_v3.so", "optional", "fail"),
+        ("trylist/libtl_v2.so", "import", "ok"),
+    ]
+    assert "trylist/libtl_v3.so: ImportError" not in _units(a, "trylist")[1].note
+    assert "libcudart_gone.so.12" in _units(a, "trylist")[1].note
+    assert a.import_status == "ok"
+    # AND a real import passes
+    assert _import(wheels, "trylist", "trylist", tmp_path) == (0, "")
+
+
+def test_a_try_list_where_no_candidate_loads_fails_with_the_packages_message(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN trylist_none, whose every candidate needs a library nobody has
+    a = _analyze(wheels, "trylist_none")
+    # THEN importing fails with the package's own ImportError, each candidate's first failure listed
+    assert a.import_status == "fail" and a.first_error is not None
+    assert a.first_error.text == "ImportError: trylist: none of libtl_v3, libtl_v2, libtl_v1 could be loaded"
+    (raised,) = [u for u in a.units if u.kind == "raise"]
+    (verdict,) = raised.verdicts
+    assert [c["unit"] for c in verdict.evidence["candidates"]] == [
+        "trylist/libtl_v3.so", "trylist/libtl_v2.so", "trylist/libtl_v1.so",
+    ]  # fmt: skip
+    assert all("libcudart_gone.so.12" in c["first_failure"] for c in verdict.evidence["candidates"])
+    # AND a real import fails with that line
+    code, last = _import(wheels, "trylist_none", "trylist", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+def test_an_accelerator_fallback_chain_loads_only_the_branch_the_target_takes(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN chain: CUDA, else ROCm, else XPU (needs Intel's libsvml.so), else CPU; torch is a CUDA build
+    a = _analyze(wheels, "chain")
+    # THEN only the CUDA library is a unit, and the set loads (the XPU library is no false fail)
+    assert [(u.path, u.timing, u.status) for u in _units(a, "chain")] == [
+        ("chain/libchain_cuda.so", "import", "ok")
+    ]
+    assert (a.import_status, a.status) == ("ok", "ok")
+    # AND a real import passes
+    assert _import(wheels, "chain", "chain", tmp_path) == (0, "")
+
+
+def test_a_list_in_init_and_a_glob_load_every_library_in_order(wheels: PatternWheels, tmp_path: Path) -> None:
+    # GIVEN listglob: liba then libb (needs liba by soname) from a list, then each ops/*.so of a glob
+    a = _analyze(wheels, "listglob")
+    # THEN all four are units at import, in that order; libb's need is met by the loaded liba
+    assert [(u.path, u.timing) for u in _units(a, "listglob")] == [
+        ("listglob/liba.so", "import"),
+        ("listglob/libb.so", "import"),
+        ("listglob/ops/libop0.so", "import"),
+        ("listglob/ops/libop1.so", "import"),
+    ]
+    assert [u.status for u in _units(a, "listglob")] == ["ok", "ok", "ok", "fail"]
+    assert a.first_error is not None
+    assert a.first_error.text == "OSError: <site-packages>/listglob/ops/libop1.so: undefined symbol: op1_missing"
+    # AND a real import fails with that line
+    code, last = _import(wheels, "listglob", "listglob", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+def test_a_library_name_read_at_run_time_is_unknown_with_file_line_and_expression(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN netname, which reads its library's name from a JSON file at import
+    a = _analyze(wheels, "netname")
+    # THEN the unit is unknown, named by file, line and the expression; the set is not ok
+    (unit,) = _units(a, "netname")
+    assert (unit.status, unit.timing, unit.where) == ("unknown", "import", "netname/__init__.py line 8")
+    assert "ctypes.CDLL(os.path.join(_HERE, _NAME))" in unit.verdicts[0].explanation
+    assert (a.status, a.import_status) == ("unknown", "unknown")
+    # AND a real import fails (the library it names needs an absent one): ok would have been wrong
+    code, last = _import(wheels, "netname", "netname", tmp_path)
+    assert code != 0 and "libcudart_gone.so.12" in last, last
