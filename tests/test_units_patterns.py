@@ -53,7 +53,7 @@ def _units(a: SetAnalysis, dist: str) -> list[UnitAnalysis]:
 def test_a_library_name_computed_from_torch_version_loads_the_file_the_target_gets(
     wheels: PatternWheels, tmp_path: Path
 ) -> None:
-    # GIVEN cudaname, which computes lib..._cu{torch.version.cuda without dots}.so; torch's version.py says 13.0
+    # GIVEN cudaname, which computes lib..._cu{torch.version.cuda, no dots}.so; torch's version.py: 13.0
     a = _analyze(wheels, "cudaname")
     # THEN the one unit is the _cu130 library, said to be computed from torch's version, and the set loads
     (unit,) = _units(a, "cudaname")
@@ -139,7 +139,9 @@ def test_a_list_in_init_and_a_glob_load_every_library_in_order(wheels: PatternWh
     ]
     assert [u.status for u in _units(a, "listglob")] == ["ok", "ok", "ok", "fail"]
     assert a.first_error is not None
-    assert a.first_error.text == "OSError: <site-packages>/listglob/ops/libop1.so: undefined symbol: op1_missing"
+    assert (
+        a.first_error.text == "OSError: <site-packages>/listglob/ops/libop1.so: undefined symbol: op1_missing"
+    )
     # AND a real import fails with that line
     code, last = _import(wheels, "listglob", "listglob", tmp_path)
     assert code != 0 and matches_loader_line(a.first_error.text, last), last

@@ -318,9 +318,7 @@ class _Planner:
         pattern, computed = self._value(pattern, where)
         note = f"computed from {computed}" if computed and "/" not in computed.split(":", 1)[0] else computed
         if not pattern and expr:
-            self.add(
-                f"unresolved:{where}", "unresolved", timing, where, api, f"{where}: {api}({expr})"
-            )
+            self.add(f"unresolved:{where}", "unresolved", timing, where, api, f"{where}: {api}({expr})")
             return
         if "/" not in pattern and pattern and "{" not in pattern and "*" not in pattern:
             if self._caught("OSError") is not None:  # a bare name in a try: the system's search

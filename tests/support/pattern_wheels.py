@@ -66,7 +66,8 @@ import torch
 
 _HERE = os.path.dirname(__file__)
 try:
-    torch.ops.load_library(os.path.join(_HERE, "libmissingname_cu%s.so" % torch.version.cuda.replace(".", "")))
+    _FILE = "libmissingname_cu%s.so" % torch.version.cuda.replace(".", "")
+    torch.ops.load_library(os.path.join(_HERE, _FILE))
 except OSError as e:
     raise RuntimeError(f"missingname has no build for CUDA {torch.version.cuda}") from e
 """
@@ -133,18 +134,26 @@ class PatternWheels:
 
 
 def _plain(out: Path, filename: str, soname: str | None = None) -> Path:
-    return build_shared(out, filename, f"int {filename.split('.')[0]}_fn(void) {{ return 1; }}\n", soname=soname)
+    return build_shared(
+        out, filename, f"int {filename.split('.')[0]}_fn(void) {{ return 1; }}\n", soname=soname
+    )
 
 
 def _needing(out: Path, filename: str, absent: Path) -> Path:
-    return build_shared(out, filename, "extern int gone(void); int k(void) { return gone(); }\n", link=[absent])
+    return build_shared(
+        out, filename, "extern int gone(void); int k(void) { return gone(); }\n", link=[absent]
+    )
 
 
 def build_pattern_wheels(root: Path) -> PatternWheels:
     work, out = root / "build", root / "wheels"
     torch_lib = _plain(work / "torch", "libc10.so", "libc10.so")
-    torch = build_wheel(out, "torch", "2.9.0", {"torch/__init__.py": TORCH_INIT, "torch/version.py": TORCH_VERSION,
-                                                  "torch/lib/libc10.so": torch_lib}, tag=TAG)  # fmt: skip
+    torch_files = {
+        "torch/__init__.py": TORCH_INIT,
+        "torch/version.py": TORCH_VERSION,
+        "torch/lib/libc10.so": torch_lib,
+    }
+    torch = build_wheel(out, "torch", "2.9.0", torch_files, tag=TAG)
     absent = build_shared(work / "absent", "libcudart_gone.so.12", "int gone(void) { return 0; }\n",
                           soname="libcudart_gone.so.12")  # fmt: skip
     svml = build_shared(work / "svml", "libsvml.so", "int gone(void) { return 0; }\n", soname="libsvml.so")
@@ -177,9 +186,12 @@ def build_pattern_wheels(root: Path) -> PatternWheels:
         "chain/libchain_cpu.so": _plain(work / "ch", "libchain_cpu.so"),
     }, tag=TAG)  # fmt: skip
     liba = _plain(work / "lg", "liba.so", "liba.so")
-    libb = build_shared(work / "lg", "libb.so", "extern int liba_fn(void); int b(void) { return liba_fn(); }\n",
+    uses_a = "extern int liba_fn(void); int b(void) { return liba_fn(); }\n"
+    libb = build_shared(work / "lg", "libb.so", uses_a,
                         link=[liba])  # fmt: skip
-    op1 = build_shared(work / "lg", "libop1.so", "extern int op1_missing(void); int o(void) { return op1_missing(); }\n")
+    op1 = build_shared(
+        work / "lg", "libop1.so", "extern int op1_missing(void); int o(void) { return op1_missing(); }\n"
+    )
     listglob = build_wheel(out, "listglob", "1.0", {
         "listglob/__init__.py": LISTGLOB, "listglob/liba.so": liba, "listglob/libb.so": libb,
         "listglob/ops/libop0.so": _plain(work / "lg", "libop0.so"), "listglob/ops/libop1.so": op1,
