@@ -39,7 +39,7 @@ from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import CHECKS, STATUS_ORDER, Status, Verdict, unread_verdicts, unsettled, worst
-from abiprobe.solve.stack import PackageLoading
+from abiprobe.solve.stack import PackageLoading, loading_digest
 
 ANALYSIS_SCHEMA_VERSION = 1
 
@@ -377,12 +377,18 @@ _SIMULATIONS: dict[tuple[tuple[str, ...], str, str], LoaderSimulation] = {}
 
 
 def extension_cache_key(
-    wheel: WheelFacts, providers: Sequence[WheelFacts], target: Target, profile: Profile
+    wheel: WheelFacts,
+    providers: Sequence[WheelFacts],
+    target: Target,
+    profile: Profile,
+    rules: Sequence[PackageLoading] | None = None,
 ) -> tuple[str, tuple[str, ...], str, str]:
-    """(wheel sha256, sorted provider sha256s, target key, profile digest): what an analysis depends on.
+    """(wheel sha256, sorted provider sha256s, target key, profile digest and the stack's loading data
+    when not the built-in one): what an analysis depends on.
 
     A provider with unread members (partial facts, which only ever gain members) is also keyed by them."""
-    return (wheel.sha256, tuple(sorted(_facts_key(p) for p in providers)), target.key(), profile.digest())
+    setup = profile.digest() if rules is None else f"{profile.digest()} {loading_digest(rules)}"
+    return (wheel.sha256, tuple(sorted(_facts_key(p) for p in providers)), target.key(), setup)
 
 
 def _facts_key(facts: WheelFacts) -> str:
@@ -396,6 +402,7 @@ def analyze_extension(
     target: Target,
     profile: Profile,
     cache: AnalysisCache | None = None,
+    rules: Sequence[PackageLoading] | None = None,
 ) -> tuple[UnitAnalysis, ...]:
     """The extensions of one wheel loaded on top of ``providers`` (e.g. a torch wheel + its nvidia wheels).
 
@@ -403,7 +410,7 @@ def analyze_extension(
     every kernel wheel checked against it, and results are memoised in ``cache`` by
     :func:`extension_cache_key`. The wheel itself must not add libraries that torch preloads.
     """
-    key = extension_cache_key(wheel, providers, target, profile)
+    key = extension_cache_key(wheel, providers, target, profile, rules)
     if cache is not None and key in cache:
         return cache[key]
     sim_key = (key[1], key[2], key[3])
@@ -411,7 +418,7 @@ def analyze_extension(
     if base is None:
         if len(_SIMULATIONS) > 64:
             _SIMULATIONS.clear()
-        base = LoaderSimulation(providers, target, profile)
+        base = LoaderSimulation(providers, target, profile, rules)
         _SIMULATIONS[sim_key] = base
     sim = base.with_wheel(wheel)
     done: list[UnitAnalysis] = []
