@@ -376,7 +376,11 @@ def _member_from_mapping(m: Mapping[str, Any]) -> StackMember:
         spec = SpecifierSet(str(m.get("specifier", "")))
     except ValueError as exc:
         raise UsageError(f"stack file: role {role}: bad specifier ({exc})") from None
-    loading = tuple(_loading_from(x, role) for x in _list_of(m.get("loading", []), "loading", Mapping))
+    if "loading" in m:
+        loading = tuple(_loading_from(x, role) for x in _list_of(m["loading"], "loading", Mapping))
+    else:  # a member the built-in stack knows (torch) keeps the built-in loading data
+        wanted = set(_names(str(n) for n in names))
+        loading = next((b.loading for b in default_stack().members if wanted & set(b.names)), ())
     return StackMember(
         role=role, names=_names(str(n) for n in names), specifier=spec, companions=companions, loading=loading
     )
