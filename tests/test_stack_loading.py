@@ -58,9 +58,10 @@ def test_a_stack_files_loading_data_is_followed_and_agrees_with_a_real_import(
     path = tmp_path / "stack.toml"
     path.write_text(STACK)
     stack = load_stack_file(path)
-    assert stack.loading() == (
-        PackageLoading("globdep", preload=("globdep/lib/libdep.so",), read_source=False),
-    )
+    # (torch, named without loading data, keeps the built-in stack's)
+    torch, own = stack.loading()
+    assert torch.package == "torch"
+    assert own == PackageLoading("globdep", preload=("globdep/lib/libdep.so",), read_source=False)
     facts = [wheel_facts_from_path(globdep)]
     # WHEN the set is judged with the stack's loading data
     followed = analyze_set(facts, TARGET, PROFILE, rules=stack.loading())
