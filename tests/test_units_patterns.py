@@ -82,14 +82,14 @@ def test_a_computed_file_the_wheel_lacks_fails_with_the_packages_own_message(
 def test_a_try_list_loads_the_first_candidate_that_loads(wheels: PatternWheels, tmp_path: Path) -> None:
     # GIVEN trylist, which tries libtl_v3, libtl_v2, libtl_v1 in turn; v3 needs a library nobody has
     a = _analyze(wheels, "trylist")
-    # THEN v3 is a caught failure, v2 is what loads (after v3 failed), v1 is never tried
+    # THEN v3 is a tried candidate (its failure a warning), v2 is what loads, v1 is never tried
     assert [(u.path, u.timing, u.status) for u in _units(a, "trylist")] == [
-        ("trylist/libtl_v3.so", "optional", "fail"),
+        ("trylist/libtl_v3.so", "optional", "warn"),
         ("trylist/libtl_v2.so", "import", "ok"),
     ]
     assert "trylist/libtl_v3.so: ImportError" not in _units(a, "trylist")[1].note
     assert "libcudart_gone.so.12" in _units(a, "trylist")[1].note
-    assert a.import_status == "ok"
+    assert (a.import_status, a.ok) == ("ok", True)
     # AND a real import passes
     assert _import(wheels, "trylist", "trylist", tmp_path) == (0, "")
 
@@ -160,3 +160,20 @@ def test_a_library_name_read_at_run_time_is_unknown_with_file_line_and_expressio
     # AND a real import fails (the library it names needs an absent one): ok would have been wrong
     code, last = _import(wheels, "netname", "netname", tmp_path)
     assert code != 0 and "libcudart_gone.so.12" in last, last
+
+
+def test_a_failure_the_package_catches_is_reported_and_does_not_fail_the_import(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN optional, which loads libopt.so (it needs an absent library) in a try whose handler goes on
+    a = _analyze(wheels, "optional")
+    # THEN the unit fails, labelled optional with the line that catches it; importing the package passes
+    (unit,) = _units(a, "optional")
+    assert (unit.status, unit.timing) == ("fail", "optional")
+    (sonames,) = [v for v in unit.verdicts if v.check == "sonames"]
+    assert "optional: the package catches the failure of ctypes.CDLL at optional/__init__.py line 6" in (
+        sonames.explanation
+    )
+    assert a.import_status == "ok"
+    # AND a real import passes
+    assert _import(wheels, "optional", "optional", tmp_path) == (0, "")

@@ -31,6 +31,7 @@ from abiprobe.analyze.torch_abi import TorchRelease, torch_range_verdicts
 from abiprobe.analyze.unit_outcomes import (
     caught_verdicts,
     judged_native_verdicts,
+    settle_candidates,
     tried_before,
     virtual_outcome,
 )
@@ -335,9 +336,11 @@ def analyze_set(
     stack's loading data (default: the built-in stack's)."""
     sim = LoaderSimulation(wheels, target, profile, rules)
     done: list[UnitAnalysis] = []
+    planned: list[PlannedUnit | None] = []
     for unit, r, _ in sim.load_all():
         done.append(_unit(sim, unit, r, done))
-    units = spare_partial_gpu(done)
+        planned.append(unit)
+    units = spare_partial_gpu(settle_candidates(list(zip(planned, done, strict=True))))
     units = [u for u in units if u.kind != "preloaded" or u.status != "ok"]
     set_verdicts: list[Verdict] = [
         *metadata_verdicts(wheels),
@@ -421,10 +424,10 @@ def analyze_extension(
         base = LoaderSimulation(providers, target, profile, rules)
         _SIMULATIONS[sim_key] = base
     sim = base.with_wheel(wheel)
-    done: list[UnitAnalysis] = []
+    pairs: list[tuple[PlannedUnit | None, UnitAnalysis]] = []
     for u, r, _ in sim.load_plan(sim.plan([wheel])):
-        done.append(_unit(sim, u, r, done))
-    units = tuple(spare_partial_gpu(done))
+        pairs.append((u, _unit(sim, u, r, [a for _, a in pairs])))
+    units = tuple(spare_partial_gpu(settle_candidates(pairs)))
     if cache is not None:
         cache[key] = units
     return units

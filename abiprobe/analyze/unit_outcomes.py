@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from abiprobe.analyze.first_error import SITE, LoaderMessage
 from abiprobe.analyze.layout import dist_label
@@ -117,6 +117,43 @@ def caught_verdicts(verdicts: tuple[Verdict, ...], unit: PlannedUnit) -> tuple[V
     )
 
 
+U = TypeVar("U", bound=JudgedUnit)
+
+
+def settle_candidates(pairs: Sequence[tuple[PlannedUnit | None, U]]) -> list[U]:
+    """A caught failure the package goes on from (the next candidate of a list, a fallback, its own
+    ``raise``) is a tried candidate, not a failure of the set: its failures become warnings saying so.
+    A failure a handler swallows stays one (labelled optional: what the package does without it is not
+    followed)."""
+    out: list[U] = []
+    for i, (unit, judged) in enumerate(pairs):
+        after = [
+            p
+            for p, _ in pairs[i + 1 :]
+            if p is not None and unit is not None and (unit.path, False) in p.when
+        ]
+        if unit is None or not unit.caught or not after:
+            out.append(judged)
+            continue
+        then = (
+            after[0].path.split(":", 1)[-1]
+            if after[0].how != "raise"
+            else f"its own raise at {after[0].where}"
+        )
+        why = f"a candidate: the package goes on to {then}"
+        verdicts = tuple(
+            replace(v, status="warn", explanation=f"{v.explanation} ({why})") if v.status == "fail" else v
+            for v in judged.verdicts
+        )
+        out.append(_replaced(judged, verdicts))
+    return out
+
+
+def _replaced(judged: U, verdicts: tuple[Verdict, ...]) -> U:
+    changed: Any = replace(judged, verdicts=verdicts)  # type: ignore[type-var]
+    return changed  # type: ignore[no-any-return]
+
+
 def judged_native_verdicts(sim: LoaderSimulation, done: Sequence[JudgedUnit]) -> list[Verdict]:
     """A distribution whose code loads libraries by path, none of which any unit judged: ``unknown``,
     never ``ok`` (a library distribution nothing loads, such as a runtime wheel, never loads)."""
@@ -139,4 +176,11 @@ def judged_native_verdicts(sim: LoaderSimulation, done: Sequence[JudgedUnit]) ->
     return out
 
 
-__all__ = ["VirtualOutcome", "caught_verdicts", "judged_native_verdicts", "tried_before", "virtual_outcome"]
+__all__ = [
+    "VirtualOutcome",
+    "caught_verdicts",
+    "judged_native_verdicts",
+    "settle_candidates",
+    "tried_before",
+    "virtual_outcome",
+]

@@ -12,6 +12,7 @@
 - ``listglob``: loads ``liba.so`` then ``libb.so`` (which needs ``liba.so`` by soname, no RUNPATH) from a
   list in ``__init__``, then every ``ops/*.so`` of a glob; ``ops/libop1.so`` has an undefined symbol.
 - ``netname``: the library's name is read from a JSON file at import: abiprobe cannot follow it.
+- ``optional``: loads ``libopt.so`` (which needs an absent library) inside a ``try`` whose handler goes on.
 """
 
 from __future__ import annotations
@@ -119,6 +120,15 @@ with open(os.path.join(_HERE, "libs.json")) as f:
     _NAME = json.load(f)["lib"]
 ctypes.CDLL(os.path.join(_HERE, _NAME))
 """
+OPTIONAL = b"""import ctypes
+import os
+
+HAS_OPT = True
+try:
+    ctypes.CDLL(os.path.join(os.path.dirname(__file__), "libopt.so"))
+except OSError:
+    HAS_OPT = False
+"""
 
 
 @dataclass(frozen=True)
@@ -131,6 +141,7 @@ class PatternWheels:
     chain: Path
     listglob: Path
     netname: Path
+    optional: Path
 
 
 def _plain(out: Path, filename: str, soname: str | None = None) -> Path:
@@ -200,4 +211,9 @@ def build_pattern_wheels(root: Path) -> PatternWheels:
         "netname/__init__.py": NETNAME, "netname/libs.json": b'{"lib": "libnet.so"}\n',
         "netname/libnet.so": _needing(work / "nn", "libnet.so", absent),
     }, tag=TAG)  # fmt: skip
-    return PatternWheels(torch, cudaname, missingname, trylist, trylist_none, chain, listglob, netname)
+    optional = build_wheel(out, "optional", "1.0", {
+        "optional/__init__.py": OPTIONAL, "optional/libopt.so": _needing(work / "op", "libopt.so", absent),
+    }, tag=TAG)  # fmt: skip
+    return PatternWheels(
+        torch, cudaname, missingname, trylist, trylist_none, chain, listglob, netname, optional
+    )
