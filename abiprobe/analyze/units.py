@@ -103,6 +103,7 @@ class _Planner:
         self.rules = tuple(rules)
         self.values = values
         self.cond: Cond = ()
+        self.opaque = 0  # depth of branches taken on a test that cannot be known
         self.tries: list[tuple[frozenset[str], list[tuple[str, Cond]]]] = []  # catches, failures
         self.note = ""
         self.modules: dict[str, PyModule] = {}
@@ -218,7 +219,11 @@ class _Planner:
         elif e.kind == "try":
             return self._try(module, e, timing, args)
         elif e.kind == "raise":
-            message = self._value(_bind(e.target, args), where)[0]
+            if self.opaque:  # under a test abiprobe cannot know: whether it is reached is not known
+                out.next.append(self.cond)
+                return out
+            text = self._value(_bind(e.target, args), where)[0]
+            message = next((m.strip() for m in text.splitlines() if m.strip()), "")
             line = (f"{e.api}: {message}" if message else e.api) if e.api else ""
             self.add(f"raise:{where}", "raise", timing, where)
             unit = self.units[f"raise:{where}"]
@@ -246,23 +251,29 @@ class _Planner:
         return TOKEN.sub("*", text), f"{where}: no run-time values given"
 
     def _if(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str], where: str) -> _Exits:
-        """Only the branch the target takes runs; both, of unknown timing, when the test cannot be known."""
+        """Only the branch the target takes runs; both, when the test cannot be known (of unknown timing
+        when it reads a run-time value abiprobe cannot evaluate), and then a ``raise`` in either is no
+        claim (whether it is reached is not known)."""
         test = TOKEN.fullmatch(e.target)
-        try:
-            if test is None or self.values is None:
-                raise CannotEvaluate(f"{e.target}: no run-time values given")
-            taken = bool(evaluate(test.group(1), self.values))
-        except CannotEvaluate as exc:
-            cond, note = self.cond, self.note
-            self.note = f"{where}: `if` {exc}"
-            later: Timing = "unknown" if timing == "import" else timing
-            first = self.run(module, e.body, later, args, [cond])
-            second = self.run(module, e.orelse, later, args, [cond])
-            self.note = note
-            first.add(second)
-            first.next += second.next
-            return first
-        return self.run(module, e.body if taken else e.orelse, timing, args, [self.cond])
+        later, note = timing, self.note
+        if test is not None:
+            try:
+                if self.values is None:
+                    raise CannotEvaluate("no run-time values given")
+                taken = bool(evaluate(test.group(1), self.values))
+                return self.run(module, e.body if taken else e.orelse, timing, args, [self.cond])
+            except CannotEvaluate as exc:
+                later = "unknown" if timing == "import" else timing
+                self.note = f"{where}: `if` {exc}"
+        cond = self.cond
+        self.opaque += 1
+        first = self.run(module, e.body, later, args, [cond])
+        second = self.run(module, e.orelse, later, args, [cond])
+        self.opaque -= 1
+        self.note = note
+        first.add(second)
+        first.next = list(dict.fromkeys(first.next + second.next))
+        return first
 
     def _for(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str], where: str) -> _Exits:
         """Each item in turn (a list's, a glob's matches in path order, a directory's files); a ``break``
@@ -314,9 +325,14 @@ class _Planner:
         out.next = list(dict.fromkeys(out.next))
         return out
 
+    def _matches(self, pattern: str) -> bool:
+        return bool(pattern) and any(_glob(pattern).fullmatch(p) for p in self.layout.objects)
+
     def load(self, pattern: str, api: str, timing: Timing, where: str, expr: str = "") -> None:
         pattern, computed = self._value(pattern, where)
         note = f"computed from {computed}" if computed and "/" not in computed.split(":", 1)[0] else computed
+        if expr and self.opaque and not self._matches(pattern):
+            return  # not followed, under a test abiprobe cannot know: no claim
         if not pattern and expr:
             self.add(f"unresolved:{where}", "unresolved", timing, where, api, f"{where}: {api}({expr})")
             return
@@ -342,8 +358,13 @@ class _Planner:
         picked = len(matched) == 1 or all(
             any(r.selects(p, None) is not None for r in self.rules) for p in matched
         )
+        if len(matched) == 1:
+            self.add(matched[0], how, timing, where, api, note)
+            return
+        tries, self.tries = self.tries, []  # one of several: not a candidate the package moves on from
         for path in matched:
             self.add(path, how, timing if picked else "unknown", where, api, note)
+        self.tries = tries
 
     def call(self, module: PyModule, e: PyEvent, timing: Timing) -> _Exits:
         """Run the package's function the event calls; its returns go on after the call."""

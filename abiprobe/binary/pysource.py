@@ -174,6 +174,7 @@ class _Scanner:
         self.functions: list[PyFunction] = []
         self.local_nodes: dict[str, ast.expr] = {}  # a function's simple assignments, by name
         self.module_nodes: dict[str, ast.expr] = {}  # the module's top-level simple assignments
+        self.loops: list[bool] = []  # enclosing loops: True for one the planner runs (a list, a glob)
         self.in_function = False
 
     def block(self, body: list[ast.stmt], params: dict[str, str]) -> list[PyEvent]:
@@ -192,9 +193,10 @@ class _Scanner:
             if (
                 not self.in_function
             ):  # module-level functions are recorded (nested ones run with their parent)
-                self.local_nodes, self.in_function = {}, True
+                self.local_nodes, self.in_function, loops = {}, True, self.loops
+                self.loops = []
                 body = self.block(stmt.body, inner)
-                self.local_nodes, self.in_function = {}, False
+                self.local_nodes, self.in_function, self.loops = {}, False, loops
                 self.functions.append(PyFunction(stmt.name, tuple(inner), tuple(body)))
             return []
         if isinstance(stmt, ast.If) and _type_checking_or_main(stmt.test):
@@ -237,16 +239,28 @@ class _Scanner:
         a directory, ``try`` and its handlers, ``raise``, ``break``, ``continue``, ``return``; None for
         other statements (read flat, as before)."""
         line = getattr(stmt, "lineno", 0)
-        if isinstance(stmt, ast.If) and (test := self.runtime(stmt.test)) is not None:
+        if isinstance(stmt, ast.If):  # a test on run-time values is kept; any other is opaque ("")
+            test = self.runtime(stmt.test)
             body, orelse = self.block(stmt.body, params), self.block(stmt.orelse, params)
-            return [PyEvent("if", test, line=line, body=tuple(body), orelse=tuple(orelse))]
+            own = [] if test is not None else self.calls(stmt, params)
+            return [*own, PyEvent("if", test or "", line=line, body=tuple(body), orelse=tuple(orelse))]
         if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
             loop = self.loop_items(stmt.iter, params)
             if loop is not None:
                 api, items = loop
                 inner = {**params, stmt.target.id: f"{{{stmt.target.id}}}"}
-                body, orelse = self.block(stmt.body, inner), self.block(stmt.orelse, params)
+                self.loops.append(True)
+                body = self.block(stmt.body, inner)
+                self.loops.pop()
+                orelse = self.block(stmt.orelse, params)
                 return [PyEvent("for", stmt.target.id, api, items, line, tuple(body), tuple(orelse))]
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):  # runs its body any number of times
+            own = self.calls(stmt, params)
+            self.loops.append(False)
+            body = self.block(stmt.body, params)
+            self.loops.pop()
+            orelse = self.block(stmt.orelse, params)  # whether it runs is as unknown as the body's runs
+            return [*own, PyEvent("if", "", line=line, body=tuple(body), orelse=tuple(orelse))]
         if isinstance(stmt, ast.Try):
             body = self.block(stmt.body, params) + self.block(stmt.orelse, params)
             handlers = tuple(
@@ -264,8 +278,9 @@ class _Scanner:
             if isinstance(stmt.exc, ast.Call) and stmt.exc.args:
                 message = self.text(stmt.exc.args[0], params) or _UNKNOWN
             return [*self.calls(stmt, params), PyEvent("raise", message, name.rsplit(".", 1)[-1], line=line)]
-        if isinstance(stmt, (ast.Break, ast.Continue)):
-            return [PyEvent("break" if isinstance(stmt, ast.Break) else "continue", "", line=line)]
+        if isinstance(stmt, (ast.Break, ast.Continue)):  # kept for the loops the planner runs
+            kind = "break" if isinstance(stmt, ast.Break) else "continue"
+            return [PyEvent(kind, "", line=line)] if self.loops and self.loops[-1] else []
         if isinstance(stmt, ast.Return) and self.in_function:
             return [*self.calls(stmt, params), PyEvent("return", "", line=line)]
         return None
@@ -362,8 +377,11 @@ class _Scanner:
         stems = [
             n.split(".so")[0] for n in names if re.fullmatch(r"[\w.{}-]+", n) and n not in ("", ".", "..")
         ]
+        # a file-name glob it spells (``"common_ops.*"``) names the file better than a directory does
+        globbed = [m.group(1) for n in names if (m := re.fullmatch(r"([A-Za-z_][\w-]*)\.\*", n))]
         top = self.path.split("/", 1)[0]
-        return f"{top}/**/{stems[-1]}.*so*" if stems else None
+        stem = globbed[0] if globbed else (stems[-1] if stems else None)
+        return f"{top}/**/{stem}.*so*" if stem else None
 
     def dotted(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Name):
