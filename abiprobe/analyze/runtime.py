@@ -24,6 +24,7 @@ from abiprobe.model.target import Target
 
 TOKEN = re.compile(r"\{=(.+?)=\}")
 _LABEL_CUDA = re.compile(r"\+cu(\d+?)(\d)$")
+_RUNTIME_PIN = re.compile(r"nvidia-cuda-runtime(?:-cu\d+)?\s*==\s*(\d+)\.(\d+)", re.I)
 _SAFE = (str, int, float, bool, tuple, list, dict, type(None))
 _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Mod: operator.mod, ast.Mult: operator.mul, ast.Sub: operator.sub,
@@ -112,28 +113,43 @@ def _torch_values(wheels: Sequence[WheelFacts]) -> tuple[dict[str, Any], str]:
     if torch is None:
         return {}, ""
     module = next((m for m in torch.python or () if m.name == "torch.version" and m.constants), None)
-    values: dict[str, Any]
+    values: dict[str, Any] = {}
     if module is not None:
         values = {f"torch.version.{k}": v for k, v in module.constants}
         source = f"torch/version.py of {torch.filename}"
     else:
-        m = _LABEL_CUDA.search(torch.metadata.version)
-        cuda = f"{m.group(1)}.{m.group(2)}" if m else None
-        values = {
-            "torch.version.cuda": cuda,
-            "torch.version.hip": None,
-            "torch.version.__version__": torch.metadata.version,
-        }
-        source = f"the version {torch.metadata.version} of {torch.filename} (no torch/version.py read)"
+        cuda = _build_cuda(torch)
+        if cuda is not None:
+            values = {"torch.version.cuda": cuda or None, "torch.version.hip": None}
+        source = f"the version and requirements of {torch.filename} (no torch/version.py read)"
     values.setdefault("torch.version.__version__", torch.metadata.version)
-    values.setdefault("torch.version.hip", None)
     values["torch.__version__"] = values["torch.version.__version__"]
-    cuda_build = values.get("torch.version.cuda") is not None
-    values["torch.cuda.is_available"] = lambda: cuda_build
     values["torch.xpu.is_available"] = lambda: False
     values["torch.mps.is_available"] = lambda: False
     values["torch.backends.mps.is_available"] = lambda: False
+    if "torch.version.cuda" not in values:  # which build it is is not known: nothing keyed on it is
+        return values, source
+    values.setdefault("torch.version.hip", None)
+    cuda_build = values.get("torch.version.cuda") is not None
+    values["torch.cuda.is_available"] = lambda: cuda_build
     return values, source
+
+
+def _build_cuda(torch: WheelFacts) -> str | None:
+    """The CUDA version a torch wheel was built for, without its ``version.py``: its local label
+    (``+cu130``: ``13.0``; ``+cpu``: ``""``, none), else the CUDA runtime wheel it pins
+    (``nvidia-cuda-runtime-cu12==12.8.90``: ``12.8``); None when neither says."""
+    version = torch.metadata.version
+    m = _LABEL_CUDA.search(version)
+    if m:
+        return f"{m.group(1)}.{m.group(2)}"
+    if "+" in version:
+        return ""
+    for req in torch.metadata.requires_dist:
+        pin = _RUNTIME_PIN.match(req)
+        if pin and "extra ==" not in req:
+            return f"{pin.group(1)}.{pin.group(2)}"
+    return None
 
 
 def runtime_values(target: Target, wheels: Sequence[WheelFacts]) -> RuntimeValues:
