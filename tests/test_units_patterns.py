@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support.pattern_wheels import PatternWheels, build_pattern_wheels
 
-from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
+from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_extension, analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
 from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.host.wheel import wheel_facts_from_path
@@ -177,3 +177,21 @@ def test_a_failure_the_package_catches_is_reported_and_does_not_fail_the_import(
     assert a.import_status == "ok"
     # AND a real import passes
     assert _import(wheels, "optional", "optional", tmp_path) == (0, "")
+
+
+def test_native_code_that_nothing_followed_loads_is_never_ok(wheels: PatternWheels, tmp_path: Path) -> None:
+    # GIVEN guarded, whose library path comes from a file, loaded under a test abiprobe cannot know
+    facts = wheel_facts_from_path(wheels.guarded)
+    torch = wheel_facts_from_path(wheels.torch)
+    a = analyze_set([torch, facts], TARGET, PROFILE)
+    # THEN no unit of it is judged, and the set is unknown, not ok, saying why
+    assert _units(a, "guarded") == []
+    (verdict,) = [v for v in a.set_verdicts if v.subject == "guarded 1.0" and v.status != "ok"]
+    assert verdict.status == "unknown" and "none was judged" in verdict.explanation
+    assert a.status == "unknown"
+    # AND so is the solver's pairwise form
+    pair = analyze_extension(facts, [torch], TARGET, PROFILE)
+    assert [(u.kind, u.status) for u in pair] == [("unjudged", "unknown")]
+    # AND a real import fails: ok would have been wrong
+    code, last = _import(wheels, "guarded", "guarded", tmp_path)
+    assert code != 0 and "libcudart_gone.so.12" in last, last

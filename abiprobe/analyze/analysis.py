@@ -428,6 +428,9 @@ def analyze_extension(
     for u, r, _ in sim.load_plan(sim.plan([wheel])):
         pairs.append((u, _unit(sim, u, r, [a for _, a in pairs])))
     units = tuple(spare_partial_gpu(settle_candidates(pairs)))
+    unjudged = judged_native_verdicts(sim, units, [wheel])
+    if unjudged:  # the pair's verdicts are its units': native code nothing followed loads is one too
+        units += (UnitAnalysis(dist_label(wheel), dist_label(wheel), "unjudged", tuple(unjudged)),)
     if cache is not None:
         cache[key] = units
     return units

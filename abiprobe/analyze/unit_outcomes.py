@@ -12,7 +12,7 @@ from abiprobe.analyze.first_error import SITE, LoaderMessage
 from abiprobe.analyze.layout import dist_label
 from abiprobe.analyze.loader import LoaderSimulation
 from abiprobe.analyze.units import PlannedUnit
-from abiprobe.model.facts import all_events
+from abiprobe.model.facts import WheelFacts, all_events
 from abiprobe.model.verdict import Verdict
 
 _NO_FILE = "cannot open shared object file: No such file or directory"
@@ -154,13 +154,15 @@ def _replaced(judged: U, verdicts: tuple[Verdict, ...]) -> U:
     return changed  # type: ignore[no-any-return]
 
 
-def judged_native_verdicts(sim: LoaderSimulation, done: Sequence[JudgedUnit]) -> list[Verdict]:
+def judged_native_verdicts(
+    sim: LoaderSimulation, done: Sequence[JudgedUnit], only: Sequence[WheelFacts] | None = None
+) -> list[Verdict]:
     """A distribution whose code loads libraries by path, none of which any unit judged: ``unknown``,
     never ``ok`` (a library distribution nothing loads, such as a runtime wheel, never loads)."""
     judged = {u.dist for u in done}
     loaded = {getattr(p, "path", None) for p in sim.loaded.values()}
     out: list[Verdict] = []
-    for w in sim.layout.wheels:
+    for w in sim.layout.wheels if only is None else only:
         label = dist_label(w)
         paths = [p for p, o in sim.layout.objects.items() if o.wheel is w]
         if not paths or label in judged or any(p in loaded for p in paths) or not w.python:

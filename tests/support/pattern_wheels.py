@@ -13,6 +13,7 @@
   list in ``__init__``, then every ``ops/*.so`` of a glob; ``ops/libop1.so`` has an undefined symbol.
 - ``netname``: the library's name is read from a JSON file at import: abiprobe cannot follow it.
 - ``optional``: loads ``libopt.so`` (which needs an absent library) inside a ``try`` whose handler goes on.
+- ``guarded``: loads a path a helper reads from a file, under a test abiprobe cannot know: nothing is judged.
 """
 
 from __future__ import annotations
@@ -129,6 +130,20 @@ try:
 except OSError:
     HAS_OPT = False
 """
+GUARDED = b"""import ctypes
+import os
+
+_HERE = os.path.dirname(__file__)
+
+
+def _path():
+    with open(os.path.join(_HERE, "which.txt")) as f:
+        return os.path.join(_HERE, f.read().strip())
+
+
+if os.path.isdir(_HERE):
+    ctypes.CDLL(_path())
+"""
 
 
 @dataclass(frozen=True)
@@ -142,6 +157,7 @@ class PatternWheels:
     listglob: Path
     netname: Path
     optional: Path
+    guarded: Path
 
 
 def _plain(out: Path, filename: str, soname: str | None = None) -> Path:
@@ -214,6 +230,10 @@ def build_pattern_wheels(root: Path) -> PatternWheels:
     optional = build_wheel(out, "optional", "1.0", {
         "optional/__init__.py": OPTIONAL, "optional/libopt.so": _needing(work / "op", "libopt.so", absent),
     }, tag=TAG)  # fmt: skip
+    guarded = build_wheel(out, "guarded", "1.0", {
+        "guarded/__init__.py": GUARDED, "guarded/which.txt": b"libguarded.so\n",
+        "guarded/libguarded.so": _needing(work / "gu", "libguarded.so", absent),
+    }, tag=TAG)  # fmt: skip
     return PatternWheels(
-        torch, cudaname, missingname, trylist, trylist_none, chain, listglob, netname, optional
+        torch, cudaname, missingname, trylist, trylist_none, chain, listglob, netname, optional, guarded
     )
