@@ -195,3 +195,35 @@ def test_native_code_that_nothing_followed_loads_is_never_ok(wheels: PatternWhee
     # AND a real import fails: ok would have been wrong
     code, last = _import(wheels, "guarded", "guarded", tmp_path)
     assert code != 0 and "libcudart_gone.so.12" in last, last
+
+
+def test_a_try_list_of_system_names_loads_the_one_the_target_has(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN sysnames, which tries libm.so.9 and then libm.so.6 by bare name
+    a = _analyze(wheels, "sysnames")
+    # THEN the absent name is a tried candidate, libm.so.6 is found among the target's system libraries
+    assert [(u.path, u.status) for u in _units(a, "sysnames")] == [
+        ("libm.so.9", "warn"),
+        ("libm.so.6", "ok"),
+    ]
+    assert a.import_status == "ok"
+    # AND a real import passes
+    assert _import(wheels, "sysnames", "sysnames", tmp_path) == (0, "")
+
+
+def test_a_try_list_of_system_names_none_present_fails_with_the_packages_message(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN sysnames_none, whose every candidate name is absent from the target
+    a = _analyze(wheels, "sysnames_none")
+    # THEN importing fails with the package's OSError, each candidate's loader line listed
+    assert a.first_error is not None and a.first_error.text == "OSError: sysnames: no usable system library"
+    (raised,) = [u for u in a.units if u.kind == "raise"]
+    assert [c["first_failure"] for c in raised.verdicts[0].evidence["candidates"]] == [
+        "OSError: libabiprobe_absent.so.9: cannot open shared object file: No such file or directory",
+        "OSError: libabiprobe_absent.so.8: cannot open shared object file: No such file or directory",
+    ]
+    # AND a real import fails with that line
+    code, last = _import(wheels, "sysnames_none", "sysnames", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last

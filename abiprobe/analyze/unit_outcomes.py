@@ -57,7 +57,7 @@ def _failure(u: JudgedUnit) -> str:
 def tried_before(unit: PlannedUnit, done: Sequence[JudgedUnit]) -> list[tuple[str, str]]:
     """The candidates the package tried before this unit that failed, with their first failure."""
     by_path = {u.path: u for u in done}
-    return [(key, _failure(by_path[key])) for key, ok in unit.when if not ok and key in by_path]
+    return [(key, _failure(by_path[_name(key)])) for key, ok in unit.when if not ok and _name(key) in by_path]
 
 
 def _name(key: str) -> str:

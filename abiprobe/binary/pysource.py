@@ -293,7 +293,12 @@ class _Scanner:
         elif isinstance(node, ast.Name) and node.id in self.module_nodes:
             node = self.module_nodes[node.id]
         if isinstance(node, (ast.List, ast.Tuple)):
-            items = [self.text(e, params) for e in node.elts]
+            items = [
+                str(e.value)
+                if isinstance(e, ast.Constant) and isinstance(e.value, int)
+                else self.text(e, params)
+                for e in node.elts
+            ]
             return None if any(i is None for i in items) else ("", tuple(i for i in items if i is not None))
         callee = self.dotted(node.func) if isinstance(node, ast.Call) else None
         if isinstance(node, ast.Call) and callee in ("os.listdir", "sorted", "list") and node.args:

@@ -13,6 +13,8 @@
   list in ``__init__``, then every ``ops/*.so`` of a glob; ``ops/libop1.so`` has an undefined symbol.
 - ``netname``: the library's name is read from a JSON file at import: abiprobe cannot follow it.
 - ``optional``: loads ``libopt.so`` (which needs an absent library) inside a ``try`` whose handler goes on.
+- ``sysnames`` / ``sysnames_none``: try ``libm.so.9``, then ``libm.so.6`` (the target's) by
+  bare name, newest first, through the system's search; in ``sysnames_none`` only absent names.
 - ``guarded``: loads a path a helper reads from a file, under a test abiprobe cannot know: nothing is judged.
 """
 
@@ -144,6 +146,17 @@ def _path():
 if os.path.isdir(_HERE):
     ctypes.CDLL(_path())
 """
+SYSNAMES = b"""import ctypes
+
+for _major in (9, %d):
+    try:
+        _lib = ctypes.CDLL(f"lib%s.so.{_major}")
+        break
+    except OSError:
+        continue
+else:
+    raise OSError("sysnames: no usable system library")
+"""
 
 
 @dataclass(frozen=True)
@@ -158,6 +171,8 @@ class PatternWheels:
     netname: Path
     optional: Path
     guarded: Path
+    sysnames: Path
+    sysnames_none: Path
 
 
 def _plain(out: Path, filename: str, soname: str | None = None) -> Path:
@@ -234,6 +249,14 @@ def build_pattern_wheels(root: Path) -> PatternWheels:
         "guarded/__init__.py": GUARDED, "guarded/which.txt": b"libguarded.so\n",
         "guarded/libguarded.so": _needing(work / "gu", "libguarded.so", absent),
     }, tag=TAG)  # fmt: skip
+    plain = _plain(work / "sy", "libsysnames_keep.so")  # native code of its own, judged as no unit
+    sysnames = build_wheel(out / "s", "sysnames", "1.0", {
+        "sysnames/__init__.py": SYSNAMES % (6, b"m"), "sysnames/libkeep.so": plain,
+    }, tag=TAG)  # fmt: skip
+    sysnames_none = build_wheel(out / "sn", "sysnames", "1.0", {
+        "sysnames/__init__.py": SYSNAMES % (8, b"abiprobe_absent"), "sysnames/libkeep.so": plain,
+    }, tag=TAG)  # fmt: skip
     return PatternWheels(
-        torch, cudaname, missingname, trylist, trylist_none, chain, listglob, netname, optional, guarded
-    )
+        torch, cudaname, missingname, trylist, trylist_none, chain, listglob, netname, optional, guarded,
+        sysnames, sysnames_none,
+    )  # fmt: skip
