@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 from abiprobe.analyze.driver_api import driver_symbol_introduced, is_driver_api_name
 from abiprobe.analyze.layout import InstalledObject, Layout
+from abiprobe.analyze.preloads import preload_order, preload_pattern
 from abiprobe.analyze.profiles import DRIVER_SONAME, Profile, SystemLibrary, stable_abi_names
 from abiprobe.analyze.runtime import runtime_values
-from abiprobe.analyze.units import PlannedUnit, plan_units, preload_order, preload_pattern
+from abiprobe.analyze.units import PlannedUnit, plan_units
 from abiprobe.model.facts import ElfFacts, SymbolImport, WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.solve.stack import PackageLoading, default_stack

@@ -9,6 +9,16 @@ module nothing in the package names (the program imports it itself); a computed 
 matches several files loads one of them at a time abiprobe cannot know (*unknown*). Packages whose source is
 not read (facts stored before it was, or ``read_source`` off in the stack data) load every extension at
 import, in path order. A library nothing loads is no unit (it never loads).
+
+The code is followed with the values the set and the target fix (:mod:`abiprobe.analyze.runtime`): a
+computed name is evaluated (a file the set lacks is an ``absent`` unit, which fails as ``CDLL`` does);
+an ``if`` on those values takes only the branch the target takes (an ``if`` on anything else runs both,
+and a ``raise`` in either is no claim); a ``for`` runs each item of its list, glob or directory in turn.
+A load inside a ``try`` whose handler catches its failure is a candidate: the units after it carry, in
+``when``, the outcomes they run after (the next candidate after it failed, the package's own ``raise``
+after every one did), which the loader simulation settles as it loads them in order. A failure a handler
+swallows is ``caught``: judged and labelled optional, never what importing does. A path abiprobe cannot
+follow is an ``unresolved`` unit: ``unknown``, with its file, line and expression.
 """
 
 from __future__ import annotations
@@ -22,7 +32,8 @@ from typing import Literal
 
 from packaging.utils import canonicalize_name
 
-from abiprobe.analyze.layout import InstalledObject, Layout
+from abiprobe.analyze.layout import Layout
+from abiprobe.analyze.preloads import install_glob
 from abiprobe.analyze.runtime import TOKEN, CannotEvaluate, RuntimeValues, evaluate, substitute
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts, all_events
 from abiprobe.solve.stack import PackageLoading
@@ -30,7 +41,6 @@ from abiprobe.solve.stack import PackageLoading
 Timing = Literal["import", "first_use", "unknown", "optional"]
 Cond = tuple[tuple[str, bool], ...]  # (unit key, whether it loaded) that must all hold for a unit to load
 _MAX_PATHS = 16
-_PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*\}")
 _EXT_TAIL = re.compile(r"\.(?:cpython-[^.]+|abi3|pypy[^.]*)?\.?so$")
 
 
@@ -67,28 +77,6 @@ def module_of_extension(path: str) -> str | None:
     if not stem:
         return None
     return ".".join([*posixpath.dirname(path).split("/"), stem]) if "/" in path else stem
-
-
-def preload_pattern(rules: Sequence[PackageLoading]) -> re.Pattern[str]:
-    """Installed paths any rule may preload (its ``preload`` globs and its ``closure_dir``)."""
-    parts = [_glob(g).pattern for r in rules for g in r.preload]
-    parts += [re.escape(r.closure_dir.rstrip("/") + "/") + "[^/]+" for r in rules if r.closure_dir]
-    return re.compile("|".join(f"(?:{p})" for p in parts) or "(?!)")
-
-
-def _glob(pattern: str) -> re.Pattern[str]:
-    """An installed-path glob: ``**/`` any directories, ``*`` within one name, ``{param}`` any name."""
-    text = _PLACEHOLDER.sub("*", pattern)
-    out = ""
-    i = 0
-    while i < len(text):
-        if text.startswith("**/", i):
-            out, i = out + "(?:.*/)?", i + 3
-        elif text[i] == "*":
-            out, i = out + "[^/]*", i + 1
-        else:
-            out, i = out + re.escape(text[i]), i + 1
-    return re.compile(out)
 
 
 class _Planner:
@@ -282,7 +270,7 @@ class _Planner:
         if e.api in ("glob", "listdir") and e.args:
             pattern = self._value(e.args[0], where)[0]
             if e.api == "glob":
-                rx = _glob(pattern)
+                rx = install_glob(pattern)
                 items = sorted(p for p in self.layout.objects if rx.fullmatch(p))
             else:
                 items = sorted(
@@ -326,7 +314,7 @@ class _Planner:
         return out
 
     def _matches(self, pattern: str) -> bool:
-        return bool(pattern) and any(_glob(pattern).fullmatch(p) for p in self.layout.objects)
+        return bool(pattern) and any(install_glob(pattern).fullmatch(p) for p in self.layout.objects)
 
     def load(self, pattern: str, api: str, timing: Timing, where: str, expr: str = "") -> None:
         pattern, computed = self._value(pattern, where)
@@ -342,7 +330,7 @@ class _Planner:
             return
         if "/" not in pattern or "{" in pattern or not _literal_head(pattern.split("/")[0]):
             return  # a bare soname (the loader's own search), a parameter no call filled, or no package
-        rx = _glob(pattern)
+        rx = install_glob(pattern)
         matched = sorted(p for p in self.layout.objects if rx.fullmatch(p))
         how = "import" if api == "importlib.util.spec_from_file_location" else "path"
         if not matched and "*" not in pattern and (computed or self._caught("OSError") is not None):
@@ -526,46 +514,4 @@ def _tops(wheel: WheelFacts) -> list[str]:
     return tops or [str(canonicalize_name(wheel.metadata.name)).replace("-", "_")]
 
 
-def preload_order(layout: Layout, rules: Sequence[PackageLoading]) -> list[InstalledObject]:
-    """What importing the set's packages loads globally before anything else, from the stack data: each
-    rule's ``preload`` globs in order, then its ``preload_closure`` (their DT_NEEDED closure in
-    ``closure_dir``), for the packages the set has."""
-    objs: list[InstalledObject] = []
-    for rule in rules:
-        if not any(f.startswith(f"{rule.package}/") for w in layout.wheels for f in w.files):
-            continue
-        for pattern in rule.preload:
-            rx = _glob(pattern)
-            objs += [o for p, o in sorted(layout.objects.items()) if rx.fullmatch(p) and o not in objs]
-        if rule.closure_dir:
-            objs += [o for o in _closure(layout, rule) if o not in objs]
-    return objs
-
-
-def _closure(layout: Layout, rule: PackageLoading) -> list[InstalledObject]:
-    """The libraries of ``closure_dir`` that the roots reach by DT_NEEDED (a library nothing needs, such
-    as torch 2.15's libgfortran.so.5, stays on disk); the whole directory when no root is there."""
-    prefix = rule.closure_dir.rstrip("/") + "/"
-    in_dir = {p: o for p, o in layout.objects.items() if p.startswith(prefix)}
-    rxs = [_glob(r) for r in rule.preload_closure]
-    roots = [o for p, o in sorted(layout.objects.items()) if any(rx.fullmatch(p) for rx in rxs)]
-    if not any(not o.path.startswith(prefix) for o in roots):
-        return [o for _, o in sorted(in_dir.items())]
-    by_name: dict[str, InstalledObject] = {}
-    for o in in_dir.values():
-        by_name.setdefault(o.filename, o)
-        if o.facts.soname:
-            by_name.setdefault(o.facts.soname, o)
-    reached = {o.path for o in roots if o.path in in_dir}
-    todo = list(roots)
-    while todo:
-        obj = todo.pop()
-        for name in obj.facts.needed:
-            dep = by_name.get(name)
-            if dep is not None and dep.path not in reached:
-                reached.add(dep.path)
-                todo.append(dep)
-    return [o for p, o in sorted(in_dir.items()) if p in reached]
-
-
-__all__ = ["PlannedUnit", "Timing", "module_of_extension", "plan_units", "preload_order"]
+__all__ = ["PlannedUnit", "Timing", "module_of_extension", "plan_units"]

@@ -5,9 +5,16 @@ path, calls of functions that may load), and the events inside its functions (wh
 function is called). Libraries are loaded by path through ``torch.ops.load_library``,
 ``torch.classes.load_library``, ``ctypes.CDLL`` / ``ctypes.cdll.LoadLibrary`` (and their aliases); the path
 expression is evaluated over ``__file__``, ``os.path`` and ``pathlib`` operations, f-strings, module
-constants and function parameters (``{name}``; a call site's constant arguments fill them in). A path it
-cannot evaluate is matched by the last name it spells (``**/_C.*so`` for ``_get_extension_path("_C")``);
-one that spells none is no claim at all.
+constants and function parameters (``{name}``; a call site's constant arguments fill them in). A part built
+from run-time values (``torch.version.cuda``, ``sys.version_info``, ``platform.machine()``, ``os.environ``)
+is kept as ``{=expr=}`` for the planner to evaluate with the set's and the target's values. A path it
+cannot evaluate is matched by the name it spells (``**/_C.*so`` for ``_get_extension_path("_C")``); one
+that spells none keeps its expression (the planner's ``unknown`` unit).
+
+Control flow around loads is kept as events: an ``if`` on run-time values (any other test is opaque: its
+text is ``""``), a ``for`` over a list, a glob or a directory (any other loop is an opaque branch),
+``try`` with the exception names each handler catches, ``raise`` with its message, ``break``,
+``continue`` and ``return``.
 
 Full parsing costs seconds on a package of thousands of modules, so only modules whose text names a load
 call, a dynamic import, or a function found to load are parsed; the others are read line by line for their
@@ -22,6 +29,8 @@ import re
 from collections.abc import Iterable, Mapping
 
 from abiprobe.binary.pyflow import catches, runtime_text, version_constants
+from abiprobe.binary.pyimports import absolute as _absolute
+from abiprobe.binary.pyimports import module_name, scan_imports
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, all_events
 
 LOAD_APIS = {
@@ -34,20 +43,7 @@ LOAD_APIS = {
 }
 _MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"import_module", b"__import__",
             b"spec_from_file_location")  # fmt: skip
-_IMPORT = re.compile(r"^([ \t]*)(from|import)[ \t]+(.*)$", re.M)
 _UNKNOWN = "*"
-
-
-def module_name(path: str) -> str | None:
-    """``pkg/sub/mod.py`` -> ``pkg.sub.mod``; ``pkg/__init__.py`` -> ``pkg``; None outside packages."""
-    if not path.endswith(".py") or ("/" not in path and path == "__init__.py"):
-        return None
-    parts = path[:-3].split("/")
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    if not parts or not all(p.isidentifier() for p in parts):
-        return None
-    return ".".join(parts)
 
 
 def scan_sources(sources: Mapping[str, bytes]) -> tuple[PyModule, ...]:
@@ -80,74 +76,6 @@ def _loads(events: tuple[PyEvent, ...], loaders: set[str]) -> bool:
         e.kind == "load" or (e.kind == "call" and e.target.rsplit(".", 1)[-1] in loaders)
         for e in all_events(events)
     )
-
-
-def scan_imports(path: str, source: bytes) -> PyModule | None:
-    """The imports a module's top-level code runs, read from its import lines (not parsed): an indented
-    import runs at import unless a ``def`` encloses it; text inside triple-quoted strings is skipped."""
-    name = module_name(path)
-    if name is None:
-        return None
-    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
-    text = source.decode("utf-8", "replace")
-    events: list[PyEvent] = []
-    quotes = {'"""': 0, "'''": 0}
-    last, number = 0, 1
-    for m in _IMPORT.finditer(text):
-        for q in quotes:
-            quotes[q] += text.count(q, last, m.start())
-        number += text.count("\n", last, m.start())
-        last = m.start()
-        if any(n % 2 for n in quotes.values()) or (
-            m.group(1) and _in_function(text, m.start(), len(m.group(1)))
-        ):
-            continue
-        if m.group(2) == "from":
-            module, _, names = m.group(3).partition(" import ")
-            if "(" in names and ")" not in names:
-                close = text.find(")", m.end())
-                names += text[m.end() : close if close >= 0 else m.end()]
-            base = _absolute(module.strip(), package)
-            for n in re.sub(r"#[^\n]*", "", names).replace("(", " ").replace(")", " ").split(","):
-                target = n.strip().split(" as ")[0].strip()
-                if target.isidentifier():
-                    events.append(PyEvent("import", f"{base}.{target}", line=number))
-                elif target == "*":
-                    events.append(PyEvent("import", base, line=number))
-        else:
-            for n in m.group(3).split("#")[0].split(","):
-                target = n.strip().split(" as ")[0].strip()
-                if target and all(p.isidentifier() for p in target.split(".")):
-                    events.append(PyEvent("import", target, line=number))
-    return PyModule(name, path, tuple(events), (), scanned=False)
-
-
-def _in_function(text: str, at: int, indent: int) -> bool:
-    """Whether the line at ``at`` (indented by ``indent``) lies in a ``def``: the nearest lines above it
-    with less indentation are read back to the first one at column 0."""
-    end = at
-    while indent > 0 and end > 0:
-        start = text.rfind("\n", 0, end - 1) + 1
-        line = text[start : end - 1] if end - 1 > start else ""
-        end = start
-        body = line.lstrip(" \t")
-        depth = len(line) - len(body)
-        if not body or body.startswith("#") or depth >= indent:
-            continue
-        if body.startswith(("def ", "async def ")):
-            return True
-        indent = depth
-    return False
-
-
-def _absolute(module: str, package: str) -> str:
-    level = len(module) - len(module.lstrip("."))
-    rest = module.lstrip(".")
-    if not level:
-        return rest
-    anchor = package.split(".")
-    anchor = anchor[: len(anchor) - (level - 1)] if level > 1 else anchor
-    return ".".join([*anchor, *([rest] if rest else [])])
 
 
 def scan_module(path: str, source: bytes) -> PyModule | None:
