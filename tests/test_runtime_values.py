@@ -73,3 +73,14 @@ def test_target_values_and_environment_defaults() -> None:
     # AND a value nobody fixes cannot be evaluated
     with pytest.raises(CannotEvaluate):
         evaluate("os.environ['PKG_LIB']", values)
+
+
+def test_hasattr_on_torch_is_true_for_what_the_target_fixes_and_unknown_otherwise(tmp_path: Path) -> None:
+    # GIVEN a CUDA 12.8 torch
+    facts = wheel_facts_from_path(_torch(tmp_path, "2.9.0", {"torch/version.py": VERSION_PY}))
+    values = runtime_values(TARGET, [facts])
+    # THEN torch.xpu exists but is not available, CUDA is, and an attribute nobody fixes is not guessed
+    assert evaluate("hasattr(torch, 'xpu') and torch.xpu.is_available()", values) is False
+    assert evaluate("torch.cuda.is_available()", values) is True
+    with pytest.raises(CannotEvaluate):
+        evaluate("hasattr(torch, '_C')", values)

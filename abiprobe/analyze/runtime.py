@@ -268,10 +268,13 @@ def _call(node: ast.Call, values: RuntimeValues) -> Any:
     if isinstance(node.func, ast.Name) and node.func.id == "hasattr" and len(node.args) == 2:
         owner, name = _eval(node.args[0], values), _eval(node.args[1], values)
         if isinstance(owner, _Namespace) and isinstance(name, str):
-            return any(
-                k == f"{owner.name}.{name}" or k.startswith(f"{owner.name}.{name}.") for k in values.values
-            )
-        return hasattr(owner, name) if isinstance(owner, (*_SAFE, VersionInfo)) else False
+            dotted = f"{owner.name}.{name}"
+            if any(k == dotted or k.startswith(f"{dotted}.") for k in values.values):
+                return True
+            raise CannotEvaluate(f"hasattr({owner.name}, {name!r}): not a value the set and the target fix")
+        if not isinstance(owner, (*_SAFE, VersionInfo)) or not isinstance(name, str):
+            raise CannotEvaluate(f"{ast.unparse(node)}: not a value abiprobe evaluates")
+        return hasattr(owner, name)
     func = _eval(node.func, values)
     if not callable(func) or (isinstance(func, type) and func not in _BUILTINS.values()):
         raise CannotEvaluate(f"{ast.unparse(node.func)}: not a function abiprobe evaluates")
