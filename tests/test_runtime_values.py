@@ -84,3 +84,10 @@ def test_hasattr_on_torch_is_true_for_what_the_target_fixes_and_unknown_otherwis
     assert evaluate("torch.cuda.is_available()", values) is True
     with pytest.raises(CannotEvaluate):
         evaluate("hasattr(torch, '_C')", values)
+
+
+def test_the_device_capability_is_the_target_gpus(tmp_path: Path) -> None:
+    # GIVEN a CUDA torch and an sm120 target
+    facts = wheel_facts_from_path(_torch(tmp_path, "2.9.0", {"torch/version.py": VERSION_PY}))
+    # THEN a package's test of the device capability sees the target's GPU
+    assert evaluate("torch.cuda.get_device_capability() >= (10, 0)", runtime_values(TARGET, [facts])) is True

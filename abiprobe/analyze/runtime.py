@@ -6,7 +6,8 @@ wheel (else from its version's local label: ``+cu130`` is CUDA 13.0, ``+cpu`` no
 (``sys.version_info``), machine (``platform.machine()``), ``sys.platform`` and ``os.name`` (Linux);
 ``os.environ`` is empty (an environment override takes its default: the target sets none).
 ``torch.cuda.is_available()`` is True exactly when the set's torch is a CUDA build: a target is a machine
-with an NVIDIA GPU and its driver; ``torch.xpu``, ``torch.mps`` and ROCm are never available there.
+with an NVIDIA GPU and its driver; ``torch.cuda.get_device_capability()`` is the target GPU's (when given);
+``torch.xpu``, ``torch.mps`` and ROCm are never available there.
 An expression over anything else cannot be evaluated: :class:`CannotEvaluate` says what it needed.
 """
 
@@ -166,6 +167,9 @@ def runtime_values(target: Target, wheels: Sequence[WheelFacts]) -> RuntimeValue
     }
     torch, source = _torch_values(wheels)
     values.update(torch)
+    cc = target.arch.cc if target.arch is not None else None
+    if cc is not None and torch.get("torch.version.cuda"):  # the target's GPU, seen by a CUDA torch
+        values["torch.cuda.get_device_capability"] = lambda *_device: cc
     return RuntimeValues(values, source)
 
 
