@@ -338,10 +338,8 @@ class _Planner:
                 pattern, "absent", timing, where, api, f"{note}: not in the set" if note else "not in the set"
             )
             return
-        if not matched and expr:
-            self.add(f"unresolved:{where}", "unresolved", timing, where, api,
-                     f"{where}: {api}({expr}) matches no file of the set")  # fmt: skip
-            return
+        if not matched:
+            return  # a guess by the name it spells that names no file (an optional library): no claim
         # several matches load one of them, unknown which, unless the stack data picks by GPU among them
         picked = len(matched) == 1 or all(
             any(r.selects(p, None) is not None for r in self.rules) for p in matched
