@@ -227,3 +227,23 @@ def test_a_try_list_of_system_names_none_present_fails_with_the_packages_message
     # AND a real import fails with that line
     code, last = _import(wheels, "sysnames_none", "sysnames", tmp_path)
     assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+def test_a_load_failure_the_package_wraps_and_then_catches_keeps_the_loaders_line(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN wrapped: its helper re-raises the library's OSError as its own exception, which __init__ catches
+    a = _analyze(wheels, "wrapped")
+    # THEN the library fails, labelled optional; importing passes; the first error is the loader's line
+    (unit,) = _units(a, "wrapped")
+    assert (unit.path, unit.status, unit.timing) == ("wrapped/libwrapped.so", "fail", "optional")
+    assert (a.import_status, a.status) == ("ok", "fail")
+    assert a.first_error is not None
+    # AND a real import passes, and the exception it caught was caused by exactly that line
+    assert _import(wheels, "wrapped", "wrapped", tmp_path)[0] == 0
+    cause = subprocess.run(
+        [sys.executable, "-I", "-W", "ignore", "-c",
+         f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import wrapped; print(wrapped.CAUSE)"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert matches_loader_line(a.first_error.text, cause.replace(f"{tmp_path}/", "")), cause

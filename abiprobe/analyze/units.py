@@ -128,7 +128,7 @@ class _Planner:
     def _caught(self, kind: str) -> list[tuple[str, Cond]] | None:
         """The failures list of the innermost ``try`` whose handlers catch ``kind``, or None."""
         for names, failures in reversed(self.tries):
-            if names & _CATCHING[kind]:
+            if names & _catching(kind):
                 return failures
         return None
 
@@ -213,11 +213,15 @@ class _Planner:
             text = self._value(_bind(e.target, args), where)[0]
             message = next((m.strip() for m in text.splitlines() if m.strip()), "")
             line = (f"{e.api}: {message}" if message else e.api) if e.api else ""
-            self.add(f"raise:{where}", "raise", timing, where)
-            unit = self.units[f"raise:{where}"]
-            self.units[unit.path] = PlannedUnit(
-                unit.path, "raise", timing, where, when=self.cond, note=self.note, raises=line
-            )
+            caught = self._caught(e.api or "OSError")  # a bare raise re-raises the failure it handles
+            if caught is not None:  # an enclosing handler of the package catches it: it goes on there
+                caught.append((e.api or "OSError", self.cond))
+                return out
+            key = f"raise:{where}"
+            if key not in self.units:
+                self.units[key] = PlannedUnit(
+                    key, "raise", timing, where, when=self.cond, note=self.note, raises=line
+                )
             out.rais.append(self.cond)
             return out
         elif e.kind in ("break", "continue", "return"):
@@ -304,7 +308,7 @@ class _Planner:
         out.add(body)
         out.next = list(body.next)
         for kind, cond in failures:
-            handler = next((h for ns, h in handlers if ns & _CATCHING[kind]), None)
+            handler = next((h for ns, h in handlers if ns & _catching(kind)), None)
             if handler is None:
                 continue
             caught = self.run(module, handler.body, timing, args, [cond])
@@ -445,6 +449,12 @@ _CATCHING = {
     "OSError": frozenset({"OSError", "EnvironmentError", "IOError", "Exception", "BaseException"}),
     "ImportError": frozenset({"ImportError", "Exception", "BaseException"}),
 }
+
+
+def _catching(kind: str) -> frozenset[str]:
+    """The handler names that catch an exception of class ``kind`` (one of the package's own: itself,
+    ``Exception`` or ``BaseException``)."""
+    return _CATCHING.get(kind, frozenset({kind, "Exception", "BaseException"}))
 
 
 def _literal_head(part: str) -> bool:

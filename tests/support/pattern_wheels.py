@@ -15,6 +15,8 @@
 - ``optional``: loads ``libopt.so`` (which needs an absent library) inside a ``try`` whose handler goes on.
 - ``sysnames`` / ``sysnames_none``: try ``libm.so.9``, then ``libm.so.6`` (the target's) by
   bare name, newest first, through the system's search; in ``sysnames_none`` only absent names.
+- ``wrapped``: a helper re-raises its library's OSError as the package's own exception, which the
+  package's ``__init__`` catches and warns about (xFormers' way).
 - ``guarded``: loads a path a helper reads from a file, under a test abiprobe cannot know: nothing is judged.
 """
 
@@ -157,6 +159,30 @@ for _major in (9, %d):
 else:
     raise OSError("sysnames: no usable system library")
 """
+WRAPPED = b"""import ctypes
+import os
+import warnings
+
+_HERE = os.path.dirname(__file__)
+
+
+class WrappedLibError(Exception):
+    pass
+
+
+def _register():
+    try:
+        ctypes.CDLL(os.path.join(_HERE, "libwrapped.so"))
+    except OSError as exc:
+        raise WrappedLibError("wrapped: cannot load its library") from exc
+
+
+try:
+    _register()
+except WrappedLibError as e:
+    CAUSE = str(e.__cause__)
+    warnings.warn(f"WARNING[WRAPPED]: {e}")
+"""
 
 
 @dataclass(frozen=True)
@@ -173,6 +199,7 @@ class PatternWheels:
     guarded: Path
     sysnames: Path
     sysnames_none: Path
+    wrapped: Path
 
 
 def _plain(out: Path, filename: str, soname: str | None = None) -> Path:
@@ -256,7 +283,11 @@ def build_pattern_wheels(root: Path) -> PatternWheels:
     sysnames_none = build_wheel(out / "sn", "sysnames", "1.0", {
         "sysnames/__init__.py": SYSNAMES % (8, b"abiprobe_absent"), "sysnames/libkeep.so": plain,
     }, tag=TAG)  # fmt: skip
+    wrapped = build_wheel(out, "wrapped", "1.0", {
+        "wrapped/__init__.py": WRAPPED,
+        "wrapped/libwrapped.so": _needing(work / "wr", "libwrapped.so", absent),
+    }, tag=TAG)  # fmt: skip
     return PatternWheels(
         torch, cudaname, missingname, trylist, trylist_none, chain, listglob, netname, optional, guarded,
-        sysnames, sysnames_none,
+        sysnames, sysnames_none, wrapped,
     )  # fmt: skip
