@@ -247,3 +247,19 @@ def test_a_load_failure_the_package_wraps_and_then_catches_keeps_the_loaders_lin
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     assert matches_loader_line(a.first_error.text, cause.replace(f"{tmp_path}/", "")), cause
+
+
+def test_a_list_chosen_by_the_targets_machine_loads_only_that_subset(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN subsets, whose __init__ picks its list of libraries by platform.machine()
+    a = _analyze(wheels, "subsets")
+    # THEN on the x86_64 target only libx86.so is a unit, and its undefined symbol is the first error
+    assert [(u.path, u.timing, u.status) for u in _units(a, "subsets")] == [
+        ("subsets/libx86.so", "import", "fail")
+    ]
+    assert a.first_error is not None
+    assert a.first_error.text == "OSError: <site-packages>/subsets/libx86.so: undefined symbol: x86_missing"
+    # AND a real import (on this x86_64 host) fails with that line
+    code, last = _import(wheels, "subsets", "subsets", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last

@@ -103,6 +103,7 @@ class _Scanner:
         self.local_nodes: dict[str, ast.expr] = {}  # a function's simple assignments, by name
         self.module_nodes: dict[str, ast.expr] = {}  # the module's top-level simple assignments
         self.loops: list[bool] = []  # enclosing loops: True for one the planner runs (a list, a glob)
+        self.guards: list[tuple[ast.expr, bool]] = []  # enclosing run-time tests, and which branch
         self.in_function = False
 
     def block(self, body: list[ast.stmt], params: dict[str, str]) -> list[PyEvent]:
@@ -150,12 +151,13 @@ class _Scanner:
             return flow
         events = self.calls(stmt, params)
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            if self.in_function:
-                self.local_nodes[stmt.targets[0].id] = stmt.value
-            else:
-                self.module_nodes[stmt.targets[0].id] = stmt.value
-                if (value := self.path_of(stmt.value, params)) is not None:
-                    self.constants[stmt.targets[0].id] = value
+            name = stmt.targets[0].id
+            nodes = self.local_nodes if self.in_function else self.module_nodes
+            nodes[name] = self.guarded(stmt.value, nodes.get(name))
+            if self.guards:  # a value chosen by a run-time test: evaluated by the planner, not here
+                self.constants.pop(name, None)
+            elif not self.in_function and (value := self.path_of(stmt.value, params)) is not None:
+                self.constants[name] = value
         for sub in _bodies(stmt):
             if isinstance(stmt, ast.ClassDef):  # methods run when called, not when the class is made
                 sub = [s for s in sub if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -169,10 +171,23 @@ class _Scanner:
         line = getattr(stmt, "lineno", 0)
         if isinstance(stmt, ast.If):  # a test on run-time values is kept; any other is opaque ("")
             test = self.runtime(stmt.test)
-            body, orelse = self.block(stmt.body, params), self.block(stmt.orelse, params)
+            if test is not None:
+                self.guards.append((stmt.test, True))
+            body = self.block(stmt.body, params)
+            if test is not None:
+                self.guards[-1] = (stmt.test, False)
+            orelse = self.block(stmt.orelse, params)
+            if test is not None:
+                self.guards.pop()
             own = [] if test is not None else self.calls(stmt, params)
             return [*own, PyEvent("if", test or "", line=line, body=tuple(body), orelse=tuple(orelse))]
         if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
+            chosen = self.chosen(stmt.iter)
+            if chosen is not None:  # a list chosen by a run-time test: one loop per branch
+                test, first, second = chosen
+                one = self.flow(ast.For(stmt.target, first, stmt.body, stmt.orelse, lineno=line), params)
+                other = self.flow(ast.For(stmt.target, second, stmt.body, stmt.orelse, lineno=line), params)
+                return [PyEvent("if", test, line=line, body=tuple(one or ()), orelse=tuple(other or ()))]
             loop = self.loop_items(stmt.iter, params)
             if loop is not None:
                 api, items = loop
@@ -211,6 +226,23 @@ class _Scanner:
             return [PyEvent(kind, "", line=line)] if self.loops and self.loops[-1] else []
         if isinstance(stmt, ast.Return) and self.in_function:
             return [*self.calls(stmt, params), PyEvent("return", "", line=line)]
+        return None
+
+    def guarded(self, value: ast.expr, before: ast.expr | None) -> ast.expr:
+        """An assignment under run-time tests, as the value it leaves: ``value if test else before``."""
+        for test, branch in reversed(self.guards):
+            other = before if before is not None else ast.Constant(None)
+            value = ast.IfExp(test, value, other) if branch else ast.IfExp(test, other, value)
+        return value
+
+    def chosen(self, node: ast.expr) -> tuple[str, ast.expr, ast.expr] | None:
+        """``(test, one, other)`` for a loop's iterable that a run-time test chose between two values."""
+        if isinstance(node, ast.Name):
+            node = (self.local_nodes if self.in_function else {}).get(node.id) or self.module_nodes.get(
+                node.id, node
+            )
+        if isinstance(node, ast.IfExp) and (test := self.runtime(node.test)) is not None:
+            return test, node.body, node.orelse
         return None
 
     def loop_items(self, node: ast.expr, params: dict[str, str]) -> tuple[str, tuple[str, ...]] | None:

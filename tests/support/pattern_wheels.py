@@ -17,6 +17,8 @@
   bare name, newest first, through the system's search; in ``sysnames_none`` only absent names.
 - ``wrapped``: a helper re-raises its library's OSError as the package's own exception, which the
   package's ``__init__`` catches and warns about (xFormers' way).
+- ``subsets``: loads the list its ``__init__`` picks by ``platform.machine()``: ``libx86.so`` (an undefined
+  symbol) on x86_64, ``libarm.so`` (needs an absent library) elsewhere.
 - ``guarded``: loads a path a helper reads from a file, under a test abiprobe cannot know: nothing is judged.
 """
 
@@ -183,6 +185,19 @@ except WrappedLibError as e:
     CAUSE = str(e.__cause__)
     warnings.warn(f"WARNING[WRAPPED]: {e}")
 """
+SUBSETS = b"""import os
+import platform
+
+import torch
+
+_HERE = os.path.dirname(__file__)
+if platform.machine() == "x86_64":
+    _LIBS = ["libx86.so"]
+else:
+    _LIBS = ["libarm.so"]
+for _lib in _LIBS:
+    torch.ops.load_library(os.path.join(_HERE, _lib))
+"""
 
 
 @dataclass(frozen=True)
@@ -200,6 +215,7 @@ class PatternWheels:
     sysnames: Path
     sysnames_none: Path
     wrapped: Path
+    subsets: Path
 
 
 def _plain(out: Path, filename: str, soname: str | None = None) -> Path:
@@ -287,7 +303,14 @@ def build_pattern_wheels(root: Path) -> PatternWheels:
         "wrapped/__init__.py": WRAPPED,
         "wrapped/libwrapped.so": _needing(work / "wr", "libwrapped.so", absent),
     }, tag=TAG)  # fmt: skip
+    x86 = build_shared(
+        work / "su", "libx86.so", "extern int x86_missing(void); int x(void) { return x86_missing(); }\n"
+    )
+    subsets = build_wheel(out, "subsets", "1.0", {
+        "subsets/__init__.py": SUBSETS, "subsets/libx86.so": x86,
+        "subsets/libarm.so": _needing(work / "su", "libarm.so", absent),
+    }, tag=TAG)  # fmt: skip
     return PatternWheels(
         torch, cudaname, missingname, trylist, trylist_none, chain, listglob, netname, optional, guarded,
-        sysnames, sysnames_none, wrapped,
+        sysnames, sysnames_none, wrapped, subsets,
     )  # fmt: skip
