@@ -337,6 +337,11 @@ class _Scanner:
                 names.append(params[n.id])
             elif isinstance(n, ast.Name) and n.id in self.local_nodes:
                 todo.append(self.local_nodes.pop(n.id))
+            elif isinstance(n, ast.IfExp) and (test := self.runtime(n.test)) is not None:
+                first, second = self.by_name(n.body, params), self.by_name(n.orelse, params)
+                if first is None or second is None or first == second:
+                    return first or second
+                return f"{{=({first!r} if {test[2:-2]} else {second!r})=}}"  # the planner picks one
             else:
                 todo.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, ast.expr))
         stems = [
