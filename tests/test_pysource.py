@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abiprobe.binary.pysource import scan_imports, scan_module, scan_sources
-from abiprobe.model.facts import PyEvent
+from abiprobe.model.facts import PyEvent, all_events
 
 EXTENSION = b"""
 import os
@@ -37,7 +37,7 @@ if False:
 
 
 def _loads(events: tuple[PyEvent, ...]) -> list[tuple[str, str]]:
-    return [(e.target, e.api) for e in events if e.kind == "load"]
+    return [(e.target, e.api) for e in all_events(events) if e.kind == "load"]
 
 
 def test_module_level_and_function_loads_with_their_path_expressions() -> None:
@@ -51,9 +51,11 @@ def test_module_level_and_function_loads_with_their_path_expressions() -> None:
     assert _loads(functions["_load_lib"].events) == [
         ("audiox/_extension/lib/{lib}.so", "torch.ops.load_library")
     ]
-    # AND a path that cannot be evaluated is matched by the name it spells; one that spells none is no claim
+    # AND a path that cannot be evaluated is matched by the name it spells; one that spells none keeps its
+    # expression (the planner's unknown unit)
     assert _loads(functions["helper"].events) == [("audiox/**/{name}.*so*", "torch.ops.load_library")]
-    assert _loads(functions["_probe"].events) == []
+    (probe,) = [e for e in all_events(functions["_probe"].events) if e.kind == "load"]
+    assert (probe.target, probe.api, probe.expr) == ("", "ctypes.CDLL", "candidate")
 
 
 def test_line_reader_keeps_top_level_imports_and_leaves_out_those_in_functions() -> None:
@@ -119,8 +121,10 @@ _register_extensions()
     m = scan_module("xformers/_cpp_lib.py", source)
     assert m is not None
     (f,) = m.functions
-    # THEN the load is matched by the name its spec spells, and the module-level call is recorded
-    assert _loads(f.events) == [("xformers/**/_C.*so*", "torch.ops.load_library")]
+    # THEN the load is matched by the name its spec spells on the branch the planner takes (the test reads
+    # torch.version.hip), and the module-level call is recorded
+    pattern = "{=('xformers/**/_C_hip.*so*' if torch.version.hip else 'xformers/**/_C.*so*')=}"
+    assert _loads(f.events) == [(pattern, "torch.ops.load_library")]
     assert any(e.kind == "call" and e.target == "xformers._cpp_lib._register_extensions" for e in m.events)
 
 
@@ -137,6 +141,7 @@ def _load_architecture_specific_ops():
 """
     m = scan_module("sgl_kernel/load_utils.py", source)
     assert m is not None
-    assert _loads(m.functions[0].events) == [
-        ("sgl_kernel/**/common_ops.*so*", "importlib.util.spec_from_file_location")
-    ]
+    # THEN the loop is kept over the glob's matches, and the load is of each match in turn
+    (loop,) = [e for e in m.functions[0].events if e.kind == "for"]
+    assert (loop.target, loop.api, loop.args) == ("ops_path", "glob", ("sgl_kernel/sm90/common_ops.*",))
+    assert _loads(loop.body) == [("{ops_path}", "importlib.util.spec_from_file_location")]

@@ -30,11 +30,19 @@ from abiprobe.analyze.loader import LoaderSimulation, LoadResult
 from abiprobe.analyze.profiles import Profile
 from abiprobe.analyze.torch_abi import TorchRelease, declared_torch, torch_range_verdicts
 from abiprobe.analyze.torch_build import build_torch_verdict, recorded_build_torch
+from abiprobe.analyze.unit_outcomes import (
+    caught_verdicts,
+    judged_native_verdicts,
+    settle_candidates,
+    tried_before,
+    virtual_outcome,
+)
 from abiprobe.analyze.units import PlannedUnit, Timing
 from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import CHECKS, STATUS_ORDER, Status, Verdict, unread_verdicts, unsettled, worst
+from abiprobe.solve.stack import PackageLoading, loading_digest
 
 ANALYSIS_SCHEMA_VERSION = 1
 
@@ -49,8 +57,9 @@ class UnitAnalysis:
     verdicts: tuple[Verdict, ...]
     selected: bool | None = None  # False: the package would not load it on the target GPU
     loader_message: LoaderMessage | None = None  # the loader's first error loading it, as printed
-    timing: Timing = "import"  # when the package loads it: at import, on first use, or not known
+    timing: Timing = "import"  # when the package loads it: at import, on first use, optional, not known
     where: str = ""  # the package's code that loads it (``pkg/ext.py line 12``), when read
+    note: str = ""  # how the package chose it (a computed name, a candidate of a list), or why not known
 
     @property
     def status(self) -> Status:
@@ -65,6 +74,7 @@ class UnitAnalysis:
             "selected": self.selected,
             "timing": self.timing,
             "where": self.where,
+            "note": self.note,
             "loader_message": self.loader_message.to_json() if self.loader_message else None,
             "verdicts": [v.to_json() for v in self.verdicts],
         }
@@ -250,7 +260,15 @@ def _timed(
     return tuple(out)
 
 
-def _unit(sim: LoaderSimulation, unit: PlannedUnit | None, result: LoadResult) -> UnitAnalysis:
+def _unit(
+    sim: LoaderSimulation,
+    unit: PlannedUnit | None,
+    result: LoadResult | None,
+    done: Sequence[UnitAnalysis] = (),
+) -> UnitAnalysis:
+    if result is None:
+        assert unit is not None
+        return _virtual(sim, unit, done)
     obj = sim.layout.objects[result.path]
     verdicts = unit_verdicts(sim, result)
     if unit is not None:
@@ -274,8 +292,36 @@ def _unit(sim: LoaderSimulation, unit: PlannedUnit | None, result: LoadResult) -
     if message is not None:
         verdicts = _with_message(verdicts, message)
     timing: Timing = "import" if unit is None else unit.timing
+    if unit is not None and unit.caught and worst(v.status for v in verdicts) in ("fail", "unknown"):
+        verdicts, timing = caught_verdicts(verdicts, unit), "optional"  # the package goes on without it
+    note = _note(unit, done) if unit is not None else ""
     return UnitAnalysis(
-        result.path, obj.dist, kind, verdicts, selected, message, timing, unit.where if unit else ""
+        result.path, obj.dist, kind, verdicts, selected, message, timing, unit.where if unit else "", note
+    )
+
+
+def _note(unit: PlannedUnit, done: Sequence[UnitAnalysis]) -> str:
+    """The unit's own note, and the candidates the package tried before it that failed."""
+    tried = "; ".join(f"{k.split(':', 1)[-1] if k.startswith('soname:') else k}: {m}"
+                      for k, m in tried_before(unit, done))  # fmt: skip
+    parts = [unit.note, f"loaded after earlier candidates failed ({tried})" if tried else ""]
+    return "; ".join(p for p in parts if p)
+
+
+def _virtual(sim: LoaderSimulation, unit: PlannedUnit, done: Sequence[UnitAnalysis]) -> UnitAnalysis:
+    """A unit with no object of the set behind it (a file the set lacks, a bare name, a path not
+    followed, the package's own ``raise``)."""
+    out = virtual_outcome(sim, unit, done)
+    verdicts, timing = out.verdicts, unit.timing
+    if unit.caught and worst(v.status for v in verdicts) in ("fail", "unknown"):
+        verdicts, timing = caught_verdicts(verdicts, unit), "optional"
+    elif timing == "first_use" and unit.where:
+        why = f"on first use: loaded lazily by {unit.where}, not by importing the package"
+        verdicts = tuple(replace(v, explanation=f"{v.explanation} ({why})") if v.status != "ok" else v
+                         for v in verdicts)  # fmt: skip
+    path = unit.path.split(":", 1)[1] if unit.how in ("soname", "unresolved", "raise") else unit.path
+    return UnitAnalysis(
+        path, out.dist, out.kind, verdicts, None, out.message, timing, unit.where, _note(unit, done)
     )
 
 
@@ -327,11 +373,18 @@ def analyze_set(
     target: Target,
     profile: Profile,
     torch_releases: Sequence[TorchRelease] = (),
+    rules: Sequence[PackageLoading] | None = None,
 ) -> SetAnalysis:
     """Every check of a candidate set under a target: pure, no I/O. ``torch_releases``: torch releases
-    known besides the set's own, against which each kernel wheel's torch range is judged."""
-    sim = LoaderSimulation(wheels, target, profile)
-    units = spare_partial_gpu([_unit(sim, unit, r) for unit, r in sim.load_all()])
+    known besides the set's own, against which each kernel wheel's torch range is judged; ``rules``: the
+    stack's loading data (default: the built-in stack's)."""
+    sim = LoaderSimulation(wheels, target, profile, rules)
+    done: list[UnitAnalysis] = []
+    planned: list[PlannedUnit | None] = []
+    for unit, r, _ in sim.load_all():
+        done.append(_unit(sim, unit, r, done))
+        planned.append(unit)
+    units = spare_partial_gpu(settle_candidates(list(zip(planned, done, strict=True))))
     units = [u for u in units if u.kind != "preloaded" or u.status != "ok"]
     set_verdicts: list[Verdict] = [
         *metadata_verdicts(wheels),
@@ -339,6 +392,7 @@ def analyze_set(
         *requires_verdicts(wheels, target),
         *files_verdicts(sim.layout),
         *unreadable_verdicts(wheels),
+        *judged_native_verdicts(sim, done),
     ]
     set_verdicts += torch_range_verdicts(wheels, torch_releases)
     set_verdicts += cuda_claim_verdicts(wheels, target)
@@ -371,12 +425,18 @@ _SIMULATIONS: dict[tuple[tuple[str, ...], str, str], LoaderSimulation] = {}
 
 
 def extension_cache_key(
-    wheel: WheelFacts, providers: Sequence[WheelFacts], target: Target, profile: Profile
+    wheel: WheelFacts,
+    providers: Sequence[WheelFacts],
+    target: Target,
+    profile: Profile,
+    rules: Sequence[PackageLoading] | None = None,
 ) -> tuple[str, tuple[str, ...], str, str]:
-    """(wheel sha256, sorted provider sha256s, target key, profile digest): what an analysis depends on.
+    """(wheel sha256, sorted provider sha256s, target key, profile digest and the stack's loading data
+    when not the built-in one): what an analysis depends on.
 
     A provider with unread members (partial facts, which only ever gain members) is also keyed by them."""
-    return (wheel.sha256, tuple(sorted(_facts_key(p) for p in providers)), target.key(), profile.digest())
+    setup = profile.digest() if rules is None else f"{profile.digest()} {loading_digest(rules)}"
+    return (wheel.sha256, tuple(sorted(_facts_key(p) for p in providers)), target.key(), setup)
 
 
 def _facts_key(facts: WheelFacts) -> str:
@@ -390,6 +450,7 @@ def analyze_extension(
     target: Target,
     profile: Profile,
     cache: AnalysisCache | None = None,
+    rules: Sequence[PackageLoading] | None = None,
 ) -> tuple[UnitAnalysis, ...]:
     """The extensions of one wheel loaded on top of ``providers`` (e.g. a torch wheel + its nvidia wheels).
 
@@ -397,7 +458,7 @@ def analyze_extension(
     every kernel wheel checked against it, and results are memoised in ``cache`` by
     :func:`extension_cache_key`. The wheel itself must not add libraries that torch preloads.
     """
-    key = extension_cache_key(wheel, providers, target, profile)
+    key = extension_cache_key(wheel, providers, target, profile, rules)
     if cache is not None and key in cache:
         return cache[key]
     sim_key = (key[1], key[2], key[3])
@@ -405,11 +466,16 @@ def analyze_extension(
     if base is None:
         if len(_SIMULATIONS) > 64:
             _SIMULATIONS.clear()
-        base = LoaderSimulation(providers, target, profile)
+        base = LoaderSimulation(providers, target, profile, rules)
         _SIMULATIONS[sim_key] = base
     sim = base.with_wheel(wheel)
-    loaded = [(u, sim.load_unit(u)) for u in sim.plan([wheel])]
-    units = tuple(spare_partial_gpu([_unit(sim, u, r) for u, r in loaded]))
+    pairs: list[tuple[PlannedUnit | None, UnitAnalysis]] = []
+    for u, r, _ in sim.load_plan(sim.plan([wheel])):
+        pairs.append((u, _unit(sim, u, r, [a for _, a in pairs])))
+    units = tuple(spare_partial_gpu(settle_candidates(pairs)))
+    unjudged = judged_native_verdicts(sim, units, [wheel])
+    if unjudged:  # the pair's verdicts are its units': native code nothing followed loads is one too
+        units += (UnitAnalysis(dist_label(wheel), dist_label(wheel), "unjudged", tuple(unjudged)),)
     if cache is not None:
         cache[key] = units
     return units

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from abiprobe.analyze.checks import wheel_tags
 from abiprobe.analyze.driver_api import driver_symbol_introduced, is_driver_api_name
 from abiprobe.analyze.layout import InstalledObject, Layout
+from abiprobe.analyze.preloads import preload_order, preload_pattern
 from abiprobe.analyze.profiles import DRIVER_SONAME, Profile, SystemLibrary, stable_abi_names
-from abiprobe.analyze.units import PlannedUnit, plan_units, preload_order, preload_pattern
+from abiprobe.analyze.runtime import runtime_values
+from abiprobe.analyze.units import PlannedUnit, plan_units
 from abiprobe.model.facts import ElfFacts, SymbolImport, WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.solve.stack import PackageLoading, default_stack
@@ -249,7 +251,8 @@ class LoaderSimulation:
     def plan(self, wheels: Sequence[WheelFacts] | None = None) -> list[PlannedUnit]:
         """The units of ``wheels`` (default: every wheel of the set) in the order their packages load them."""
         chosen = self.layout.wheels if wheels is None else wheels
-        return [u for u in plan_units(self.layout, chosen, self.rules) if u.path not in self.loaded]
+        values = runtime_values(self.target, self.layout.wheels)
+        return plan_units(self.layout, chosen, self.rules, values)
 
     def load_unit(self, unit: PlannedUnit) -> LoadResult:
         """Load one planned unit (RTLD_LOCAL, as CPython and ctypes do); what it loads stays loaded, so a
@@ -265,10 +268,44 @@ class LoaderSimulation:
         """Load one extension module (RTLD_LOCAL) after the global preloads; the global state is unchanged."""
         return self._load(self.layout.objects[path], is_global=False)
 
-    def load_all(self) -> list[tuple[PlannedUnit | None, LoadResult]]:
+    def load_all(self) -> list[tuple[PlannedUnit | None, LoadResult | None, bool]]:
         """The preloaded units (no plan), then every planned unit of the set in load order."""
-        units = [(None, r) for r in self.preloaded]
-        return [*units, *((u, self.load_unit(u)) for u in self.plan() if u.path not in self.loaded)]
+        units: list[tuple[PlannedUnit | None, LoadResult | None, bool]] = [
+            (None, r, True) for r in self.preloaded
+        ]
+        return [*units, *self.load_plan(self.plan())]
+
+    def load_plan(
+        self, units: Sequence[PlannedUnit]
+    ) -> list[tuple[PlannedUnit | None, LoadResult | None, bool]]:
+        """Load the planned units in order, each only when the outcomes it runs after hold (a candidate of a
+        try-list after the earlier ones failed, the package's own ``raise`` after all did): each taken unit,
+        its load result (None for one that is not an object of the set) and whether it loaded."""
+        outcomes: dict[str, bool] = {}
+        out: list[tuple[PlannedUnit | None, LoadResult | None, bool]] = []
+        for u in units:
+            if any(outcomes.get(key) is not want for key, want in u.when):
+                continue
+            result: LoadResult | None = None
+            if u.loads_object:
+                if u.path in self.loaded:
+                    outcomes[u.path] = True
+                    continue
+                result = self.load_unit(u)
+                ok = not (result.missing_sonames or result.missing_versions or result.missing_symbols
+                          or result.driver_symbols)  # fmt: skip
+            elif u.how == "soname":
+                name = u.path.split(":", 1)[1]
+                ok = (
+                    name in self.loaded
+                    or self.profile.library(name) is not None
+                    or (name == DRIVER_SONAME and self.driver is not None)
+                )
+            else:
+                ok = u.how != "absent"
+            outcomes[u.path] = ok
+            out.append((u, result, ok))
+        return out
 
     def _by_soname(self, soname: str, local: dict[str, Provider]) -> Provider | None:
         return self.loaded.get(soname) or local.get(soname)

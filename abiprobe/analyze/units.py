@@ -9,6 +9,16 @@ module nothing in the package names (the program imports it itself); a computed 
 matches several files loads one of them at a time abiprobe cannot know (*unknown*). Packages whose source is
 not read (facts stored before it was, or ``read_source`` off in the stack data) load every extension at
 import, in path order. A library nothing loads is no unit (it never loads).
+
+The code is followed with the values the set and the target fix (:mod:`abiprobe.analyze.runtime`): a
+computed name is evaluated (a file the set lacks is an ``absent`` unit, which fails as ``CDLL`` does);
+an ``if`` on those values takes only the branch the target takes (an ``if`` on anything else runs both,
+and a ``raise`` in either is no claim); a ``for`` runs each item of its list, glob or directory in turn.
+A load inside a ``try`` whose handler catches its failure is a candidate: the units after it carry, in
+``when``, the outcomes they run after (the next candidate after it failed, the package's own ``raise``
+after every one did), which the loader simulation settles as it loads them in order. A failure a handler
+swallows is ``caught``: judged and labelled optional, never what importing does. A path abiprobe cannot
+follow is an ``unresolved`` unit: ``unknown``, with its file, line and expression.
 """
 
 from __future__ import annotations
@@ -17,34 +27,48 @@ import fnmatch
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from packaging.utils import canonicalize_name
 
-from abiprobe.analyze.layout import InstalledObject, Layout
-from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts
+from abiprobe.analyze.layout import Layout
+from abiprobe.analyze.preloads import install_glob
+from abiprobe.analyze.runtime import TOKEN, CannotEvaluate, RuntimeValues, evaluate, substitute
+from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts, all_events
 from abiprobe.solve.stack import PackageLoading
 
-Timing = Literal["import", "first_use", "unknown"]
-_PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*\}")
+Timing = Literal["import", "first_use", "unknown", "optional"]
+Cond = tuple[tuple[str, bool], ...]  # (unit key, whether it loaded) that must all hold for a unit to load
+_MAX_PATHS = 16
 _EXT_TAIL = re.compile(r"\.(?:cpython-[^.]+|abi3|pypy[^.]*)?\.?so$")
 
 
 @dataclass(frozen=True)
 class PlannedUnit:
     """One object the package loads: how (``import``: an extension module; ``path``: by path through
-    ``api``), when, and where in the package's code."""
+    ``api``; ``soname``: a bare name the system's search finds; ``absent``: a computed path the set does
+    not have; ``unresolved``: a path abiprobe cannot follow; ``raise``: the package's own error), when,
+    where in the package's code, and the outcomes of earlier units it runs after (``when``)."""
 
     path: str
     how: str
     timing: Timing
     where: str = ""
     api: str = ""
+    when: Cond = ()
+    caught: bool = False  # a handler of the package catches its failure (the package goes on)
+    note: str = ""  # how its name was computed, or why it cannot be followed
+    raises: str = ""  # raise: the line Python prints ("RuntimeError: ..."); "" re-raises the caught error
 
     @property
     def by_path(self) -> bool:
-        return self.how == "path"
+        return self.how in ("path", "soname", "absent", "unresolved")
+
+    @property
+    def loads_object(self) -> bool:
+        """Whether the unit is an object of the layout the loader simulation loads."""
+        return self.how in ("import", "path")
 
 
 def module_of_extension(path: str) -> str | None:
@@ -55,32 +79,21 @@ def module_of_extension(path: str) -> str | None:
     return ".".join([*posixpath.dirname(path).split("/"), stem]) if "/" in path else stem
 
 
-def preload_pattern(rules: Sequence[PackageLoading]) -> re.Pattern[str]:
-    """Installed paths any rule may preload (its ``preload`` globs and its ``closure_dir``)."""
-    parts = [_glob(g).pattern for r in rules for g in r.preload]
-    parts += [re.escape(r.closure_dir.rstrip("/") + "/") + "[^/]+" for r in rules if r.closure_dir]
-    return re.compile("|".join(f"(?:{p})" for p in parts) or "(?!)")
-
-
-def _glob(pattern: str) -> re.Pattern[str]:
-    """An installed-path glob: ``**/`` any directories, ``*`` within one name, ``{param}`` any name."""
-    text = _PLACEHOLDER.sub("*", pattern)
-    out = ""
-    i = 0
-    while i < len(text):
-        if text.startswith("**/", i):
-            out, i = out + "(?:.*/)?", i + 3
-        elif text[i] == "*":
-            out, i = out + "[^/]*", i + 1
-        else:
-            out, i = out + re.escape(text[i]), i + 1
-    return re.compile(out)
-
-
 class _Planner:
-    def __init__(self, layout: Layout, wheels: Sequence[WheelFacts], rules: Sequence[PackageLoading]) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        wheels: Sequence[WheelFacts],
+        rules: Sequence[PackageLoading],
+        values: RuntimeValues | None = None,
+    ) -> None:
         self.layout = layout
         self.rules = tuple(rules)
+        self.values = values
+        self.cond: Cond = ()
+        self.opaque = 0  # depth of branches taken on a test that cannot be known
+        self.tries: list[tuple[frozenset[str], list[tuple[str, Cond]]]] = []  # catches, failures
+        self.note = ""
         self.modules: dict[str, PyModule] = {}
         for w in wheels:
             for m in w.python or ():
@@ -100,9 +113,24 @@ class _Planner:
         self._explored: set[tuple[str, str, tuple[tuple[str, str], ...], Timing]] = set()
         self._cut = False
 
-    def add(self, path: str, how: str, timing: Timing, where: str, api: str = "") -> None:
-        if path not in self.units:
-            self.units[path] = PlannedUnit(path, how, timing, where, api)
+    def add(self, path: str, how: str, timing: Timing, where: str, api: str = "", note: str = "") -> None:
+        if path in self.units:
+            return
+        kind = "ImportError" if how == "import" else "OSError"
+        caught = self._caught(kind)
+        self.units[path] = PlannedUnit(
+            path, how, timing, where, api, self.cond, caught is not None, note or self.note
+        )
+        if caught is not None:
+            caught.append((kind, (*self.cond, (path, False))))
+            self.cond = (*self.cond, (path, True))
+
+    def _caught(self, kind: str) -> list[tuple[str, Cond]] | None:
+        """The failures list of the innermost ``try`` whose handlers catch ``kind``, or None."""
+        for names, failures in reversed(self.tries):
+            if names & _catching(kind):
+                return failures
+        return None
 
     def import_module(self, name: str, timing: Timing, where: str) -> None:
         if not _literal_head(name.split(".")[0]):
@@ -128,65 +156,245 @@ class _Planner:
         if module is None:
             return
         self.imported.add(name)
-        self.run(module, module.events, timing, {})
+        self._nested(module, module.events, timing, {})
 
-    def run(self, module: PyModule, events: Sequence[PyEvent], timing: Timing, args: dict[str, str]) -> None:
+    def _nested(
+        self, module: PyModule, events: Sequence[PyEvent], timing: Timing, args: dict[str, str]
+    ) -> _Exits:
+        """Run a module's or a function's events; the path it ends on goes on where it was called."""
+        exits = self.run(module, events, timing, args)
+        ends = exits.next + exits.ret
+        self.cond = ends[0] if ends else self.cond
+        return exits
+
+    def run(
+        self,
+        module: PyModule,
+        events: Sequence[PyEvent],
+        timing: Timing,
+        args: dict[str, str],
+        live: list[Cond] | None = None,
+    ) -> _Exits:
+        """The events in order on every path the code can take (``live``: the conditions of each)."""
+        paths = [self.cond] if live is None else live
+        exits = _Exits()
         for e in events:
-            where = f"{module.path} line {e.line}"
-            if e.kind == "import":
-                self.import_module(_bind(e.target, args), timing, where)
-            elif e.kind == "load":
-                self.load(_bind(e.target, args), e.api, timing, where)
-            elif e.kind == "call":
-                self.call(module, e, timing)
+            after: list[Cond] = []
+            for cond in paths:
+                self.cond = cond
+                out = self.event(module, e, timing, args)
+                after += out.next
+                exits.add(out)
+            paths = list(dict.fromkeys(after))[:_MAX_PATHS]
+            if not paths:
+                break
+        exits.next = paths
+        return exits
 
-    def load(self, pattern: str, api: str, timing: Timing, where: str) -> None:
+    def event(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str]) -> _Exits:
+        where = f"{module.path} line {e.line}"
+        out = _Exits()
+        if e.kind == "import":
+            self.import_module(self._value(_bind(e.target, args), where)[0], timing, where)
+        elif e.kind == "load":
+            self.load(_bind(e.target, args), e.api, timing, where, e.expr)
+        elif e.kind == "call":
+            return self.call(module, e, timing)
+        elif e.kind == "if":
+            return self._if(module, e, timing, args, where)
+        elif e.kind == "for":
+            return self._for(module, e, timing, args, where)
+        elif e.kind == "try":
+            return self._try(module, e, timing, args)
+        elif e.kind == "raise":
+            if self.opaque:  # under a test abiprobe cannot know: whether it is reached is not known
+                out.next.append(self.cond)
+                return out
+            text = self._value(_bind(e.target, args), where)[0]
+            message = next((m.strip() for m in text.splitlines() if m.strip()), "")
+            line = (f"{e.api}: {message}" if message else e.api) if e.api else ""
+            caught = self._caught(e.api or "OSError")  # a bare raise re-raises the failure it handles
+            if caught is not None:  # an enclosing handler of the package catches it: it goes on there
+                caught.append((e.api or "OSError", self.cond))
+                return out
+            key = f"raise:{where}"
+            if key not in self.units:
+                self.units[key] = PlannedUnit(
+                    key, "raise", timing, where, when=self.cond, note=self.note, raises=line
+                )
+            out.rais.append(self.cond)
+            return out
+        elif e.kind in ("break", "continue", "return"):
+            getattr(out, {"break": "brk", "continue": "cont", "return": "ret"}[e.kind]).append(self.cond)
+            return out
+        out.next.append(self.cond)
+        return out
+
+    def _value(self, text: str, where: str) -> tuple[str, str]:
+        """``text`` with its run-time values filled in, and which values; a value that cannot be
+        evaluated becomes ``*`` (matched as a glob) and the reason is the unit's note."""
+        if "{=" not in text:
+            return text, ""
+        if self.values is not None:
+            try:
+                return substitute(text, self.values)
+            except CannotEvaluate as exc:
+                return TOKEN.sub("*", text), f"{where}: {exc}"
+        return TOKEN.sub("*", text), f"{where}: no run-time values given"
+
+    def _if(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str], where: str) -> _Exits:
+        """Only the branch the target takes runs; both, when the test cannot be known (of unknown timing
+        when it reads a run-time value abiprobe cannot evaluate), and then a ``raise`` in either is no
+        claim (whether it is reached is not known)."""
+        test = TOKEN.fullmatch(e.target)
+        later, note = timing, self.note
+        if test is not None:
+            try:
+                if self.values is None:
+                    raise CannotEvaluate("no run-time values given")
+                taken = bool(evaluate(test.group(1), self.values))
+                return self.run(module, e.body if taken else e.orelse, timing, args, [self.cond])
+            except CannotEvaluate as exc:
+                later = "unknown" if timing == "import" else timing
+                self.note = f"{where}: `if` {exc}"
+        cond = self.cond
+        self.opaque += 1
+        first = self.run(module, e.body, later, args, [cond])
+        second = self.run(module, e.orelse, later, args, [cond])
+        self.opaque -= 1
+        self.note = note
+        first.add(second)
+        first.next = list(dict.fromkeys(first.next + second.next))
+        return first
+
+    def _for(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str], where: str) -> _Exits:
+        """Each item in turn (a list's, a glob's matches in path order, a directory's files); a ``break``
+        leaves the loop, the ``else`` runs when none did."""
+        items: list[str]
+        if e.api in ("glob", "listdir") and e.args:
+            pattern = self._value(e.args[0], where)[0]
+            if e.api == "glob":
+                rx = install_glob(pattern)
+                items = sorted(p for p in self.layout.objects if rx.fullmatch(p))
+            else:
+                items = sorted(
+                    p.rsplit("/", 1)[1] for p in self.layout.objects if p.rsplit("/", 1)[0] == pattern
+                )
+        else:
+            items = [self._value(_bind(i, args), where)[0] for i in e.args]
+        out, paths = _Exits(), [self.cond]
+        for item in items:
+            turn = self.run(module, e.body, timing, {**args, e.target: item}, paths)
+            out.ret += turn.ret
+            out.rais += turn.rais
+            out.next += turn.brk
+            paths = list(dict.fromkeys(turn.next + turn.cont))
+            if not paths:
+                break
+        rest = self.run(module, e.orelse, timing, args, paths) if paths else _Exits()
+        out.add(rest)
+        out.next = list(dict.fromkeys(out.next + rest.next))
+        return out
+
+    def _try(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str]) -> _Exits:
+        """The body; each failure a handler catches runs the first handler that catches it."""
+        handlers = [(frozenset(h.target.split(",")), h) for h in e.orelse]
+        names = frozenset(n for ns, _ in handlers for n in ns)
+        failures: list[tuple[str, Cond]] = []
+        self.tries.append((names, failures))
+        body = self.run(module, e.body, timing, args, [self.cond])
+        self.tries.pop()
+        out = _Exits()
+        out.add(body)
+        out.next = list(body.next)
+        for kind, cond in failures:
+            handler = next((h for ns, h in handlers if ns & _catching(kind)), None)
+            if handler is None:
+                continue
+            caught = self.run(module, handler.body, timing, args, [cond])
+            out.add(caught)
+            out.next += caught.next
+        out.next = list(dict.fromkeys(out.next))
+        return out
+
+    def _matches(self, pattern: str) -> bool:
+        return bool(pattern) and any(install_glob(pattern).fullmatch(p) for p in self.layout.objects)
+
+    def load(self, pattern: str, api: str, timing: Timing, where: str, expr: str = "") -> None:
+        pattern, computed = self._value(pattern, where)
+        note = f"computed from {computed}" if computed and "/" not in computed.split(":", 1)[0] else computed
+        if expr and self.opaque and not self._matches(pattern):
+            return  # not followed, under a test abiprobe cannot know: no claim
+        if not pattern and expr:
+            self.add(f"unresolved:{where}", "unresolved", timing, where, api, f"{where}: {api}({expr})")
+            return
+        if "/" not in pattern and pattern and "{" not in pattern and "*" not in pattern:
+            if self._caught("OSError") is not None:  # a bare name in a try: the system's search
+                self.add(f"soname:{pattern}", "soname", timing, where, api, note)
+            return
         if "/" not in pattern or "{" in pattern or not _literal_head(pattern.split("/")[0]):
             return  # a bare soname (the loader's own search), a parameter no call filled, or no package
-        rx = _glob(pattern)
+        rx = install_glob(pattern)
         matched = sorted(p for p in self.layout.objects if rx.fullmatch(p))
+        how = "import" if api == "importlib.util.spec_from_file_location" else "path"
+        if not matched and "*" not in pattern and (computed or self._caught("OSError") is not None):
+            self.add(
+                pattern, "absent", timing, where, api, f"{note}: not in the set" if note else "not in the set"
+            )
+            return
+        if not matched:
+            return  # a guess by the name it spells that names no file (an optional library): no claim
         # several matches load one of them, unknown which, unless the stack data picks by GPU among them
         picked = len(matched) == 1 or all(
             any(r.selects(p, None) is not None for r in self.rules) for p in matched
         )
-        how = "import" if api == "importlib.util.spec_from_file_location" else "path"
+        if len(matched) == 1:
+            self.add(matched[0], how, timing, where, api, note)
+            return
+        tries, self.tries = self.tries, []  # one of several: not a candidate the package moves on from
         for path in matched:
-            self.add(path, how, timing if picked else "unknown", where, api)
+            self.add(path, how, timing if picked else "unknown", where, api, note)
+        self.tries = tries
 
-    def call(self, module: PyModule, e: PyEvent, timing: Timing) -> None:
+    def call(self, module: PyModule, e: PyEvent, timing: Timing) -> _Exits:
+        """Run the package's function the event calls; its returns go on after the call."""
+        out = _Exits()
+        out.next.append(self.cond)
         target = e.target if "." in e.target else f"{module.name}.{e.target}"
         owner, _, fname = target.rpartition(".")
         callee_module = self.modules.get(owner)
         function = None
         for _ in range(4):  # follow re-exports: ``from .utils import _load_lib`` in the package
             if callee_module is None:
-                return
+                return out
             function = self._function(callee_module, fname)
             if function is not None:
                 break
             alias = self._alias(callee_module, fname)
             if alias is None:
-                return
+                return out
             owner = alias.rpartition(".")[0]
             callee_module = self.modules.get(owner)
         if function is None or callee_module is None:
-            return
+            return out
         if (owner, fname) in self.ran:  # a recursive call: what it loads is being found already
             self._cut = True
-            return
+            return out
         bound = {p: a for p, a in zip(function.params, e.args, strict=False) if a}
         key = (owner, fname, tuple(sorted(bound.items())), timing)
         if key in self._explored:  # run with these arguments before: running it again adds nothing
-            return
+            return out
         self.ran.add((owner, fname))
         cut_above, self._cut = self._cut, False
         if owner not in self.imported:
             self._import_one(owner, timing, f"{module.path} line {e.line}")
-        self.run(callee_module, function.events, timing, bound)
+        exits = self.run(callee_module, function.events, timing, bound)
+        out = _Exits(next=list(dict.fromkeys(exits.next + exits.ret)) or [], rais=exits.rais)
         self.ran.discard((owner, fname))  # another call may pass other arguments
         if not self._cut:  # run to its end: no recursive call inside it was left out
             self._explored.add(key)
         self._cut = self._cut or cut_above
+        return out
 
     def _function(self, module: PyModule, name: str) -> PyFunction | None:
         """The module's first function called ``name``."""
@@ -202,18 +410,51 @@ class _Planner:
         table = self._aliases.get(module.name)
         if table is None:
             table = self._aliases[module.name] = {}
-            for i in module.events:
+            for i in all_events(module.events):
                 if i.kind == "import" and "." in i.target:
                     table.setdefault(i.target.rpartition(".")[2], i.target)
         return table.get(name)
 
     def deferred(self, module: PyModule) -> None:
         """What the module's functions (and, when nothing imports it, its top level) load when called."""
+        self.cond = ()
         if module.name not in self.imported:
             self.imported.add(module.name)
             self.run(module, module.events, "first_use", {})
         for f in module.functions:
+            self.cond = ()
             self.run(module, f.events, "first_use", {})
+
+
+@dataclass
+class _Exits:
+    """The paths (their conditions) leaving a block: on to the next statement, by ``break``,
+    ``continue``, ``return``, or by a ``raise``."""
+
+    next: list[Cond] = field(default_factory=list)
+    brk: list[Cond] = field(default_factory=list)
+    cont: list[Cond] = field(default_factory=list)
+    ret: list[Cond] = field(default_factory=list)
+    rais: list[Cond] = field(default_factory=list)
+
+    def add(self, other: _Exits) -> None:
+        """Take ``other``'s non-local exits (not its ``next``)."""
+        self.brk += other.brk
+        self.cont += other.cont
+        self.ret += other.ret
+        self.rais += other.rais
+
+
+_CATCHING = {
+    "OSError": frozenset({"OSError", "EnvironmentError", "IOError", "Exception", "BaseException"}),
+    "ImportError": frozenset({"ImportError", "Exception", "BaseException"}),
+}
+
+
+def _catching(kind: str) -> frozenset[str]:
+    """The handler names that catch an exception of class ``kind`` (one of the package's own: itself,
+    ``Exception`` or ``BaseException``)."""
+    return _CATCHING.get(kind, frozenset({kind, "Exception", "BaseException"}))
 
 
 def _literal_head(part: str) -> bool:
@@ -227,11 +468,15 @@ def _bind(text: str, args: dict[str, str]) -> str:
 
 
 def plan_units(
-    layout: Layout, wheels: Sequence[WheelFacts], rules: Sequence[PackageLoading] = ()
+    layout: Layout,
+    wheels: Sequence[WheelFacts],
+    rules: Sequence[PackageLoading] = (),
+    values: RuntimeValues | None = None,
 ) -> list[PlannedUnit]:
-    """The units of ``wheels`` (part of ``layout``) in the order importing their packages loads them."""
+    """The units of ``wheels`` (part of ``layout``) in the order importing their packages loads them,
+    their code evaluated with ``values`` (those the set and the target fix; None: none known)."""
     by_package = {r.package: r for r in rules}
-    planner = _Planner(layout, wheels, rules)
+    planner = _Planner(layout, wheels, rules, values)
     tops: list[str] = []
     for w in sorted(wheels, key=lambda w: _rank(w, rules)):
         tops += [t for t in _imported_tops(w, by_package) if t not in tops]
@@ -243,6 +488,7 @@ def plan_units(
                 if o.path.split("/", 1)[0] == top and o.wheel in wheels:
                     planner.add(o.path, "import", "import", "")
             continue
+        planner.cond = ()
         planner.import_module(top, "import", "")
     for module in sorted(planner.modules.values(), key=lambda m: m.path):
         if module.path.split("/", 1)[0] in sourced:
@@ -276,46 +522,4 @@ def _tops(wheel: WheelFacts) -> list[str]:
     return tops or [str(canonicalize_name(wheel.metadata.name)).replace("-", "_")]
 
 
-def preload_order(layout: Layout, rules: Sequence[PackageLoading]) -> list[InstalledObject]:
-    """What importing the set's packages loads globally before anything else, from the stack data: each
-    rule's ``preload`` globs in order, then its ``preload_closure`` (their DT_NEEDED closure in
-    ``closure_dir``), for the packages the set has."""
-    objs: list[InstalledObject] = []
-    for rule in rules:
-        if not any(f.startswith(f"{rule.package}/") for w in layout.wheels for f in w.files):
-            continue
-        for pattern in rule.preload:
-            rx = _glob(pattern)
-            objs += [o for p, o in sorted(layout.objects.items()) if rx.fullmatch(p) and o not in objs]
-        if rule.closure_dir:
-            objs += [o for o in _closure(layout, rule) if o not in objs]
-    return objs
-
-
-def _closure(layout: Layout, rule: PackageLoading) -> list[InstalledObject]:
-    """The libraries of ``closure_dir`` that the roots reach by DT_NEEDED (a library nothing needs, such
-    as torch 2.15's libgfortran.so.5, stays on disk); the whole directory when no root is there."""
-    prefix = rule.closure_dir.rstrip("/") + "/"
-    in_dir = {p: o for p, o in layout.objects.items() if p.startswith(prefix)}
-    rxs = [_glob(r) for r in rule.preload_closure]
-    roots = [o for p, o in sorted(layout.objects.items()) if any(rx.fullmatch(p) for rx in rxs)]
-    if not any(not o.path.startswith(prefix) for o in roots):
-        return [o for _, o in sorted(in_dir.items())]
-    by_name: dict[str, InstalledObject] = {}
-    for o in in_dir.values():
-        by_name.setdefault(o.filename, o)
-        if o.facts.soname:
-            by_name.setdefault(o.facts.soname, o)
-    reached = {o.path for o in roots if o.path in in_dir}
-    todo = list(roots)
-    while todo:
-        obj = todo.pop()
-        for name in obj.facts.needed:
-            dep = by_name.get(name)
-            if dep is not None and dep.path not in reached:
-                reached.add(dep.path)
-                todo.append(dep)
-    return [o for p, o in sorted(in_dir.items()) if p in reached]
-
-
-__all__ = ["PlannedUnit", "Timing", "module_of_extension", "plan_units", "preload_order"]
+__all__ = ["PlannedUnit", "Timing", "module_of_extension", "plan_units"]

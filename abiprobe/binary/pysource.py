@@ -5,9 +5,16 @@ path, calls of functions that may load), and the events inside its functions (wh
 function is called). Libraries are loaded by path through ``torch.ops.load_library``,
 ``torch.classes.load_library``, ``ctypes.CDLL`` / ``ctypes.cdll.LoadLibrary`` (and their aliases); the path
 expression is evaluated over ``__file__``, ``os.path`` and ``pathlib`` operations, f-strings, module
-constants and function parameters (``{name}``; a call site's constant arguments fill them in). A path it
-cannot evaluate is matched by the last name it spells (``**/_C.*so`` for ``_get_extension_path("_C")``);
-one that spells none is no claim at all.
+constants and function parameters (``{name}``; a call site's constant arguments fill them in). A part built
+from run-time values (``torch.version.cuda``, ``sys.version_info``, ``platform.machine()``, ``os.environ``)
+is kept as ``{=expr=}`` for the planner to evaluate with the set's and the target's values. A path it
+cannot evaluate is matched by the name it spells (``**/_C.*so`` for ``_get_extension_path("_C")``); one
+that spells none keeps its expression (the planner's ``unknown`` unit).
+
+Control flow around loads is kept as events: an ``if`` on run-time values (any other test is opaque: its
+text is ``""``), a ``for`` over a list, a glob or a directory (any other loop is an opaque branch),
+``try`` with the exception names each handler catches, ``raise`` with its message, ``break``,
+``continue`` and ``return``.
 
 Full parsing costs seconds on a package of thousands of modules, so only modules whose text names a load
 call, a dynamic import, or a function found to load are parsed; the others are read line by line for their
@@ -21,7 +28,10 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping
 
-from abiprobe.model.facts import PyEvent, PyFunction, PyModule
+from abiprobe.binary.pyflow import catches, runtime_text, version_constants
+from abiprobe.binary.pyimports import absolute as _absolute
+from abiprobe.binary.pyimports import module_name, scan_imports
+from abiprobe.model.facts import PyEvent, PyFunction, PyModule, all_events
 
 LOAD_APIS = {
     "torch.ops.load_library": "torch.ops.load_library",
@@ -33,25 +43,12 @@ LOAD_APIS = {
 }
 _MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"import_module", b"__import__",
             b"spec_from_file_location")  # fmt: skip
-_IMPORT = re.compile(r"^([ \t]*)(from|import)[ \t]+(.*)$", re.M)
 _UNKNOWN = "*"
-
-
-def module_name(path: str) -> str | None:
-    """``pkg/sub/mod.py`` -> ``pkg.sub.mod``; ``pkg/__init__.py`` -> ``pkg``; None outside packages."""
-    if not path.endswith(".py") or ("/" not in path and path == "__init__.py"):
-        return None
-    parts = path[:-3].split("/")
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    if not parts or not all(p.isidentifier() for p in parts):
-        return None
-    return ".".join(parts)
 
 
 def scan_sources(sources: Mapping[str, bytes]) -> tuple[PyModule, ...]:
     """Every module of ``sources`` (installed path -> bytes), parsed where it may load something."""
-    parse = {p for p, src in sources.items() if any(m in src for m in _MARKERS)}
+    parse = {p for p, src in sources.items() if any(m in src for m in _MARKERS) or _is_version_module(p)}
     modules: dict[str, PyModule | None] = {}
     loaders: set[str] = set()
     while True:
@@ -70,78 +67,15 @@ def scan_sources(sources: Mapping[str, bytes]) -> tuple[PyModule, ...]:
     return tuple(m for m in out if m is not None)
 
 
-def _loads(events: Iterable[PyEvent], loaders: set[str]) -> bool:
+def _is_version_module(path: str) -> bool:
+    return path.rsplit("/", 1)[-1] in ("version.py", "_version.py")
+
+
+def _loads(events: tuple[PyEvent, ...], loaders: set[str]) -> bool:
     return any(
-        e.kind == "load" or (e.kind == "call" and e.target.rsplit(".", 1)[-1] in loaders) for e in events
+        e.kind == "load" or (e.kind == "call" and e.target.rsplit(".", 1)[-1] in loaders)
+        for e in all_events(events)
     )
-
-
-def scan_imports(path: str, source: bytes) -> PyModule | None:
-    """The imports a module's top-level code runs, read from its import lines (not parsed): an indented
-    import runs at import unless a ``def`` encloses it; text inside triple-quoted strings is skipped."""
-    name = module_name(path)
-    if name is None:
-        return None
-    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
-    text = source.decode("utf-8", "replace")
-    events: list[PyEvent] = []
-    quotes = {'"""': 0, "'''": 0}
-    last, number = 0, 1
-    for m in _IMPORT.finditer(text):
-        for q in quotes:
-            quotes[q] += text.count(q, last, m.start())
-        number += text.count("\n", last, m.start())
-        last = m.start()
-        if any(n % 2 for n in quotes.values()) or (
-            m.group(1) and _in_function(text, m.start(), len(m.group(1)))
-        ):
-            continue
-        if m.group(2) == "from":
-            module, _, names = m.group(3).partition(" import ")
-            if "(" in names and ")" not in names:
-                close = text.find(")", m.end())
-                names += text[m.end() : close if close >= 0 else m.end()]
-            base = _absolute(module.strip(), package)
-            for n in re.sub(r"#[^\n]*", "", names).replace("(", " ").replace(")", " ").split(","):
-                target = n.strip().split(" as ")[0].strip()
-                if target.isidentifier():
-                    events.append(PyEvent("import", f"{base}.{target}", line=number))
-                elif target == "*":
-                    events.append(PyEvent("import", base, line=number))
-        else:
-            for n in m.group(3).split("#")[0].split(","):
-                target = n.strip().split(" as ")[0].strip()
-                if target and all(p.isidentifier() for p in target.split(".")):
-                    events.append(PyEvent("import", target, line=number))
-    return PyModule(name, path, tuple(events), (), scanned=False)
-
-
-def _in_function(text: str, at: int, indent: int) -> bool:
-    """Whether the line at ``at`` (indented by ``indent``) lies in a ``def``: the nearest lines above it
-    with less indentation are read back to the first one at column 0."""
-    end = at
-    while indent > 0 and end > 0:
-        start = text.rfind("\n", 0, end - 1) + 1
-        line = text[start : end - 1] if end - 1 > start else ""
-        end = start
-        body = line.lstrip(" \t")
-        depth = len(line) - len(body)
-        if not body or body.startswith("#") or depth >= indent:
-            continue
-        if body.startswith(("def ", "async def ")):
-            return True
-        indent = depth
-    return False
-
-
-def _absolute(module: str, package: str) -> str:
-    level = len(module) - len(module.lstrip("."))
-    rest = module.lstrip(".")
-    if not level:
-        return rest
-    anchor = package.split(".")
-    anchor = anchor[: len(anchor) - (level - 1)] if level > 1 else anchor
-    return ".".join([*anchor, *([rest] if rest else [])])
 
 
 def scan_module(path: str, source: bytes) -> PyModule | None:
@@ -156,7 +90,8 @@ def scan_module(path: str, source: bytes) -> PyModule | None:
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
     scanner = _Scanner(name, package, path)
     events = scanner.block(tree.body, {})
-    return PyModule(name, path, tuple(events), tuple(scanner.functions), scanned=True)
+    constants = version_constants(tree) if _is_version_module(path) else ()
+    return PyModule(name, path, tuple(events), tuple(scanner.functions), scanned=True, constants=constants)
 
 
 class _Scanner:
@@ -166,6 +101,9 @@ class _Scanner:
         self.constants: dict[str, str] = {"__file__": path}
         self.functions: list[PyFunction] = []
         self.local_nodes: dict[str, ast.expr] = {}  # a function's simple assignments, by name
+        self.module_nodes: dict[str, ast.expr] = {}  # the module's top-level simple assignments
+        self.loops: list[bool] = []  # enclosing loops: True for one the planner runs (a list, a glob)
+        self.guards: list[tuple[ast.expr, bool]] = []  # enclosing run-time tests, and which branch
         self.in_function = False
 
     def block(self, body: list[ast.stmt], params: dict[str, str]) -> list[PyEvent]:
@@ -184,9 +122,10 @@ class _Scanner:
             if (
                 not self.in_function
             ):  # module-level functions are recorded (nested ones run with their parent)
-                self.local_nodes, self.in_function = {}, True
+                self.local_nodes, self.in_function, loops = {}, True, self.loops
+                self.loops = []
                 body = self.block(stmt.body, inner)
-                self.local_nodes, self.in_function = {}, False
+                self.local_nodes, self.in_function, self.loops = {}, False, loops
                 self.functions.append(PyFunction(stmt.name, tuple(inner), tuple(body)))
             return []
         if isinstance(stmt, ast.If) and _type_checking_or_main(stmt.test):
@@ -207,17 +146,144 @@ class _Scanner:
                 self.aliases[a.asname or a.name] = f"{base}.{a.name}"
                 out.append(PyEvent("import", f"{base}.{a.name}", line=stmt.lineno))
             return out
+        flow = self.flow(stmt, params)
+        if flow is not None:
+            return flow
         events = self.calls(stmt, params)
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            if self.in_function:
-                self.local_nodes[stmt.targets[0].id] = stmt.value
-            elif (value := self.path_of(stmt.value, params)) is not None:
-                self.constants[stmt.targets[0].id] = value
+            name = stmt.targets[0].id
+            nodes = self.local_nodes if self.in_function else self.module_nodes
+            nodes[name] = self.guarded(stmt.value, nodes.get(name))
+            if self.guards:  # a value chosen by a run-time test: evaluated by the planner, not here
+                self.constants.pop(name, None)
+            elif not self.in_function and (value := self.path_of(stmt.value, params)) is not None:
+                self.constants[name] = value
         for sub in _bodies(stmt):
             if isinstance(stmt, ast.ClassDef):  # methods run when called, not when the class is made
                 sub = [s for s in sub if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
             events += self.block(sub, params)
         return events
+
+    def flow(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent] | None:
+        """Control flow the planner follows: an ``if`` on run-time values, a ``for`` over a list, a glob or
+        a directory, ``try`` and its handlers, ``raise``, ``break``, ``continue``, ``return``; None for
+        other statements (read flat, as before)."""
+        line = getattr(stmt, "lineno", 0)
+        if isinstance(stmt, ast.If):  # a test on run-time values is kept; any other is opaque ("")
+            test = self.runtime(stmt.test)
+            if test is not None:
+                self.guards.append((stmt.test, True))
+            body = self.block(stmt.body, params)
+            if test is not None:
+                self.guards[-1] = (stmt.test, False)
+            orelse = self.block(stmt.orelse, params)
+            if test is not None:
+                self.guards.pop()
+            own = [] if test is not None else self.calls(stmt, params)
+            return [*own, PyEvent("if", test or "", line=line, body=tuple(body), orelse=tuple(orelse))]
+        if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
+            chosen = self.chosen(stmt.iter)
+            if chosen is not None:  # a list chosen by a run-time test: one loop per branch
+                test, first, second = chosen
+                one = self.flow(ast.For(stmt.target, first, stmt.body, stmt.orelse, lineno=line), params)
+                other = self.flow(ast.For(stmt.target, second, stmt.body, stmt.orelse, lineno=line), params)
+                return [PyEvent("if", test, line=line, body=tuple(one or ()), orelse=tuple(other or ()))]
+            loop = self.loop_items(stmt.iter, params)
+            if loop is not None:
+                api, items = loop
+                inner = {**params, stmt.target.id: f"{{{stmt.target.id}}}"}
+                self.loops.append(True)
+                body = self.block(stmt.body, inner)
+                self.loops.pop()
+                orelse = self.block(stmt.orelse, params)
+                return [PyEvent("for", stmt.target.id, api, items, line, tuple(body), tuple(orelse))]
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):  # runs its body any number of times
+            own = self.calls(stmt, params)
+            self.loops.append(False)
+            body = self.block(stmt.body, params)
+            self.loops.pop()
+            orelse = self.block(stmt.orelse, params)  # whether it runs is as unknown as the body's runs
+            return [*own, PyEvent("if", "", line=line, body=tuple(body), orelse=tuple(orelse))]
+        if isinstance(stmt, ast.Try):
+            body = self.block(stmt.body, params) + self.block(stmt.orelse, params)
+            handlers = tuple(
+                PyEvent(
+                    "except", ",".join(catches(h.type)), line=h.lineno, body=tuple(self.block(h.body, params))
+                )
+                for h in stmt.handlers
+            )
+            return [PyEvent("try", "", line=line, body=tuple(body), orelse=handlers),
+                    *self.block(stmt.finalbody, params)]  # fmt: skip
+        if isinstance(stmt, ast.Raise):
+            exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+            name = (self.dotted(exc) or "") if exc is not None else ""
+            message = ""
+            if isinstance(stmt.exc, ast.Call) and stmt.exc.args:
+                message = self.text(stmt.exc.args[0], params) or _UNKNOWN
+            return [*self.calls(stmt, params), PyEvent("raise", message, name.rsplit(".", 1)[-1], line=line)]
+        if isinstance(stmt, (ast.Break, ast.Continue)):  # kept for the loops the planner runs
+            kind = "break" if isinstance(stmt, ast.Break) else "continue"
+            return [PyEvent(kind, "", line=line)] if self.loops and self.loops[-1] else []
+        if isinstance(stmt, ast.Return) and self.in_function:
+            return [*self.calls(stmt, params), PyEvent("return", "", line=line)]
+        return None
+
+    def guarded(self, value: ast.expr, before: ast.expr | None) -> ast.expr:
+        """An assignment under run-time tests, as the value it leaves: ``value if test else before``."""
+        for test, branch in reversed(self.guards):
+            other = before if before is not None else ast.Constant(None)
+            value = ast.IfExp(test, value, other) if branch else ast.IfExp(test, other, value)
+        return value
+
+    def chosen(self, node: ast.expr) -> tuple[str, ast.expr, ast.expr] | None:
+        """``(test, one, other)`` for a loop's iterable that a run-time test chose between two values."""
+        if isinstance(node, ast.Name):
+            node = (self.local_nodes if self.in_function else {}).get(node.id) or self.module_nodes.get(
+                node.id, node
+            )
+        if isinstance(node, ast.IfExp) and (test := self.runtime(node.test)) is not None:
+            return test, node.body, node.orelse
+        return None
+
+    def loop_items(self, node: ast.expr, params: dict[str, str]) -> tuple[str, tuple[str, ...]] | None:
+        """What a ``for`` iterates: ``("", names)`` for a list of strings, ``("glob", (pattern,))`` for a
+        glob's matches, ``("listdir", (directory,))`` for a directory's entries; None otherwise."""
+        if isinstance(node, ast.Name) and node.id in (self.local_nodes if self.in_function else {}):
+            node = self.local_nodes[node.id]
+        elif isinstance(node, ast.Name) and node.id in self.module_nodes:
+            node = self.module_nodes[node.id]
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items = [
+                str(e.value)
+                if isinstance(e, ast.Constant) and isinstance(e.value, int)
+                else self.text(e, params)
+                for e in node.elts
+            ]
+            return None if any(i is None for i in items) else ("", tuple(i for i in items if i is not None))
+        callee = self.dotted(node.func) if isinstance(node, ast.Call) else None
+        if isinstance(node, ast.Call) and callee in ("os.listdir", "sorted", "list") and node.args:
+            if callee == "os.listdir":
+                folder = self.path_of(node.args[0], params)
+                return None if folder is None else ("listdir", (folder,))
+            return self.loop_items(node.args[0], params)
+        pattern = self.path_of(node, params) if isinstance(node, ast.Call) else None
+        if pattern is not None and "*" in pattern:
+            return ("glob", (pattern,))
+        return None
+
+    def runtime(self, node: ast.expr) -> str | None:
+        """``{=expr=}`` for an expression built only from constants and the run-time values the set and
+        the target fix (:data:`RUNTIME_ROOTS`), through the module's and the function's assignments."""
+
+        def local(name: str) -> ast.expr | None:
+            if self.in_function and name in self.local_nodes:
+                return self.local_nodes[name]
+            if name in self.module_nodes:
+                return self.module_nodes[name]
+            return None
+
+        text = runtime_text(node, self.dotted, local)
+        return None if text is None else f"{{={text}=}}"
 
     def calls(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent]:
         """Load calls, dynamic imports and function calls in one statement's own expressions."""
@@ -243,9 +309,10 @@ class _Scanner:
                         PyEvent("load", target, "importlib.util.spec_from_file_location", line=node.lineno)
                     )
             elif api is not None and node.args:
-                target = self.path_of(node.args[0], params) or self.by_name(node.args[0], params)
-                if target is not None:
-                    out.append(PyEvent("load", target, api, line=node.lineno))
+                target = self.path_of(node.args[0], params)
+                expr = "" if target is not None or _system_search(node.args[0]) else ast.unparse(node.args[0])
+                target = target or self.by_name(node.args[0], params) or ""
+                out.append(PyEvent("load", target, api, line=node.lineno, expr=expr))
             elif callee in ("importlib.import_module", "__import__") and node.args:
                 target = self.module_of(node.args[0], node.args[1:], params)
                 out.append(PyEvent("import", target, callee, line=node.lineno))
@@ -270,13 +337,21 @@ class _Scanner:
                 names.append(params[n.id])
             elif isinstance(n, ast.Name) and n.id in self.local_nodes:
                 todo.append(self.local_nodes.pop(n.id))
+            elif isinstance(n, ast.IfExp) and (test := self.runtime(n.test)) is not None:
+                first, second = self.by_name(n.body, params), self.by_name(n.orelse, params)
+                if first is None or second is None or first == second:
+                    return first or second
+                return f"{{=({first!r} if {test[2:-2]} else {second!r})=}}"  # the planner picks one
             else:
                 todo.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, ast.expr))
         stems = [
             n.split(".so")[0] for n in names if re.fullmatch(r"[\w.{}-]+", n) and n not in ("", ".", "..")
         ]
+        # a file-name glob it spells (``"common_ops.*"``) names the file better than a directory does
+        globbed = [m.group(1) for n in names if (m := re.fullmatch(r"([A-Za-z_][\w-]*)\.\*", n))]
         top = self.path.split("/", 1)[0]
-        return f"{top}/**/{stems[-1]}.*so*" if stems else None
+        stem = globbed[0] if globbed else (stems[-1] if stems else None)
+        return f"{top}/**/{stem}.*so*" if stem else None
 
     def dotted(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Name):
@@ -312,19 +387,22 @@ class _Scanner:
                     return self._path(local, params)
                 finally:
                     self.local_nodes[node.id] = local
-            return self.constants.get(node.id)
+            constant = self.constants.get(node.id)
+            return constant if constant is not None else self.runtime(node)
         if isinstance(node, ast.JoinedStr):
             parts = []
             for v in node.values:
                 if isinstance(v, ast.FormattedValue):
-                    parts.append(self.text(v.value, params) or _UNKNOWN)
+                    value = self.text(v.value, params) if v.format_spec is None else None
+                    parts.append(value or self.runtime(ast.JoinedStr([v])) or _UNKNOWN)
                 else:
                     parts.append(self.text(v, params) or "")
             return "".join(parts)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             left, right = self.text(node.left, params), self.text(node.right, params)
-            return None if left is None or right is None else left + right
-        return None
+            if left is not None and right is not None:
+                return left + right
+        return self.runtime(node)
 
     def path_of(self, node: ast.expr, params: dict[str, str]) -> str | None:
         """An installed path (relative to site-packages) a path expression evaluates to, or None."""
@@ -351,7 +429,12 @@ class _Scanner:
                 return self._path(args[0], params)
             if short in ("resolve", "absolute") and isinstance(node.func, ast.Attribute):
                 return self._path(node.func.value, params)
-            if short in ("glob", "rglob") and isinstance(node.func, ast.Attribute) and args:
+            if (
+                short in ("glob", "rglob")
+                and callee != "glob.glob"
+                and isinstance(node.func, ast.Attribute)
+                and args
+            ):
                 base, pattern = self._path(node.func.value, params), self.text(args[0], params)
                 if base is None or pattern is None:
                     return None
@@ -360,7 +443,9 @@ class _Scanner:
                 )
             if callee in ("list", "sorted", "tuple", "iter", "next", "glob.glob") and args:
                 return self._path(args[0], params)  # a glob's matches: any one of them
-            return None
+            if callee in ("os.environ.get", "os.getenv") and len(args) > 1:
+                return self._path(args[1], params)  # an override the target does not set: the default
+            return self.runtime(node)
         if (
             isinstance(node, ast.Subscript)
             and isinstance(node.slice, ast.Constant)
@@ -392,6 +477,12 @@ class _Scanner:
             left, right = self._path(node.left, params), self._path(node.right, params)
             return None if left is None or right is None else posixpath.join(left, right)
         return self.text(node, params)
+
+
+def _system_search(node: ast.expr) -> bool:
+    """``CDLL(None)`` or ``CDLL(ctypes.util.find_library("gomp"))``: the system's own search, no claim."""
+    text = ast.unparse(node)
+    return text == "None" or "find_library(" in text
 
 
 def _bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:

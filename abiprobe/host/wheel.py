@@ -48,10 +48,13 @@ def select_members(names: Sequence[str], read: Callable[[str], bool] | None = No
 
 def is_package_source(member: str, info: str) -> bool:
     """A .py member of the wheel's own code (read for what it loads, :mod:`abiprobe.binary.pysource`), unless
-    the stack data says its package's loading is known without it (torch: thousands of modules)."""
+    the stack data says its package's loading is known without it (torch: thousands of modules); such a
+    package's ``version.py`` is still read (torch's ``cuda``, ``__version__``, which other code reads)."""
     if not member.endswith(".py") or member.startswith(f"{info}/"):
         return False
-    return installed_path(member).split("/", 1)[0] not in _unread_source_packages()
+    path = installed_path(member)
+    top = path.split("/", 1)[0]
+    return top not in _unread_source_packages() or path == f"{top}/version.py"  # its run-time values
 
 
 @functools.cache

@@ -7,7 +7,7 @@ wheel's sha256; analysis consumes them. Nothing here does I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
@@ -111,14 +111,27 @@ class ElfFacts:
 @dataclass(frozen=True)
 class PyEvent:
     """One thing a module's code does that loads code: ``import`` (a dotted module name, ``*`` parts
-    unknown), ``load`` (a library by path: an installed-path glob, ``{param}`` for a function parameter),
-    or ``call`` (a function of the package, with its constant string arguments, ``""`` for others)."""
+    unknown), ``load`` (a library by path: an installed-path glob, ``{param}`` for a function parameter,
+    ``{=expr=}`` for a value the set and target fix), or ``call`` (a function of the package, with its
+    constant string arguments, ``""`` for others); and the control flow around them (``if`` on a run-time
+    value, ``for`` over a list or a glob, ``try``, ``raise``, ``break``, ``continue``, ``return``)."""
 
     kind: str
     target: str
     api: str = ""  # load: torch.ops.load_library, torch.classes.load_library, ctypes.CDLL ...
     args: tuple[str, ...] = ()
     line: int = 0
+    body: tuple[PyEvent, ...] = ()  # if / for / try: the events of the body
+    orelse: tuple[PyEvent, ...] = ()  # if: the else branch; for: its else; try: the handler
+    expr: str = ""  # load: the path expression's source text, kept where it could not be evaluated
+
+
+def all_events(events: tuple[PyEvent, ...]) -> Iterator[PyEvent]:
+    """Every event of ``events``, those nested in control flow included, in source order."""
+    for e in events:
+        yield e
+        yield from all_events(e.body)
+        yield from all_events(e.orelse)
 
 
 @dataclass(frozen=True)
@@ -138,6 +151,8 @@ class PyModule:
     events: tuple[PyEvent, ...]
     functions: tuple[PyFunction, ...] = ()
     scanned: bool = True
+    # top-level constants (``cuda = '12.8'``; None for ``hip = None``), kept for version modules only
+    constants: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -375,7 +390,16 @@ def _wheel_facts_from_json(data: dict[str, Any]) -> WheelFacts:
 
 
 def _event(d: dict[str, Any]) -> PyEvent:
-    return PyEvent(d["kind"], d["target"], d.get("api", ""), tuple(d.get("args", ())), d.get("line", 0))
+    return PyEvent(
+        d["kind"],
+        d["target"],
+        d.get("api", ""),
+        tuple(d.get("args", ())),
+        d.get("line", 0),
+        tuple(_event(e) for e in d.get("body", ())),
+        tuple(_event(e) for e in d.get("orelse", ())),
+        str(d.get("expr", "")),
+    )
 
 
 def _python_from_json(data: Any) -> tuple[PyModule, ...] | None:
@@ -393,6 +417,7 @@ def _python_from_json(data: Any) -> tuple[PyModule, ...] | None:
                 for f in m.get("functions", ())
             ),
             bool(m.get("scanned", True)),
+            tuple((str(k), None if v is None else str(v)) for k, v in m.get("constants", ())),
         )
         for m in data
     )
@@ -422,6 +447,7 @@ __all__ = [
     "WheelFacts",
     "WheelInfo",
     "WheelSummary",
+    "all_events",
     "elf_facts_from_json",
     "elf_facts_to_json",
 ]

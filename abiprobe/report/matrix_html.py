@@ -162,7 +162,7 @@ MEANINGS = {
     "ok": "loads and passes every check",
     "warn": "loads and runs; something is worth knowing (the reason says what)",
     "blocked": "would load, but a declared requirement forbids the set",
-    "system": "loads where the target's system has a library the reason names (and the packages that ship it)",
+    "system": "loads where the target's system has the library the reason names (and who ships it)",
     "unknown": "not enough was read to tell; never taken as passing",
     "fail": "will not load or will not run on this target",
 }

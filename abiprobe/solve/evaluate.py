@@ -30,6 +30,7 @@ from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.codedigest import code_digest
 from abiprobe.solve.matrix import Group
 from abiprobe.solve.ports import AnalysisStore
+from abiprobe.solve.stack import PackageLoading, loading_digest
 
 RuntimeFor = Callable[[Group], Sequence[WheelFacts]]
 RuntimeKeys = Callable[[Group], Sequence[WheelSummary]]
@@ -57,8 +58,10 @@ class StaticEvaluator:
         torch_candidates: Sequence[StackCandidate] = (),
         unread: Unread = _no_reader,
         runtime_unread: Unread = _no_reader,
+        rules: Sequence[PackageLoading] | None = None,
     ) -> None:
         self.target, self.profile, self.runtime_for = target, profile, runtime_for
+        self.rules = None if rules is None else tuple(rules)  # the stack's loading data (None: built-in)
         self.runtime_keys = runtime_keys
         self.unread, self.runtime_unread = unread, runtime_unread
         # every torch the matrix has a row for: the releases a kernel's torch range is judged against
@@ -91,6 +94,8 @@ class StaticEvaluator:
             "target": self.target.key(),
             "profile": self.profile.digest(),
         }
+        if self.rules is not None:
+            doc["loading"] = loading_digest(self.rules)
         if kind == "pair" and self.torch_candidates:
             doc["torch_releases"] = sorted(
                 c.summary.sha256 if c.summary else c.key for c in self.torch_candidates
@@ -131,7 +136,7 @@ class StaticEvaluator:
         missing = self._missing(base)
         if not loaded:
             return self._settle([], missing)
-        analysis = analyze_set(loaded, self.target, self.profile)
+        analysis = analyze_set(loaded, self.target, self.profile, rules=self.rules)
         keep = [v for v in analysis.verdicts if v.check != "requires"]
         return self._settle(keep, missing)
 
@@ -155,7 +160,7 @@ class StaticEvaluator:
             *cuda_claim_verdicts(wheels, self.target),
         ]
         for w in wheels:
-            for unit in analyze_extension(w, loaded, self.target, self.profile, self.cache):
+            for unit in analyze_extension(w, loaded, self.target, self.profile, self.cache, self.rules):
                 verdicts.extend(unit.verdicts)
         # the provider flashinfer picks for the target: its modules' GPU code, from its own bytes
         chosen = {p.chosen for p in member.arch_wheels if p.chosen}

@@ -36,7 +36,7 @@ from abiprobe.solve.ports import AnalysisStore, PageOutcome, SolveReads
 from abiprobe.solve.resolver import Resolution, build_picks, resolve, rules_out
 from abiprobe.solve.result import CellSelection, EmptyRole, IndexStatus, NearMiss, SetInstall, SolveResult
 from abiprobe.solve.runtime_wheels import RuntimeWheels
-from abiprobe.solve.stack import Stack
+from abiprobe.solve.stack import Stack, default_stack
 from abiprobe.solve.twins import TwinFile, twin_report
 
 
@@ -199,6 +199,7 @@ def build_matrix(
     """The groups' pairwise analyses on the target (with ``runtime``, the runtime wheels their base pins
     loaded beside them), as the matrix."""
     torch_rows = [g.core for g in collected.groups.get(stack.roles[0], ())]
+    rules = stack.loading() if stack.loading() != default_stack().loading() else None  # a stack file's own
     if runtime is not None:
         evaluator = StaticEvaluator(
             target,
@@ -209,10 +210,17 @@ def build_matrix(
             torch_candidates=torch_rows,
             unread=collector.unread,
             runtime_unread=runtime.unread,
+            rules=rules,
         )
     else:
         evaluator = StaticEvaluator(
-            target, profile, lambda _g: (), store=store, torch_candidates=torch_rows, unread=collector.unread
+            target,
+            profile,
+            lambda _g: (),
+            store=store,
+            torch_candidates=torch_rows,
+            unread=collector.unread,
+            rules=rules,
         )
     builder = MatrixBuilder(stack, target, evaluator)
     return Built(builder.build(collected.groups), builder, evaluator)

@@ -110,6 +110,25 @@ class PackageLoading:
             chosen = next((d for d, ccs in self.by_arch if not ccs), None)
         return directory == chosen
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "package": self.package,
+            "preload": list(self.preload),
+            "preload_closure": list(self.preload_closure),
+            "closure_dir": self.closure_dir,
+            "by_arch": [{"dir": d, "ccs": list(ccs)} for d, ccs in self.by_arch],
+            "read_source": self.read_source,
+        }
+
+
+def loading_digest(rules: Sequence[PackageLoading]) -> str:
+    """A digest of loading data, for keys of results that depend on it."""
+    import hashlib
+    import json
+
+    text = json.dumps([r.to_json() for r in rules], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
 
 # The CUDA libraries torch's __init__ preloads from the nvidia wheels (its cuda_libs table, by file stem).
 TORCH_PRELOADS = ("libcublas", "libcudnn", "libnvrtc", "libcudart", "libcupti", "libcufft", "libcurand",
@@ -357,7 +376,42 @@ def _member_from_mapping(m: Mapping[str, Any]) -> StackMember:
         spec = SpecifierSet(str(m.get("specifier", "")))
     except ValueError as exc:
         raise UsageError(f"stack file: role {role}: bad specifier ({exc})") from None
-    return StackMember(role=role, names=_names(str(n) for n in names), specifier=spec, companions=companions)
+    if "loading" in m:
+        loading = tuple(_loading_from(x, role) for x in _list_of(m["loading"], "loading", Mapping))
+    else:  # a member the built-in stack knows (torch) keeps the built-in loading data
+        wanted = set(_names(str(n) for n in names))
+        loading = next((b.loading for b in default_stack().members if wanted & set(b.names)), ())
+    return StackMember(
+        role=role, names=_names(str(n) for n in names), specifier=spec, companions=companions, loading=loading
+    )
+
+
+def _loading_from(x: Mapping[str, Any], role: str) -> PackageLoading:
+    """``{package, preload, preload_closure, closure_dir, by_arch = [{dir, ccs}], read_source}``: how a
+    member's import package loads its shared objects, as the built-in stack's data says for torch."""
+    package = x.get("package")
+    if not isinstance(package, str) or not package.isidentifier():
+        raise UsageError(f'stack file: role {role}: each loading table needs package = "<import name>"')
+    by_arch = []
+    for entry in _list_of(x.get("by_arch", []), "loading.by_arch", Mapping):
+        if not isinstance(entry.get("dir"), str):
+            raise UsageError(f'stack file: role {role}: by_arch entries need dir = "..." (and ccs = ["9.0"])')
+        ccs = tuple(str(c) for c in _list_of(entry.get("ccs", []), "loading.by_arch.ccs", str))
+        by_arch.append((entry["dir"], ccs))
+    closure_dir = x.get("closure_dir", "")
+    read_source = x.get("read_source", True)
+    if not isinstance(closure_dir, str) or not isinstance(read_source, bool):
+        raise UsageError(
+            f"stack file: role {role}: closure_dir must be a string and read_source true or false"
+        )
+    return PackageLoading(
+        package,
+        preload=tuple(_list_of(x.get("preload", []), "loading.preload", str)),
+        preload_closure=tuple(_list_of(x.get("preload_closure", []), "loading.preload_closure", str)),
+        closure_dir=closure_dir,
+        by_arch=tuple(by_arch),
+        read_source=read_source,
+    )
 
 
 def _companion_from(c: Any, role: str) -> Companion:

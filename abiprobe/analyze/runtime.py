@@ -1,0 +1,307 @@
+"""The run-time values a package's loading code reads, as the set and the target fix them, and a small
+evaluator of the expressions :mod:`abiprobe.binary.pysource` kept as ``{=expr=}`` (nothing is run).
+
+Values: ``torch.version.*`` and ``torch.__version__`` from the ``torch/version.py`` of the set's torch
+wheel (else from its version's local label: ``+cu130`` is CUDA 13.0, ``+cpu`` none); the target's Python
+(``sys.version_info``), machine (``platform.machine()``), ``sys.platform`` and ``os.name`` (Linux);
+``os.environ`` is empty (an environment override takes its default: the target sets none).
+``torch.cuda.is_available()`` is True exactly when the set's torch is a CUDA build: a target is a machine
+with an NVIDIA GPU and its driver; ``torch.cuda.get_device_capability()`` is the target GPU's (when given);
+``torch.xpu``, ``torch.mps`` and ROCm are never available there.
+An expression over anything else cannot be evaluated: :class:`CannotEvaluate` says what it needed.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from abiprobe.model.facts import WheelFacts
+from abiprobe.model.target import Target
+
+TOKEN = re.compile(r"\{=(.+?)=\}")
+_LABEL_CUDA = re.compile(r"\+cu(\d+?)(\d)$")
+_RUNTIME_PIN = re.compile(r"nvidia-cuda-runtime(?:-cu\d+)?\s*==\s*(\d+)\.(\d+)", re.I)
+_SAFE = (str, int, float, bool, tuple, list, dict, type(None))
+_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Mod: operator.mod, ast.Mult: operator.mul, ast.Sub: operator.sub,
+    ast.FloorDiv: operator.floordiv,
+}  # fmt: skip
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}  # fmt: skip
+_BUILTINS: dict[str, Callable[..., Any]] = {
+    "str": str, "int": int, "float": float, "len": len, "tuple": tuple, "bool": bool, "min": min, "max": max,
+}  # fmt: skip
+
+
+class CannotEvaluate(Exception):
+    """An expression reads a value the set and the target do not fix (the message names it)."""
+
+
+class VersionInfo(tuple[int, ...]):
+    """``sys.version_info`` of the target: major and minor only (the micro release is not fixed)."""
+
+    @property
+    def major(self) -> int:
+        return self[0]
+
+    @property
+    def minor(self) -> int:
+        return self[1]
+
+
+@dataclass(frozen=True)
+class RuntimeValues:
+    """Dotted names -> values for one set under one target, and where the torch values came from."""
+
+    values: Mapping[str, Any]
+    torch_source: str = ""  # "torch/version.py of torch-2.9.0..." or "the version label of ..."
+
+    def lookup(self, dotted: str) -> Any:
+        parts = dotted.split(".")
+        for i in range(len(parts), 0, -1):
+            head = ".".join(parts[:i])
+            if head in self.values:
+                value = self.values[head]
+                for attr in parts[i:]:
+                    value = _attribute(value, attr, dotted)
+                return value
+        if any(k.startswith(dotted + ".") for k in self.values):
+            return _Namespace(dotted)
+        raise CannotEvaluate(f"{dotted} is not a value the set and the target fix")
+
+    def described(self, names: Sequence[str]) -> str:
+        """``torch.version.cuda='13.0'`` for the names an expression read."""
+        out: dict[str, str] = {}
+        for n in sorted(names, key=len):
+            if any(n.startswith(f"{o}.") for o in out):
+                continue
+            try:
+                value = self.lookup(n)
+            except CannotEvaluate:
+                continue
+            if not callable(value) and not isinstance(value, _Namespace):
+                out[n] = f"{n}={value!r}"
+        return ", ".join(out.values())
+
+
+@dataclass(frozen=True)
+class _Namespace:
+    """A module or object whose attributes are values (``torch`` for ``hasattr(torch, "xpu")``)."""
+
+    name: str
+
+
+def _attribute(value: Any, attr: str, dotted: str) -> Any:
+    if attr.startswith("_") or not isinstance(value, (*_SAFE, VersionInfo)):
+        raise CannotEvaluate(f"{dotted}: not a value abiprobe evaluates")
+    if isinstance(value, VersionInfo) and attr in ("major", "minor"):
+        return getattr(value, attr)
+    if not hasattr(value, attr):
+        raise CannotEvaluate(f"{dotted}: {type(value).__name__} has no attribute {attr}")
+    return getattr(value, attr)
+
+
+def _torch_values(wheels: Sequence[WheelFacts]) -> tuple[dict[str, Any], str]:
+    torch = next((w for w in wheels if w.metadata.name.lower() == "torch"), None)
+    if torch is None:
+        return {}, ""
+    module = next((m for m in torch.python or () if m.name == "torch.version" and m.constants), None)
+    values: dict[str, Any] = {}
+    if module is not None:
+        values = {f"torch.version.{k}": v for k, v in module.constants}
+        source = f"torch/version.py of {torch.filename}"
+    else:
+        cuda = _build_cuda(torch)
+        if cuda is not None:
+            values = {"torch.version.cuda": cuda or None, "torch.version.hip": None}
+        source = f"the version and requirements of {torch.filename} (no torch/version.py read)"
+    values.setdefault("torch.version.__version__", torch.metadata.version)
+    values["torch.__version__"] = values["torch.version.__version__"]
+    values["torch.xpu.is_available"] = lambda: False
+    values["torch.mps.is_available"] = lambda: False
+    values["torch.backends.mps.is_available"] = lambda: False
+    if "torch.version.cuda" not in values:  # which build it is is not known: nothing keyed on it is
+        return values, source
+    values.setdefault("torch.version.hip", None)
+    cuda_build = values.get("torch.version.cuda") is not None
+    values["torch.cuda.is_available"] = lambda: cuda_build
+    return values, source
+
+
+def _build_cuda(torch: WheelFacts) -> str | None:
+    """The CUDA version a torch wheel was built for, without its ``version.py``: its local label
+    (``+cu130``: ``13.0``; ``+cpu``: ``""``, none), else the CUDA runtime wheel it pins
+    (``nvidia-cuda-runtime-cu12==12.8.90``: ``12.8``); None when neither says."""
+    version = torch.metadata.version
+    m = _LABEL_CUDA.search(version)
+    if m:
+        return f"{m.group(1)}.{m.group(2)}"
+    if "+" in version:
+        return ""
+    for req in torch.metadata.requires_dist:
+        pin = _RUNTIME_PIN.match(req)
+        if pin and "extra ==" not in req:
+            return f"{pin.group(1)}.{pin.group(2)}"
+    return None
+
+
+def runtime_values(target: Target, wheels: Sequence[WheelFacts]) -> RuntimeValues:
+    """The values a set's loading code reads under ``target`` (see the module docstring)."""
+    machine = target.machine
+    values: dict[str, Any] = {
+        "sys.version_info": VersionInfo(target.python),
+        "sys.platform": "linux",
+        "os.name": "posix",
+        "os.environ": {},
+        "os.getenv": lambda name, default=None: default,
+        "platform.machine": lambda: machine,
+        "platform.system": lambda: "Linux",
+    }
+    torch, source = _torch_values(wheels)
+    values.update(torch)
+    cc = target.arch.cc if target.arch is not None else None
+    if cc is not None and torch.get("torch.version.cuda"):  # the target's GPU, seen by a CUDA torch
+        values["torch.cuda.get_device_capability"] = lambda *_device: cc
+    return RuntimeValues(values, source)
+
+
+def evaluate(text: str, values: RuntimeValues) -> Any:
+    """The value of one kept expression; :class:`CannotEvaluate` when it reads anything not fixed."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError as exc:
+        raise CannotEvaluate(f"{text}: not an expression") from exc
+    try:
+        return _eval(node, values)
+    except CannotEvaluate:
+        raise
+    except Exception as exc:  # the expression itself would raise (a KeyError, an IndexError ...)
+        raise CannotEvaluate(f"{text}: raises {type(exc).__name__}") from exc
+
+
+def names_read(text: str) -> list[str]:
+    """The dotted names an expression reads (for saying which values it was computed from)."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return []
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Attribute, ast.Name)) and (d := _dotted(node)) and "." in d and d not in out:
+            out.append(d)
+    return out
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _eval(node: ast.expr, values: RuntimeValues) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _BUILTINS:
+        return _BUILTINS[node.id]
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        dotted = _dotted(node)
+        if dotted is not None:
+            return values.lookup(dotted)
+        assert isinstance(node, ast.Attribute)
+        return _attribute(_eval(node.value, values), node.attr, ast.unparse(node))
+    if isinstance(node, ast.Call):
+        return _call(node, values)
+    if isinstance(node, ast.JoinedStr):
+        return "".join(str(_eval(v, values)) for v in node.values)
+    if isinstance(node, ast.FormattedValue):
+        value = _eval(node.value, values)
+        convert: dict[int, Callable[[Any], str]] = {115: str, 114: repr, 97: ascii}
+        if node.conversion in convert:
+            value = convert[node.conversion](value)
+        spec = "" if node.format_spec is None else str(_eval(node.format_spec, values))
+        return format(value, spec)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        return _BINOPS[type(node.op)](_eval(node.left, values), _eval(node.right, values))
+    if isinstance(node, ast.BoolOp):
+        result: Any = None
+        for v in node.values:
+            result = _eval(v, values)
+            if isinstance(node.op, ast.And) and not result:
+                return result
+            if isinstance(node.op, ast.Or) and result:
+                return result
+        return result
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
+        inner = _eval(node.operand, values)
+        return (not inner) if isinstance(node.op, ast.Not) else -inner
+    if isinstance(node, ast.Compare):
+        left = _eval(node.left, values)
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = _eval(right_node, values)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.IfExp):
+        return _eval(node.body if _eval(node.test, values) else node.orelse, values)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        items = [_eval(e, values) for e in node.elts]
+        return tuple(items) if isinstance(node, ast.Tuple) else items
+    if isinstance(node, ast.Subscript):
+        base = _eval(node.value, values)
+        if isinstance(node.slice, ast.Slice):
+            s = node.slice
+            bounds = [None if b is None else _eval(b, values) for b in (s.lower, s.upper, s.step)]
+            return base[slice(*bounds)]
+        return base[_eval(node.slice, values)]
+    raise CannotEvaluate(f"{ast.unparse(node)}: not an expression abiprobe evaluates")
+
+
+def _call(node: ast.Call, values: RuntimeValues) -> Any:
+    if isinstance(node.func, ast.Name) and node.func.id == "hasattr" and len(node.args) == 2:
+        owner, name = _eval(node.args[0], values), _eval(node.args[1], values)
+        if isinstance(owner, _Namespace) and isinstance(name, str):
+            dotted = f"{owner.name}.{name}"
+            if any(k == dotted or k.startswith(f"{dotted}.") for k in values.values):
+                return True
+            raise CannotEvaluate(f"hasattr({owner.name}, {name!r}): not a value the set and the target fix")
+        if not isinstance(owner, (*_SAFE, VersionInfo)) or not isinstance(name, str):
+            raise CannotEvaluate(f"{ast.unparse(node)}: not a value abiprobe evaluates")
+        return hasattr(owner, name)
+    func = _eval(node.func, values)
+    if not callable(func) or (isinstance(func, type) and func not in _BUILTINS.values()):
+        raise CannotEvaluate(f"{ast.unparse(node.func)}: not a function abiprobe evaluates")
+    args = [_eval(a, values) for a in node.args]
+    kwargs = {k.arg: _eval(k.value, values) for k in node.keywords if k.arg is not None}
+    result = func(*args, **kwargs)
+    if not isinstance(result, (*_SAFE, VersionInfo)):
+        raise CannotEvaluate(f"{ast.unparse(node)}: not a value abiprobe evaluates")
+    return result
+
+
+def substitute(pattern: str, values: RuntimeValues) -> tuple[str, str]:
+    """``pattern`` with each ``{=expr=}`` replaced by its value, and the values it was computed from
+    (``torch.version.cuda='13.0'``); :class:`CannotEvaluate` when one cannot be evaluated."""
+    read: list[str] = []
+
+    def one(m: re.Match[str]) -> str:
+        value = evaluate(m.group(1), values)
+        read.extend(n for n in names_read(m.group(1)) if n not in read)
+        return str(value)
+
+    text = TOKEN.sub(one, pattern)
+    return text, values.described(read)
+
+
+__all__ = ["TOKEN", "CannotEvaluate", "RuntimeValues", "evaluate", "runtime_values", "substitute"]

@@ -1,0 +1,108 @@
+"""Pieces of a package's Python that :mod:`abiprobe.binary.pysource` keeps for the planner to evaluate:
+expressions over run-time values (``torch.version.cuda``, ``sys.version_info``, ``platform.machine()``,
+``os.environ``), the exceptions a handler catches, and a version module's constants."""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Callable
+
+# the modules whose values the set and the target fix (abiprobe.analyze.runtime evaluates them)
+RUNTIME_ROOTS = frozenset({"torch", "sys", "platform", "os"})
+_BUILTINS = frozenset({"str", "int", "float", "len", "tuple", "bool", "min", "max", "hasattr"})
+_FORBIDDEN = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr,
+              ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)  # fmt: skip
+_MAX_DEPTH = 8
+
+
+def runtime_text(
+    node: ast.expr,
+    dotted: Callable[[ast.expr], str | None],
+    local: Callable[[str], ast.expr | None],
+) -> str | None:
+    """The source text of ``node`` with import aliases spelled out and assigned names replaced by their
+    values, when it reads nothing but constants and :data:`RUNTIME_ROOTS` values (and at least one of
+    those); None otherwise."""
+    rewriter = _Rewriter(dotted, local)
+    out = rewriter.visit(copy.deepcopy(node))
+    if not rewriter.ok or not rewriter.reads_runtime:
+        return None
+    return ast.unparse(ast.fix_missing_locations(out))
+
+
+class _Rewriter(ast.NodeTransformer):
+    def __init__(self, dotted: Callable[[ast.expr], str | None], local: Callable[[str], ast.expr | None]):
+        self.dotted, self.local = dotted, local
+        self.ok, self.reads_runtime, self.depth = True, False, 0
+        self.seen: set[str] = set()
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, _FORBIDDEN):
+            self.ok = False
+            return node
+        return super().generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        value = self.local(node.id) if node.id not in self.seen else None
+        if value is not None and self.depth < _MAX_DEPTH:
+            self.seen.add(node.id)
+            self.depth += 1
+            out: ast.AST = self.visit(copy.deepcopy(value))
+            self.depth -= 1
+            self.seen.discard(node.id)
+            return out
+        name = self.dotted(node) or node.id
+        if name.split(".")[0] in RUNTIME_ROOTS:
+            self.reads_runtime = True
+            return _name_node(name)
+        if node.id not in _BUILTINS:
+            self.ok = False
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        name = self.dotted(node)
+        if name is not None and name.split(".")[0] in RUNTIME_ROOTS:
+            if isinstance(node.value, ast.Name) and self.local(node.value.id) is not None:
+                return self.generic_visit(node)
+            self.reads_runtime = True
+            return _name_node(name)
+        if node.attr.startswith("__"):
+            self.ok = False
+            return node
+        return self.generic_visit(node)
+
+
+def _name_node(dotted: str) -> ast.expr:
+    parts = dotted.split(".")
+    out: ast.expr = ast.Name(parts[0], ast.Load())
+    for p in parts[1:]:
+        out = ast.Attribute(out, p, ast.Load())
+    return out
+
+
+def catches(node: ast.expr | None) -> tuple[str, ...]:
+    """The exception class names an ``except`` clause names (``BaseException`` for a bare one)."""
+    if node is None:
+        return ("BaseException",)
+    items = node.elts if isinstance(node, ast.Tuple) else [node]
+    return tuple(ast.unparse(i).rsplit(".", 1)[-1] for i in items)
+
+
+def version_constants(tree: ast.Module) -> tuple[tuple[str, str | None], ...]:
+    """A version module's top-level string (or None) constants: ``cuda: Optional[str] = '12.8'``."""
+    out: list[tuple[str, str | None]] = []
+    for stmt in tree.body:
+        target = value = None
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            target, value = stmt.target, stmt.value
+        if not isinstance(target, ast.Name) or not isinstance(value, ast.Constant):
+            continue
+        if value.value is None or isinstance(value.value, str):
+            out.append((target.id, value.value))
+    return tuple(out)
+
+
+__all__ = ["RUNTIME_ROOTS", "catches", "runtime_text", "version_constants"]

@@ -1,0 +1,265 @@
+"""The ways packages pick the native code they load, followed with the values the set and the target fix
+(issue 26): each fixture judged statically and imported for real (support.pattern_wheels)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from support.pattern_wheels import PatternWheels, build_pattern_wheels
+
+from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_extension, analyze_set
+from abiprobe.analyze.first_error import matches_loader_line
+from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.model.target import Target
+
+PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+TARGET = Target.parse(cuda="13.0", arch="sm120", python=PY, platform="manylinux_2_28_x86_64")
+PROFILE = builtin_profile("manylinux_2_28_x86_64")
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> PatternWheels:
+    return build_pattern_wheels(tmp_path_factory.mktemp("patterns"))
+
+
+def _analyze(wheels: PatternWheels, name: str) -> SetAnalysis:
+    paths = [wheels.torch, getattr(wheels, name)]
+    return analyze_set([wheel_facts_from_path(p) for p in paths], TARGET, PROFILE)
+
+
+def _import(wheels: PatternWheels, name: str, package: str, site: Path) -> tuple[int, str]:
+    """Install the fixture torch and the package into one directory and import the package for real:
+    the exit status and the last line Python printed, paths cut to their site-packages form."""
+    for wheel in (wheels.torch, getattr(wheels, name)):
+        zipfile.ZipFile(wheel).extractall(site)
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); import {package}"],
+        capture_output=True,
+        text=True,
+    )
+    lines = run.stderr.strip().splitlines()
+    return run.returncode, (lines[-1].replace(f"{site}/", "") if lines else "")
+
+
+def _units(a: SetAnalysis, dist: str) -> list[UnitAnalysis]:
+    return [u for u in a.units if u.dist.startswith(f"{dist} ")]
+
+
+def test_a_library_name_computed_from_torch_version_loads_the_file_the_target_gets(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN cudaname, which computes lib..._cu{torch.version.cuda, no dots}.so; torch's version.py: 13.0
+    a = _analyze(wheels, "cudaname")
+    # THEN the one unit is the _cu130 library, said to be computed from torch's version, and the set loads
+    (unit,) = _units(a, "cudaname")
+    assert (unit.path, unit.timing, unit.status) == ("cudaname/libcudaname_cu130.so", "import", "ok")
+    assert "torch.version.cuda='13.0'" in unit.note
+    assert (a.import_status, a.status) == ("ok", "ok")
+    # AND a real import loads it
+    assert _import(wheels, "cudaname", "cudaname", tmp_path) == (0, "")
+
+
+def test_a_computed_file_the_wheel_lacks_fails_with_the_packages_own_message(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN missingname, which has only a _cu128 build and raises its own error when the computed file fails
+    a = _analyze(wheels, "missingname")
+    # THEN the computed _cu130 file is named as absent, and importing fails with the package's message
+    absent = next(u for u in a.units if u.path == "missingname/libmissingname_cu130.so")
+    assert absent.timing == "optional" and "not in the set" in absent.verdicts[0].explanation
+    assert a.import_status == "fail" and a.first_error is not None
+    assert a.first_error.text == "RuntimeError: missingname has no build for CUDA 13.0"
+    # AND a real import fails with that line
+    code, last = _import(wheels, "missingname", "missingname", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+def test_a_try_list_loads_the_first_candidate_that_loads(wheels: PatternWheels, tmp_path: Path) -> None:
+    # GIVEN trylist, which tries libtl_v3, libtl_v2, libtl_v1 in turn; v3 needs a library nobody has
+    a = _analyze(wheels, "trylist")
+    # THEN v3 is a tried candidate (its failure a warning), v2 is what loads, v1 is never tried
+    assert [(u.path, u.timing, u.status) for u in _units(a, "trylist")] == [
+        ("trylist/libtl_v3.so", "optional", "warn"),
+        ("trylist/libtl_v2.so", "import", "ok"),
+    ]
+    assert "trylist/libtl_v3.so: ImportError" not in _units(a, "trylist")[1].note
+    assert "libcudart_gone.so.12" in _units(a, "trylist")[1].note
+    assert (a.import_status, a.ok) == ("ok", True)
+    # AND a real import passes
+    assert _import(wheels, "trylist", "trylist", tmp_path) == (0, "")
+
+
+def test_a_try_list_where_no_candidate_loads_fails_with_the_packages_message(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN trylist_none, whose every candidate needs a library nobody has
+    a = _analyze(wheels, "trylist_none")
+    # THEN importing fails with the package's own ImportError, each candidate's first failure listed
+    assert a.import_status == "fail" and a.first_error is not None
+    assert a.first_error.text == "ImportError: trylist: none of libtl_v3, libtl_v2, libtl_v1 could be loaded"
+    (raised,) = [u for u in a.units if u.kind == "raise"]
+    (verdict,) = raised.verdicts
+    assert [c["unit"] for c in verdict.evidence["candidates"]] == [
+        "trylist/libtl_v3.so", "trylist/libtl_v2.so", "trylist/libtl_v1.so",
+    ]  # fmt: skip
+    assert all("libcudart_gone.so.12" in c["first_failure"] for c in verdict.evidence["candidates"])
+    # AND a real import fails with that line
+    code, last = _import(wheels, "trylist_none", "trylist", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+def test_an_accelerator_fallback_chain_loads_only_the_branch_the_target_takes(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN chain: CUDA, else ROCm, else XPU (needs Intel's libsvml.so), else CPU; torch is a CUDA build
+    a = _analyze(wheels, "chain")
+    # THEN only the CUDA library is a unit, and the set loads (the XPU library is no false fail)
+    assert [(u.path, u.timing, u.status) for u in _units(a, "chain")] == [
+        ("chain/libchain_cuda.so", "import", "ok")
+    ]
+    assert (a.import_status, a.status) == ("ok", "ok")
+    # AND a real import passes
+    assert _import(wheels, "chain", "chain", tmp_path) == (0, "")
+
+
+def test_a_list_in_init_and_a_glob_load_every_library_in_order(wheels: PatternWheels, tmp_path: Path) -> None:
+    # GIVEN listglob: liba then libb (needs liba by soname) from a list, then each ops/*.so of a glob
+    a = _analyze(wheels, "listglob")
+    # THEN all four are units at import, in that order; libb's need is met by the loaded liba
+    assert [(u.path, u.timing) for u in _units(a, "listglob")] == [
+        ("listglob/liba.so", "import"),
+        ("listglob/libb.so", "import"),
+        ("listglob/ops/libop0.so", "import"),
+        ("listglob/ops/libop1.so", "import"),
+    ]
+    assert [u.status for u in _units(a, "listglob")] == ["ok", "ok", "ok", "fail"]
+    assert a.first_error is not None
+    assert (
+        a.first_error.text == "OSError: <site-packages>/listglob/ops/libop1.so: undefined symbol: op1_missing"
+    )
+    # AND a real import fails with that line
+    code, last = _import(wheels, "listglob", "listglob", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+def test_a_library_name_read_at_run_time_is_unknown_with_file_line_and_expression(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN netname, which reads its library's name from a JSON file at import
+    a = _analyze(wheels, "netname")
+    # THEN the unit is unknown, named by file, line and the expression; the set is not ok
+    (unit,) = _units(a, "netname")
+    assert (unit.status, unit.timing, unit.where) == ("unknown", "import", "netname/__init__.py line 8")
+    assert "ctypes.CDLL(os.path.join(_HERE, _NAME))" in unit.verdicts[0].explanation
+    assert (a.status, a.import_status) == ("unknown", "unknown")
+    # AND a real import fails (the library it names needs an absent one): ok would have been wrong
+    code, last = _import(wheels, "netname", "netname", tmp_path)
+    assert code != 0 and "libcudart_gone.so.12" in last, last
+
+
+def test_a_failure_the_package_catches_is_reported_and_does_not_fail_the_import(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN optional, which loads libopt.so (it needs an absent library) in a try whose handler goes on
+    a = _analyze(wheels, "optional")
+    # THEN the unit fails, labelled optional with the line that catches it; importing the package passes
+    (unit,) = _units(a, "optional")
+    assert (unit.status, unit.timing) == ("fail", "optional")
+    (sonames,) = [v for v in unit.verdicts if v.check == "sonames"]
+    assert "optional: the package catches the failure of ctypes.CDLL at optional/__init__.py line 6" in (
+        sonames.explanation
+    )
+    assert a.import_status == "ok"
+    # AND a real import passes
+    assert _import(wheels, "optional", "optional", tmp_path) == (0, "")
+
+
+def test_native_code_that_nothing_followed_loads_is_never_ok(wheels: PatternWheels, tmp_path: Path) -> None:
+    # GIVEN guarded, whose library path comes from a file, loaded under a test abiprobe cannot know
+    facts = wheel_facts_from_path(wheels.guarded)
+    torch = wheel_facts_from_path(wheels.torch)
+    a = analyze_set([torch, facts], TARGET, PROFILE)
+    # THEN no unit of it is judged, and the set is unknown, not ok, saying why
+    assert _units(a, "guarded") == []
+    (verdict,) = [v for v in a.set_verdicts if v.subject == "guarded 1.0" and v.status != "ok"]
+    assert verdict.status == "unknown" and "none was judged" in verdict.explanation
+    assert a.status == "unknown"
+    # AND so is the solver's pairwise form
+    pair = analyze_extension(facts, [torch], TARGET, PROFILE)
+    assert [(u.kind, u.status) for u in pair] == [("unjudged", "unknown")]
+    # AND a real import fails: ok would have been wrong
+    code, last = _import(wheels, "guarded", "guarded", tmp_path)
+    assert code != 0 and "libcudart_gone.so.12" in last, last
+
+
+def test_a_try_list_of_system_names_loads_the_one_the_target_has(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN sysnames, which tries libm.so.9 and then libm.so.6 by bare name
+    a = _analyze(wheels, "sysnames")
+    # THEN the absent name is a tried candidate, libm.so.6 is found among the target's system libraries
+    assert [(u.path, u.status) for u in _units(a, "sysnames")] == [
+        ("libm.so.9", "warn"),
+        ("libm.so.6", "ok"),
+    ]
+    assert a.import_status == "ok"
+    # AND a real import passes
+    assert _import(wheels, "sysnames", "sysnames", tmp_path) == (0, "")
+
+
+def test_a_try_list_of_system_names_none_present_fails_with_the_packages_message(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN sysnames_none, whose every candidate name is absent from the target
+    a = _analyze(wheels, "sysnames_none")
+    # THEN importing fails with the package's OSError, each candidate's loader line listed
+    assert a.first_error is not None and a.first_error.text == "OSError: sysnames: no usable system library"
+    (raised,) = [u for u in a.units if u.kind == "raise"]
+    assert [c["first_failure"] for c in raised.verdicts[0].evidence["candidates"]] == [
+        "OSError: libabiprobe_absent.so.9: cannot open shared object file: No such file or directory",
+        "OSError: libabiprobe_absent.so.8: cannot open shared object file: No such file or directory",
+    ]
+    # AND a real import fails with that line
+    code, last = _import(wheels, "sysnames_none", "sysnames", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+def test_a_load_failure_the_package_wraps_and_then_catches_keeps_the_loaders_line(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN wrapped: its helper re-raises the library's OSError as its own exception, which __init__ catches
+    a = _analyze(wheels, "wrapped")
+    # THEN the library fails, labelled optional; importing passes; the first error is the loader's line
+    (unit,) = _units(a, "wrapped")
+    assert (unit.path, unit.status, unit.timing) == ("wrapped/libwrapped.so", "fail", "optional")
+    assert (a.import_status, a.status) == ("ok", "fail")
+    assert a.first_error is not None
+    # AND a real import passes, and the exception it caught was caused by exactly that line
+    assert _import(wheels, "wrapped", "wrapped", tmp_path)[0] == 0
+    cause = subprocess.run(
+        [sys.executable, "-I", "-W", "ignore", "-c",
+         f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import wrapped; print(wrapped.CAUSE)"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert matches_loader_line(a.first_error.text, cause.replace(f"{tmp_path}/", "")), cause
+
+
+def test_a_list_chosen_by_the_targets_machine_loads_only_that_subset(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN subsets, whose __init__ picks its list of libraries by platform.machine()
+    a = _analyze(wheels, "subsets")
+    # THEN on the x86_64 target only libx86.so is a unit, and its undefined symbol is the first error
+    assert [(u.path, u.timing, u.status) for u in _units(a, "subsets")] == [
+        ("subsets/libx86.so", "import", "fail")
+    ]
+    assert a.first_error is not None
+    assert a.first_error.text == "OSError: <site-packages>/subsets/libx86.so: undefined symbol: x86_missing"
+    # AND a real import (on this x86_64 host) fails with that line
+    code, last = _import(wheels, "subsets", "subsets", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last
