@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from abiprobe.binary.pysource import scan_imports, scan_module, scan_sources
 from abiprobe.model.facts import PyEvent, all_events
 
@@ -145,3 +147,29 @@ def _load_architecture_specific_ops():
     (loop,) = [e for e in m.functions[0].events if e.kind == "for"]
     assert (loop.target, loop.api, loop.args) == ("ops_path", "glob", ("sgl_kernel/sm90/common_ops.*",))
     assert _loads(loop.body) == [("{ops_path}", "importlib.util.spec_from_file_location")]
+
+
+def test_a_loop_over_a_name_reassigned_from_itself_is_read_without_recursing() -> None:
+    # GIVEN code seen in a real installed package: a list re-bound to a sorted copy of itself, then loaded
+    src = b"""
+import ctypes, glob, os
+libs = glob.glob(os.path.join(os.path.dirname(__file__), "*.so"))
+libs = sorted(libs)
+libs = list(libs)
+for lib in libs:
+    ctypes.CDLL(lib)
+"""
+    # WHEN it is scanned THEN it is read (no RecursionError), the loop a load over the glob
+    module = scan_module("pkg/__init__.py", src)
+    assert module is not None and module.scanned
+    assert [e.kind for e in all_events(module.events) if e.kind == "load"] == ["load"]
+
+
+@pytest.mark.parametrize("terms", [2000, 5000])  # past the scanner's recursion; past the parser's
+def test_code_nested_deeper_than_the_scanner_follows_is_read_for_its_imports(terms: int) -> None:
+    # GIVEN a load whose path is a sum of thousands of strings (a deep tree: hostile or generated code)
+    src = ("import os\nimport ctypes\nctypes.CDLL(" + "+".join(['"a"'] * terms) + ")\n").encode()
+    # WHEN it is scanned THEN the answer is its imports, read line by line, not a crash
+    module = scan_module("pkg/deep.py", src)
+    assert module is not None and not module.scanned
+    assert {e.target for e in module.events if e.kind == "import"} >= {"os", "ctypes"}

@@ -85,11 +85,14 @@ def scan_module(path: str, source: bytes) -> PyModule | None:
         return None
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python, or nested past the parser
         return scan_imports(path, source)
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
     scanner = _Scanner(name, package, path)
-    events = scanner.block(tree.body, {})
+    try:
+        events = scanner.block(tree.body, {})
+    except RecursionError:  # expressions nested deeper than the scanner follows: imports alone
+        return scan_imports(path, source)
     constants = version_constants(tree) if _is_version_module(path) else ()
     return PyModule(name, path, tuple(events), tuple(scanner.functions), scanned=True, constants=constants)
 
@@ -245,9 +248,16 @@ class _Scanner:
             return test, node.body, node.orelse
         return None
 
-    def loop_items(self, node: ast.expr, params: dict[str, str]) -> tuple[str, tuple[str, ...]] | None:
+    def loop_items(
+        self, node: ast.expr, params: dict[str, str], seen: frozenset[str] = frozenset()
+    ) -> tuple[str, tuple[str, ...]] | None:
         """What a ``for`` iterates: ``("", names)`` for a list of strings, ``("glob", (pattern,))`` for a
-        glob's matches, ``("listdir", (directory,))`` for a directory's entries; None otherwise."""
+        glob's matches, ``("listdir", (directory,))`` for a directory's entries; None otherwise. A name is
+        followed to its assignment once (``files = sorted(files)`` is no loop of its own)."""
+        if isinstance(node, ast.Name):
+            if node.id in seen:
+                return None
+            seen = seen | {node.id}
         if isinstance(node, ast.Name) and node.id in (self.local_nodes if self.in_function else {}):
             node = self.local_nodes[node.id]
         elif isinstance(node, ast.Name) and node.id in self.module_nodes:
@@ -265,7 +275,7 @@ class _Scanner:
             if callee == "os.listdir":
                 folder = self.path_of(node.args[0], params)
                 return None if folder is None else ("listdir", (folder,))
-            return self.loop_items(node.args[0], params)
+            return self.loop_items(node.args[0], params, seen)
         pattern = self.path_of(node, params) if isinstance(node, ast.Call) else None
         if pattern is not None and "*" in pattern:
             return ("glob", (pattern,))
