@@ -8,11 +8,13 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
 from support.probe_wheels import ProbeWheels, build_probe_wheels
 from support.schemas import assert_valid
+from support.wheelbuild import build_wheel
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -90,3 +92,36 @@ def test_ctrl_c_kills_the_probe_and_removes_every_temporary_file(wheels: ProbeWh
     assert proc.returncode == 130
     assert _processes_mentioning(str(tmp_path)) == []
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_zip_bomb_is_refused_before_any_installer_sees_it(tmp_path: Path) -> None:
+    # GIVEN a wheel whose library member is 128 MiB of zeros (deflated to a few hundred kB; its
+    # declared sizes are true), and an installer on PATH that notes every time it runs
+    wheel = build_wheel(tmp_path / "w", "bombpkg", "1.0", {"bombpkg/__init__.py": b""}, tag="py3-none-any")
+    with zipfile.ZipFile(wheel, "a", zipfile.ZIP_DEFLATED) as zf, zf.open("bombpkg/bomb.so", "w") as fh:
+        for _ in range(128):
+            fh.write(bytes(1 << 20))
+    assert wheel.stat().st_size < 1 << 20
+    ran = tmp_path / "installer-ran"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "uv").write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
+    (bindir / "uv").chmod(0o755)
+    temp = tmp_path / "t"
+    temp.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(temp)}
+    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    # WHEN it is probed
+    done = subprocess.run(
+        [sys.executable, "-m", "abiprobe", "probe", str(wheel), "--installer", "uv"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # THEN one line names the member that is the bomb, the exit is non-zero, no installer ran, and
+    # nothing was written
+    assert done.returncode != 0
+    assert done.stderr.count("\n") == 1 and "bombpkg/bomb.so" in done.stderr and "zip bomb" in done.stderr
+    assert not ran.exists()
+    assert list(temp.iterdir()) == []

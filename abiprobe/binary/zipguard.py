@@ -74,6 +74,23 @@ def check_declared(name: str, file_size: int, compressed_size: int) -> None:
         raise WheelFormatError(f"{name}: compression ratio {ratio}:1 is a zip bomb's, not a library's")
 
 
+def check_archive(zf: zipfile.ZipFile, label: str) -> None:
+    """Every member's declared sizes under the caps of :func:`check_declared`, and the members together
+    under the same ratio, before anything inflates them (an installer writes what it inflates): the
+    first member over them is named in one line."""
+    total = packed = 0
+    with zip_errors(label):
+        for info in zf.infolist():
+            try:
+                check_declared(info.filename, info.file_size, info.compress_size)
+            except WheelFormatError as exc:
+                raise WheelFormatError(f"{label}: {exc}") from None
+            total, packed = total + info.file_size, packed + info.compress_size
+    if total > RATIO_FLOOR and total > RATIO_LIMIT * max(packed, 1):
+        ratio = total // max(packed, 1)
+        raise WheelFormatError(f"{label}: its members inflate {ratio}:1 together, a zip bomb's ratio")
+
+
 def check_produced(name: str, produced: int, file_size: int) -> None:
     """Stop a member that inflates past the size its central directory gave (checked while streaming)."""
     if produced > file_size:
@@ -104,6 +121,7 @@ __all__ = [
     "RATIO_LIMIT",
     "SMALL_MEMBER_LIMIT",
     "ZIP_ERRORS",
+    "check_archive",
     "check_declared",
     "check_produced",
     "copy_member",

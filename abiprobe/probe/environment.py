@@ -20,7 +20,7 @@ from abiprobe.errors import UsageError
 from abiprobe.host.installed import installed_distributions
 from abiprobe.probe.execute import PreparedSet, RunContext, run_fresh
 from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet
-from abiprobe.probe.parallel import dist_name
+from abiprobe.probe.parallel import dist_name, refuse_bomb
 from abiprobe.probe.procs import ProcessRegistry
 from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver, needs_driver
 from abiprobe.probe.venv import unpack_wheel
@@ -61,6 +61,8 @@ def probe_environment(
     python: str, import_order: Sequence[str], options: ProbeOptions, overlay: Sequence[Path] = ()
 ) -> ProbeResult:
     """Import ``import_order`` with ``python`` as installed (plus ``overlay`` wheels on top)."""
+    for w in overlay:
+        refuse_bomb(w)
     site, version = _site_of(python)
     installed = installed_distributions(python, binaries=False)
     wanted = set(import_order)

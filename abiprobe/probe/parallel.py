@@ -15,7 +15,7 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from abiprobe.binary.wheel_members import installed_path
-from abiprobe.binary.zipguard import open_zip
+from abiprobe.binary.zipguard import check_archive, open_zip
 from abiprobe.errors import AbiprobeError, UsageError, WheelFormatError
 from abiprobe.host.wheel import top_level_of
 from abiprobe.model.facts import WheelInfo
@@ -111,6 +111,14 @@ def validate(sets: Sequence[ProbeSet]) -> None:
         for w in s.wheels:
             if not w.is_file():
                 raise UsageError(f"{w} does not exist")
+            refuse_bomb(w)
+
+
+def refuse_bomb(wheel: Path) -> None:
+    """A wheel whose members' declared sizes break the readers' inflation caps never reaches an
+    installer (uv wrote 2 GiB of one such member before failing): one line names the member."""
+    with open_zip(wheel, wheel.name) as zf:
+        check_archive(zf, wheel.name)
 
 
 def default_jobs(sets: Sequence[ProbeSet], temp_parent: Path) -> int:
