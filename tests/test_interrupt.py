@@ -7,7 +7,6 @@ for SIGTERM), and leaves no temporary file, no cache temp entry and no child pro
 from __future__ import annotations
 
 import os
-import select
 import signal
 import stat
 import subprocess
@@ -18,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.holds import held_write
 from support.indexserver import IndexServer
 from support.probe_wheels import ProbeWheels, build_probe_wheels
 from support.solve_stacks import SolveStack, serve, solve_argv, solve_stack
@@ -90,25 +90,6 @@ def _assert_nothing_left(tmp: Path, cache: Path | None = None) -> None:
         assert [p for p in Cache(cache).verify().problems if p.kind == "temp"] == []
 
 
-def _announced(fifo: Path, proc: subprocess.Popen[str]) -> Path:
-    """The temporary file a writer held on ``fifo`` names once it is held half-way through the write."""
-    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-    got = b""
-    deadline = time.monotonic() + WAIT_S
-    try:
-        while not got.endswith(b"\n"):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no write was held"
-            select.select([fd], [], [], 0.1)
-            chunk = os.read(fd, 4096)
-            got += chunk
-            if not chunk:
-                time.sleep(0.02)
-    finally:
-        os.close(fd)
-    return Path(got.decode().strip())
-
-
 def test_sigterm_during_a_cold_page_fetch_stops_the_solve(server: IndexServer, tmp_path: Path) -> None:
     # GIVEN a cold solve whose index takes every project page and never answers
     server.fail(match="/simple/", stall=True)
@@ -168,7 +149,7 @@ def test_sigterm_while_an_analysis_is_half_stored_removes_its_temporary_file(
     cache = tmp_path / "cache"
     argv = solve_argv(server.index_url, cache, tmp_path / "out")
     proc = _start(argv, tmp_path, **{HOLD_WRITE: str(fifo), HOLD_NAME: "*.analysis.gz"})
-    temp = _announced(fifo, proc)
+    temp = held_write(fifo, proc, WAIT_S)
     assert temp.is_file() and temp.stat().st_size > 0
     # WHEN it is told to terminate
     returncode, err, seconds = _stop(proc, signal.SIGTERM)

@@ -210,26 +210,22 @@ def test_a_warm_solve_with_unchanged_pages_asks_for_the_pages_only_and_at_once(
         argv = solve_argv(
             server.index_url, tmp_path / "cache", tmp_path / "m2", "--stack", str(built["stack"])
         )
-        started = time.monotonic()
-        assert main(argv) == 0  # within the window: what a warm solve costs here without the network
-        local = time.monotonic() - started
+        assert main(argv) == 0  # within the window: nothing is asked
         # GIVEN every stored page past the freshness window, and an index slow to answer anything
         _age_pages(tmp_path / "cache")
         server.reset_counts()
         server.fail(match="/", delay=DELAY)
         # WHEN the stack is solved again
-        started = time.monotonic()
         assert main(argv) == 0
-        seconds = time.monotonic() - started
-        log = list(server.log)
+        log, at_once = list(server.log), server.max_in_flight
     # THEN only the pages were asked for, conditionally, all "not modified": the page listing the
     # range-read wheel lists it as before (same URL, same sha256), so its facts need no tail request
     assert log and all(p.startswith("/simple/") for p, _h, _s in log), log
     assert all("if-none-match" in h for _p, h, _s in log)
     assert {s for _p, _h, s in log} == {304}
     assert served.path not in {p for p, _h, _s in log}
-    # AND all at once, not one after another
-    assert seconds < local + 1.5 * DELAY, (seconds, local)
+    # AND all at once, not one after another: the slow index was answering several at the same time
+    assert at_once >= 2, at_once
 
 
 def test_a_range_read_wheel_listed_anew_is_asked_about_with_one_tail(

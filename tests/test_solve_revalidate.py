@@ -42,18 +42,16 @@ def test_stale_pages_are_revalidated_at_once_and_nothing_else_is_asked(tmp_path:
         # WHEN it is solved again against an index that takes DELAY to answer each page
         server.reset_counts()
         server.fail(match="/simple/", delay=DELAY)
-        started = time.monotonic()
         assert _solve(server, tmp_path / "cache", tmp_path / "m2") == 0
-        seconds = time.monotonic() - started
-        log = list(server.log)
+        log, at_once = list(server.log), server.max_in_flight
     # THEN every request was a conditional request for a stored page, answered "not modified"
     asked = [path for path, _h, _s in log]
     assert asked and all(p.startswith("/simple/") for p in asked), asked
     assert all("if-none-match" in h for _p, h, _s in log)
     assert {status for _p, _h, status in log} == {304}
     assert len(asked) == len(set(asked)), "a page was asked for twice"
-    # AND they were asked at once, not one after another
-    assert seconds < len(asked) * DELAY / 2, (seconds, len(asked))
+    # AND they were asked at once, not one after another: the index was answering several together
+    assert at_once >= 2, at_once
 
 
 def test_a_project_an_index_does_not_list_is_asked_again_and_answers_offline(tmp_path: Path) -> None:
@@ -108,13 +106,11 @@ def test_the_stored_pages_after_an_index_that_is_down_are_revalidated_at_once(tm
         # WHEN it is solved again past the window, against a live index that takes DELAY per page
         server.reset_counts()
         server.fail(match="/simple/", delay=DELAY)
-        started = time.monotonic()
         assert _solve(server, tmp_path / "cache", tmp_path / "m2", *dead) == 3
-        seconds = time.monotonic() - started
-        asked = [path for path, _h, _s in server.log]
+        asked, at_once = [path for path, _h, _s in server.log], server.max_in_flight
     # THEN the live index's stored pages were asked about at once, not one listing after another
     assert len(asked) >= 8 and len(asked) == len(set(asked))
-    assert seconds < len(asked) * DELAY / 2, (seconds, len(asked))
+    assert at_once >= 2, at_once
 
 
 def test_a_listing_waits_for_its_page_being_revalidated_while_the_solve_goes_on(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ else (a property test, as the ELF and fatbin readers have)."""
 from __future__ import annotations
 
 import struct
-import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -149,12 +148,10 @@ def test_a_zip_bomb_library_is_refused_before_it_inflates(tmp_path: Path) -> Non
     wheel = _wheel_with(tmp_path, "bomb", lambda zf: _add_zeros(zf, "bombpkg/bomb.so", 1 << 30))
     assert wheel.stat().st_size < 4 << 20
     # WHEN its facts are read
-    started = time.monotonic()
     facts = wheel_facts_from_path(wheel)
     # THEN it is an unreadable member (a failing verdict) known from its sizes: nothing was inflated
     assert facts.unreadable == ("bombpkg/bomb.so",)
     assert any("zip bomb" in e for e in facts.errors)
-    assert time.monotonic() - started < 2.0
     # AND probe's unpacking refuses it too, in one line
     with pytest.raises(AbiprobeError, match="zip bomb"):
         unpack_wheel(wheel, tmp_path / "unpacked")
@@ -201,7 +198,6 @@ def test_mutated_wheels_end_in_facts_or_one_format_error(
     path = tmp_path / "fuzz" / sample.name
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(bytes(raw))
-    started = time.monotonic()
     _facts_or_format_error(path)
     for reader in (lambda: unpack_wheel(path, tmp_path / "fuzz-unpacked"), lambda: wheel_tops(path)):
         try:
@@ -209,7 +205,6 @@ def test_mutated_wheels_end_in_facts_or_one_format_error(
         except AbiprobeError as exc:
             assert "\n" not in str(exc)
     wheel_fingerprint(path)
-    assert time.monotonic() - started < 5.0
 
 
 def test_a_zip_bomb_served_by_an_index_is_refused_before_it_inflates(
@@ -222,10 +217,8 @@ def test_a_zip_bomb_served_by_an_index_is_refused_before_it_inflates(
     with IndexServer() as server:
         served = server.add_wheel(wheel)
         url = f"{server.file_url(served.filename)}#sha256={served.sha256}"
-        started = time.monotonic()
         # WHEN it is inspected by URL
         code = main(["inspect", url, "--cache-dir", str(tmp_path / "cache")])
-    # THEN one line names the member, from its declared sizes, in well under the time inflating takes
+    # THEN one line names the member, from its declared sizes (the ratio rule runs before inflating)
     err = capsys.readouterr().err
     assert code == 1 and "bombpkg/bomb.so" in err and "zip bomb" in err
-    assert time.monotonic() - started < 5.0
