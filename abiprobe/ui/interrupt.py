@@ -144,6 +144,18 @@ def new_dir(path: Path) -> Path:
         return path
 
 
+@contextlib.contextmanager
+def removed_on_stop(path: Path) -> Iterator[Path]:
+    """``path`` (made inside the block, or already there) is removed on a stop while the block runs."""
+    with _lock:
+        key = _register(path)
+    try:
+        yield path
+    finally:
+        with _lock:
+            _temps.pop(key, None)
+
+
 def release(path: Path) -> None:
     """``path`` is no longer removed on a stop (renamed into place, or removed by its maker)."""
     with _lock:
