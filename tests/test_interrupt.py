@@ -51,7 +51,13 @@ def _start(argv: list[str], tmp: Path, **env: str) -> subprocess.Popen[str]:
     (tmp / "t").mkdir(exist_ok=True)
     return subprocess.Popen(
         [sys.executable, "-m", "abiprobe", *argv],
-        env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp / "t"), **env},
+        env={
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "TMPDIR": str(tmp / "t"),
+            "ABIPROBE_CACHE_DIR": str(tmp / "default-cache"),  # never the repository's cache
+            **env,
+        },
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

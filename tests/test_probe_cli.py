@@ -25,7 +25,12 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> ProbeWheels:
 
 
 def _cli(args: list[str], tmp: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "TMPDIR": str(tmp),
+        "ABIPROBE_CACHE_DIR": str(tmp.parent / "cache"),
+    }
     return subprocess.Popen(
         [sys.executable, "-m", "abiprobe", "probe", *args],
         env=env,
@@ -109,7 +114,12 @@ def test_a_zip_bomb_is_refused_before_any_installer_sees_it(tmp_path: Path) -> N
     (bindir / "uv").chmod(0o755)
     temp = tmp_path / "t"
     temp.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(temp)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "TMPDIR": str(temp),
+        "ABIPROBE_CACHE_DIR": str(tmp_path / "cache"),
+    }
     env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
     # WHEN it is probed
     done = subprocess.run(

@@ -74,8 +74,13 @@ def test_a_project_an_index_does_not_list_is_asked_again_and_answers_offline(tmp
         server.reset_counts()
         assert _solve(server, tmp_path / "cache", tmp_path / "m3") == 0
         assert server.requests["/simple/sgl-kernel/"] == 1
-    # AND offline, "not listed" is an answer, not a page missing from the cache
-    assert _solve(server, tmp_path / "cache", tmp_path / "m4", "--offline") == 0
+    # AND offline, where it cannot be asked again, the stored "not listed" is used but said, with its
+    # age, and the answer is marked incomplete (3) though the same set is chosen
+    assert _solve(server, tmp_path / "cache", tmp_path / "m4", "--offline") == 3
+    (doc,) = [json.loads(p.read_text()) for p in (tmp_path / "m4").glob("*.json")]
+    assert doc["complete"] is False and doc["chosen"] == _chosen(tmp_path / "m3")
+    errors = [i["error"] or "" for i in doc["indexes"]]
+    assert any("HTTP 404 when asked" in e and "ago, not asked again (offline)" in e for e in errors), errors
 
 
 def test_a_project_that_appears_after_a_not_found_is_seen_past_the_window(tmp_path: Path) -> None:

@@ -50,6 +50,13 @@ def parse_page(
     return parse_html_page(body, page_url, index_url=index_url, project=project)
 
 
+def _unasked_404(fetched_at: float) -> str:
+    """What an offline run says of a stored "not listed here" it cannot ask about again."""
+    from abiprobe.report.matrix_json import age_text
+
+    return f"HTTP 404 when asked {age_text(time.time() - fetched_at)} ago, not asked again (offline)"
+
+
 class IndexClient:
     """Reads project pages from ordered indexes; ``offline`` answers from the cache only."""
 
@@ -188,6 +195,9 @@ class IndexClient:
             if page.missing:  # the index said it does not list the project
                 if error is not None:
                     return PageFetch(source, shown, "failed", error=error, from_cache=True, stale=stale)
+                if self.offline:  # a negative answer reused unasked: said, with its age, and not whole
+                    return PageFetch(source, shown, "failed", None, _unasked_404(page.fetched_at), True,
+                                     False, stale, page.fetched_at)  # fmt: skip
                 gone = "HTTP 404 (stored)"
                 return PageFetch(source, shown, "not-found", None, gone, True, False, stale, page.fetched_at)
             parsed = parse_page(page.body, page.content_type, shown, index_url, name)

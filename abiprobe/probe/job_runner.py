@@ -14,6 +14,7 @@ from abiprobe.net.http import Http
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
 from abiprobe.probe.jobs import result_document
 from abiprobe.store.localstate import hash_file as sha256_of_file
+from abiprobe.ui import interrupt
 
 
 def fetch_wheel(wheel: dict[str, Any], into: Path, http: Http | None) -> Path:
@@ -37,11 +38,12 @@ def fetch_wheel(wheel: dict[str, Any], into: Path, http: Http | None) -> Path:
                 fh.write(chunk)
         return digest.hexdigest()
 
-    got = http.with_retries(wheel["url"], once)
-    if want is not None and got != want:
-        part.unlink(missing_ok=True)
-        raise HashMismatchError(f"{wheel['filename']}: sha256 {got}, the job says {want}")
-    part.replace(dest)
+    with interrupt.removed_on_stop(part):
+        got = http.with_retries(wheel["url"], once)
+        if want is not None and got != want:
+            part.unlink(missing_ok=True)
+            raise HashMismatchError(f"{wheel['filename']}: sha256 {got}, the job says {want}")
+        part.replace(dest)
     return dest
 
 

@@ -28,12 +28,6 @@ _lock = threading.RLock()
 _temps: dict[int, Path] = {}
 _callbacks: dict[int, Callable[[], None]] = {}
 _keys = itertools.count()
-_stopping = threading.Event()
-
-
-def stopping() -> bool:
-    """Whether a stop signal arrived (the process is on its way out)."""
-    return _stopping.is_set()
 
 
 @contextlib.contextmanager
@@ -67,7 +61,6 @@ def _on_signal(signum: int, frame: types.FrameType | None) -> None:
 
 def stop(code: int) -> None:
     """Kill the children, remove the registered temporary paths, say so and exit with ``code``."""
-    _stopping.set()
     with _lock:  # held to the exit: no thread registers (and so creates) a temporary path after this
         for callback in list(_callbacks.values()):
             with contextlib.suppress(Exception):
@@ -142,6 +135,18 @@ def new_dir(path: Path) -> Path:
             _temps.pop(key, None)
             raise
         return path
+
+
+@contextlib.contextmanager
+def removed_on_stop(path: Path) -> Iterator[Path]:
+    """``path`` (made inside the block, or already there) is removed on a stop while the block runs."""
+    with _lock:
+        key = _register(path)
+    try:
+        yield path
+    finally:
+        with _lock:
+            _temps.pop(key, None)
 
 
 def release(path: Path) -> None:

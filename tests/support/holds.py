@@ -20,7 +20,10 @@ def held_write(fifo: Path, proc: subprocess.Popen[str] | subprocess.Popen[bytes]
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "no write was held"
             select.select([fd], [], [], 0.1)
-            chunk = os.read(fd, 4096)
+            try:
+                chunk = os.read(fd, 4096)
+            except BlockingIOError:  # the writer has the FIFO open but has not written yet
+                chunk = b""
             got += chunk
             if not chunk:
                 time.sleep(0.02)
