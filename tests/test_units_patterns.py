@@ -263,3 +263,58 @@ def test_a_list_chosen_by_the_targets_machine_loads_only_that_subset(
     # AND a real import (on this x86_64 host) fails with that line
     code, last = _import(wheels, "subsets", "subsets", tmp_path)
     assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+# Shapes seen on a real GPU host's environment (onnxruntime's preload helper, numba's error paths).
+PLATFORM_GUARD = b"""
+import ctypes
+
+def preload(msvc=True):
+    import platform
+    is_windows = platform.system() == "Windows"
+    if is_windows and msvc:
+        try:
+            ctypes.CDLL("vcruntime140.dll")
+        except OSError:
+            print("Microsoft Visual C++ Redistributable is not installed")
+"""
+ERROR_PATHS = b"""
+import ctypes, os
+
+def box(value):
+    if value is None:
+        raise NotImplementedError("cannot be boxed")
+    return ctypes.CDLL(os.path.join(os.path.dirname(__file__), "_box.so"))
+"""
+
+
+def _pure(tmp: Path, name: str, source: bytes) -> Path:
+    from support.wheelbuild import build_wheel
+
+    return build_wheel(tmp, name, "1.0", {f"{name}/__init__.py": source}, tag="py3-none-any")
+
+
+def test_an_and_with_a_value_abiprobe_cannot_know_is_false_when_the_known_side_is(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN `is_windows and msvc` around a Windows-only load (msvc: a parameter abiprobe cannot know)
+    pkg = _pure(tmp_path, "winguard", PLATFORM_GUARD)
+    a = analyze_set([wheel_facts_from_path(p) for p in (wheels.torch, pkg)], TARGET, PROFILE)
+    # THEN on Linux the branch is not taken: no unit for the DLL, nothing fails
+    assert [u.path for u in _units(a, "winguard")] == []
+    assert a.status == "ok"
+    # AND calling the helper for real on Linux loads nothing and raises nothing
+    site = tmp_path / "site"
+    zipfile.ZipFile(pkg).extractall(site)
+    run = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); "
+                          "import winguard; winguard.preload()"], capture_output=True, text=True)  # fmt: skip
+    assert (run.returncode, run.stdout) == (0, "")
+
+
+def test_a_functions_own_error_check_is_no_unit_of_its_own(wheels: PatternWheels, tmp_path: Path) -> None:
+    # GIVEN a function that raises for some arguments and loads a library for others
+    pkg = _pure(tmp_path, "errpath", ERROR_PATHS)
+    a = analyze_set([wheel_facts_from_path(p) for p in (wheels.torch, pkg)], TARGET, PROFILE)
+    # THEN the raise, reached by no failed load, is no unit: it is not said to fail on first use
+    assert "raise" not in [u.kind for u in _units(a, "errpath")]
+    assert not any("raises NotImplementedError" in v.text for v in a.verdicts)

@@ -58,7 +58,7 @@ def native_distributions(python: str) -> list[tuple[str, str, tuple[str, ...]]]:
     """(name, version, importable top-level modules) of every installed distribution with a shared
     object among its files, as a probe chooses the modules to import (abiprobe.host.wheel)."""
     from abiprobe.host.installed import list_installed
-    from abiprobe.host.wheel import importable, top_level_of
+    from abiprobe.host.wheel import provided_tops
 
     out: dict[str, tuple[str, str, tuple[str, ...]]] = {}
     for rec in list_installed(python):
@@ -69,7 +69,7 @@ def native_distributions(python: str) -> list[tuple[str, str, tuple[str, ...]]]:
         name = next((ln[5:].strip() for ln in meta.splitlines() if ln.startswith("Name:")), "?")
         version = next((ln[8:].strip() for ln in meta.splitlines() if ln.startswith("Version:")), "?")
         listed = {t.strip() for t in str(rec["top_level"] or "").splitlines() if t.strip()}
-        tops = tuple(sorted(importable(listed) or top_level_of(files)))
+        tops = tuple(sorted(provided_tops(listed, files)))
         out.setdefault(name.lower(), (name, version, tops))
     return sorted(out.values(), key=lambda d: d[0].lower())
 
@@ -106,7 +106,7 @@ def static_of(doc: dict[str, Any], name: str, version: str) -> tuple[str, str, l
     verdicts += [
         v
         for u in doc["units"]
-        if u["dist"] == label and u.get("timing") != "first_use"
+        if u["dist"] == label and u.get("timing") not in ("first_use", "optional")
         for v in u["verdicts"]
     ]
     bad = sorted((v for v in verdicts if v["status"] != "ok"), key=lambda v: -STATUS_ORDER[v["status"]])

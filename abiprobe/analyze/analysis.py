@@ -47,6 +47,10 @@ from abiprobe.solve.stack import PackageLoading, loading_digest
 ANALYSIS_SCHEMA_VERSION = 1
 
 
+
+# unit timings that leave what importing does as it is (a feature of them fails when it is used)
+LATER = frozenset({"first_use", "optional"})
+
 @dataclass(frozen=True)
 class UnitAnalysis:
     """Verdicts for one loaded unit: an extension module, or a library torch loads globally."""
@@ -114,8 +118,9 @@ class SetAnalysis:
     @property
     def import_verdicts(self) -> tuple[Verdict, ...]:
         """What importing the set's packages decides: the set verdicts and those of units loaded at
-        import or at a time not known (a unit loaded on first use fails later, when it is used)."""
-        units = (v for u in self.units if u.timing != "first_use" for v in u.verdicts)
+        import or at a time not known (a unit loaded on first use fails later, when it is used; one whose
+        failure the package catches, ``optional``, leaves the import as it is)."""
+        units = (v for u in self.units if u.timing not in LATER for v in u.verdicts)
         return (*self.set_verdicts, *units)
 
     @property
@@ -125,9 +130,10 @@ class SetAnalysis:
 
     @property
     def features(self) -> tuple[UnitAnalysis, ...]:
-        """Units loaded on first use that will not load (a feature that fails when used, while importing
-        the package works): cupy's cuTENSOR module without libcutensor, numba's TBB pool without libtbb."""
-        return tuple(u for u in self.units if u.timing == "first_use" and u.status in ("fail", "system"))
+        """Units loaded on first use, or whose failure the package catches, that will not load (a feature
+        that fails when used, while importing works): cupy's cuTENSOR module without libcutensor, numba's
+        TBB pool without libtbb."""
+        return tuple(u for u in self.units if u.timing in LATER and u.status in ("fail", "system"))
 
     @property
     def first_error(self) -> LoaderMessage | None:

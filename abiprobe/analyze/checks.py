@@ -308,7 +308,14 @@ def cpu_only_verdicts(
 
 
 def _has_cuda(w: WheelFacts) -> bool:
-    """GPU code, a CUDA library or the driver among its DT_NEEDED, or a CUDA wheel it requires."""
+    """GPU code, a CUDA library or the driver among its DT_NEEDED, or a CUDA wheel it requires; for
+    torch, what its own ``version.py`` (or local label) says of its build decides."""
+    if canonicalize_name(w.metadata.name) == "torch":
+        from abiprobe.analyze.runtime import torch_build_cuda
+
+        said = torch_build_cuda(w)
+        if said is not None:
+            return said != ""
     if any(e.gpu_code or e.gpu_unread for e in w.elf):
         return True
     if any(n == "libcuda.so.1" or cuda_major_of_soname(n) is not None for e in w.elf for n in e.needed):

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from abiprobe.binary.pyflow import UNKNOWN_NAME
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 
@@ -136,6 +137,17 @@ def _torch_values(wheels: Sequence[WheelFacts]) -> tuple[dict[str, Any], str]:
     return values, source
 
 
+def torch_build_cuda(torch: WheelFacts) -> str | None:
+    """The CUDA version ``torch`` was built for: its ``version.py``'s ``cuda`` when read (``""`` for a
+    CPU build, whose ``cuda`` is None), else what :func:`_build_cuda` finds; None when nothing says."""
+    module = next((m for m in torch.python or () if m.name == "torch.version" and m.constants), None)
+    if module is not None:
+        said = dict(module.constants)
+        if "cuda" in said:
+            return said["cuda"] or ""
+    return _build_cuda(torch)
+
+
 def _build_cuda(torch: WheelFacts) -> str | None:
     """The CUDA version a torch wheel was built for, without its ``version.py``: its local label
     (``+cu130``: ``13.0``; ``+cpu``: ``""``, none), else the CUDA runtime wheel it pins
@@ -212,6 +224,8 @@ def _dotted(node: ast.expr) -> str | None:
 def _eval(node: ast.expr, values: RuntimeValues) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
+    if isinstance(node, ast.Name) and node.id == UNKNOWN_NAME:
+        raise CannotEvaluate("an operand that is no value the set and the target fix")
     if isinstance(node, ast.Name) and node.id in _BUILTINS:
         return _BUILTINS[node.id]
     if isinstance(node, (ast.Name, ast.Attribute)):
@@ -235,12 +249,19 @@ def _eval(node: ast.expr, values: RuntimeValues) -> Any:
         return _BINOPS[type(node.op)](_eval(node.left, values), _eval(node.right, values))
     if isinstance(node, ast.BoolOp):
         result: Any = None
-        for v in node.values:
-            result = _eval(v, values)
+        unknown: CannotEvaluate | None = None
+        for v in node.values:  # pure values: an operand that decides the answer decides it in any order
+            try:
+                result = _eval(v, values)
+            except CannotEvaluate as exc:
+                unknown = exc
+                continue
             if isinstance(node.op, ast.And) and not result:
                 return result
             if isinstance(node.op, ast.Or) and result:
                 return result
+        if unknown is not None:
+            raise unknown
         return result
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
         inner = _eval(node.operand, values)

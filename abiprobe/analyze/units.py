@@ -217,6 +217,11 @@ class _Planner:
             if caught is not None:  # an enclosing handler of the package catches it: it goes on there
                 caught.append((e.api or "OSError", self.cond))
                 return out
+            if timing != "import" and not any(not loaded for _key, loaded in self.cond):
+                # a function's own error check, reached by no failed load: whether a caller's arguments
+                # reach it is no loading question (numba's NotImplementedError paths, say)
+                out.rais.append(self.cond)
+                return out
             key = f"raise:{where}"
             if key not in self.units:
                 self.units[key] = PlannedUnit(

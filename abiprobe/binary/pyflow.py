@@ -14,6 +14,7 @@ _BUILTINS = frozenset({"str", "int", "float", "len", "tuple", "bool", "min", "ma
 _FORBIDDEN = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr,
               ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)  # fmt: skip
 _MAX_DEPTH = 8
+UNKNOWN_NAME = "__abiprobe_unknown__"  # an operand of and/or that is no run-time value
 
 
 def runtime_text(
@@ -58,6 +59,20 @@ class _Rewriter(ast.NodeTransformer):
             return _name_node(name)
         if node.id not in _BUILTINS:
             self.ok = False
+        return node
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        """An operand that is no run-time value stands as :data:`UNKNOWN_NAME`: ``is_windows and msvc``
+        is False on Linux whatever the parameter ``msvc`` is (the evaluator short-circuits over it)."""
+        operands: list[ast.expr] = []
+        for value in node.values:
+            was_ok, self.ok = self.ok, True
+            out = self.visit(value)
+            operands.append(
+                out if self.ok and isinstance(out, ast.expr) else ast.Name(UNKNOWN_NAME, ast.Load())
+            )
+            self.ok = was_ok
+        node.values = operands
         return node
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
@@ -105,4 +120,4 @@ def version_constants(tree: ast.Module) -> tuple[tuple[str, str | None], ...]:
     return tuple(out)
 
 
-__all__ = ["RUNTIME_ROOTS", "catches", "runtime_text", "version_constants"]
+__all__ = ["RUNTIME_ROOTS", "UNKNOWN_NAME", "catches", "runtime_text", "version_constants"]
