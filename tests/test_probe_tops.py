@@ -46,3 +46,19 @@ def test_probe_of_a_wheel_with_vendored_libraries_imports_it(
     result = json.loads(capsys.readouterr().out)["results"][0]
     # THEN it imports (no "No module named 'vendlib.libs'")
     assert (code, result["outcome"]) == (0, "ok"), result
+
+
+def test_a_stale_top_level_entry_is_not_a_module_the_distribution_provides() -> None:
+    from abiprobe.host.wheel import provided_tops
+
+    # GIVEN top_level.txt naming _xxhash and xxhash, where the extension now lives inside the package
+    files = [
+        "xxhash/__init__.py",
+        "xxhash/_xxhash.cpython-312-x86_64-linux-gnu.so",
+        "xxhash-4.0.1.dist-info/RECORD",
+    ]
+    # THEN only what the files install is imported; with no file list, the listed names stand
+    assert provided_tops(["_xxhash", "xxhash"], files) == {"xxhash"}
+    assert provided_tops(["_xxhash", "xxhash"], []) == {"_xxhash", "xxhash"}
+    # AND a list naming nothing the files install falls back to what they install
+    assert provided_tops(["gone"], files) == {"xxhash"}

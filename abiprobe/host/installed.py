@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from abiprobe.errors import UsageError, WheelFormatError
-from abiprobe.host.wheel import facts_from_tree, parse_metadata, top_level_of
+from abiprobe.host.wheel import facts_from_tree, parse_metadata, provided_tops, top_level_of
 from abiprobe.model.facts import DistMetadata, WheelFacts
 
 # Runs inside the inspected interpreter: lists its distributions with their files and metadata text.
@@ -81,7 +81,7 @@ def installed_distributions(
         try:
             tl_text = str(rec["top_level"] or "")
             files = [str(f) for f in rec["files"]]  # type: ignore[attr-defined]
-            tops = {t.strip() for t in tl_text.splitlines() if t.strip()} or top_level_of(files)
+            tops = provided_tops((t.strip() for t in tl_text.splitlines() if t.strip()), files)
             meta = parse_metadata(
                 str(rec["metadata"]).encode(),
                 str(rec["wheel"]).encode() if rec["wheel"] else None,

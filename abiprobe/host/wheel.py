@@ -106,6 +106,15 @@ def top_level_of(paths: Iterable[str]) -> set[str]:
     return importable(tops)
 
 
+def provided_tops(listed: Iterable[str], files: Sequence[str]) -> set[str]:
+    """The top-level modules a distribution provides: those its ``top_level.txt`` lists that its files
+    install (a stale entry is none: xxhash lists ``_xxhash``, an extension that moved into the package),
+    else every module its files install."""
+    shipped = top_level_of(files)
+    named = importable(listed) & shipped if files else importable(listed)
+    return named or shipped
+
+
 def importable(names: Iterable[str]) -> set[str]:
     """The names ``import`` can take: identifiers, not keywords, not ``__pycache__``-like dunders (a
     vendored-library folder such as ``numpy.libs`` or a ``foo-bar`` directory is not a module)."""
