@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.tools import system_tool
 
 from abiprobe.cli import main
 
@@ -24,8 +24,7 @@ printf '%s\\n' "${COMPREPLY[@]}"
 
 @pytest.fixture(scope="module")
 def bash_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("bash") is None:
-        pytest.skip("no bash on this machine")
+    system_tool("bash", hint="apt-get install -y bash")
     out = tmp_path_factory.mktemp("completion") / "abiprobe.bash"
     proc = subprocess.run(
         [sys.executable, "-m", "abiprobe", "completion", "bash"], capture_output=True, text=True, check=True

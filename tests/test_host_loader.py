@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.machinery
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 from support.cbuild import build_shared
+from support.tools import system_tool
 from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
@@ -99,7 +99,6 @@ def test_library_found_by_file_name_in_the_system_search_path(tmp_path: Path) ->
     assert lib is not None and lib.provides("hostdep_go", None) is True
 
 
-@pytest.mark.skipif(shutil.which("ldconfig") is None, reason="needs glibc's ldconfig")
 def test_library_in_the_loader_cache_is_found(tmp_path: Path) -> None:
     # GIVEN a library in a directory of an ld.so.conf (reached by an include glob) and a cache that
     # the real ldconfig built from it
@@ -108,7 +107,8 @@ def test_library_in_the_loader_cache_is_found(tmp_path: Path) -> None:
     (tmp_path / "conf.d" / "x.conf").write_text(f"# a comment\n{tmp_path / 'opt'}\n")
     (tmp_path / "ld.so.conf").write_text("include conf.d/*.conf\n")
     cache = tmp_path / "ld.so.cache"
-    subprocess.run(["ldconfig", "-X", "-C", str(cache), "-f", str(tmp_path / "ld.so.conf")], check=True)
+    ldconfig = system_tool("ldconfig", "/sbin/ldconfig", hint="glibc's ldconfig (package libc-bin)")
+    subprocess.run([ldconfig, "-X", "-C", str(cache), "-f", str(tmp_path / "ld.so.conf")], check=True)
     loader = HostLoader(cache=cache, conf=tmp_path / "ld.so.conf", library_path=None, system_dirs=())
     # THEN the cache names it, as ld.so would find it
     assert loader.find("libcachedep.so.3") == (tmp_path / "opt" / "libcachedep.so.3", str(cache))
