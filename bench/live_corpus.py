@@ -49,9 +49,9 @@ CORPUS = ROOT / "bench" / "corpus26.toml"
 RUNNER = ROOT / "bench" / "real_load.py"
 ARCH = "sm90"
 PY312 = next(iter(sorted(Path.home().glob(".pyenv/versions/3.12*/bin/python3.12"))), Path("python3.12"))
-# libraries of a GPU host's driver (only libcuda.so.1 is stubbed): a package probing for them is not
-# loading a library of its own, and on the CUDA target they are there
-DRIVER = re.compile(r"^(libnvidia-ml\.so|libcuda\.so|nvml|libnvcuvid|libnvidia-)")
+# other libraries of a GPU host's driver (libcuda.so.1 and libnvidia-ml.so.1 are stubbed): a package
+# probing for them is not loading a library of its own, and on the CUDA target they are there
+DRIVER = re.compile(r"^(libcuda\.so|libnvcuvid|libnvidia-(?!ml))")
 LOADER_CHECKS = ("sonames", "symbols", "symbol_versions", "tags", "files")
 
 
@@ -116,7 +116,7 @@ def user_check(s: CorpusSet, work: Path, no_deps: bool) -> tuple[int, dict[str, 
 
 
 def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return re.sub(r"[-_.]+", "-", name.split(" ")[0]).lower()
 
 
 def headline(doc: dict[str, Any], rc: int, dist: str = "") -> dict[str, Any]:
@@ -170,11 +170,26 @@ def venv_for(files: list[str], work: Path, python: str) -> Path:
     return venv
 
 
+NVML = "libnvidia-ml.so.1"
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+
+
 def stub_dir(files: list[str], work: Path) -> Path:
+    """abiprobe's libcuda.so.1 stub, and beside it a libnvidia-ml.so.1 (the driver's too, on the target)
+    exporting every ``nvml*`` function the set's objects import, each answering "driver not loaded"."""
     from abiprobe.probe.stub import build_stub, driver_symbols
 
-    symbols = driver_symbols([lp._FACTS[f] for f in files if f in lp._FACTS])
-    return build_stub(work / "stub", symbols, 13000)
+    facts = [lp._FACTS[f] for f in files if f in lp._FACTS]
+    out = build_stub(work / "stub", driver_symbols(facts), 13000)
+    names = {i.name for w in facts for e in w.elf if NVML in e.needed for i in e.imports}
+    names = {n for n in names if n.startswith("nvml")} | {"nvmlInit", "nvmlInit_v2", "nvmlShutdown"}
+    src = out / "libnvml_stub.c"
+    src.write_text(
+        "".join(f"int {n}(void) {{ return {NVML_ERROR_DRIVER_NOT_LOADED}; }}\n" for n in sorted(names))
+    )
+    cmd = ["cc", "-shared", "-fPIC", "-w", "-o", str(out / NVML), str(src), f"-Wl,-soname,{NVML}"]
+    subprocess.run(cmd, check=True)
+    return out
 
 
 def real_load(s: CorpusSet, files: list[str], top: Path, python: str) -> dict[str, Any]:
