@@ -238,6 +238,8 @@ def outcome(s: CorpusSet, doc: dict[str, Any]) -> dict[str, Any]:
         tried = bad or [a for a in own if a["phase"] == "import" and not (a["ok"] or DRIVER.match(a["path"]))]
         first = tried[0]["error"] if tried else (imp.get("error") or ["?"])[-1]
         verdict, why = "fail", f"{(imp.get('error') or ['?'])[0][:300]}; loader: {first}"
+        if not tried and not any(message_key(e) for e in imp.get("error", [])):
+            verdict, why = "python error", (imp.get("error") or ["?"])[0][:300]
     elif bad:
         verdict, why = "fail (swallowed)", f"{bad[0]['path'].split(site)[-1]}: {bad[0]['error']}"
     else:
@@ -269,9 +271,13 @@ def message_key(text: str) -> str | None:
 
 
 def compare(static: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
-    real_fail = real["import"] not in ("ok",)
+    real_fail = real["import"] not in ("ok", "python error")
     static_fail = static["load"] == "fail"
     agree = real_fail == static_fail and static["load"] != "unknown"
+    if (
+        real["import"] == "python error"
+    ):  # the import fails in Python before or without a load: no loader question
+        agree = None
     key = message_key(real["first"]) if real_fail else None
     exact = bool(key and key in static["first"]) if real_fail else None
     fu_real = [u for u in real["first_use"] if not u["ok"]]
@@ -357,7 +363,8 @@ def markdown(rows: list[dict[str, Any]], before: dict[str, dict[str, Any]] | Non
             rl += f"<br>first use {fu['label']}: **{'ok' if fu['ok'] else 'fail'}**"
             rl += f": {fu['message'][:200]}" if not fu["ok"] else ""
         agree = " / ".join(
-            ("yes" if c["agree"] else "**NO**") + (", exact" if c["exact"] else "")
+            ("n/a" if c["agree"] is None else "yes" if c["agree"] else "**NO**")
+            + (", exact" if c["exact"] else "")
             for c in (r["vs_user"], r["vs_files"])
         )
         cells = [r["set"], ",".join(map(str, r["patterns"]))]
@@ -374,14 +381,17 @@ def markdown(rows: list[dict[str, Any]], before: dict[str, dict[str, Any]] | Non
 def summary(rows: list[dict[str, Any]]) -> str:
     lines = []
     for form in ("vs_user", "vs_files"):
-        agree = sum(r[form]["agree"] for r in rows)
+        comparable = [r for r in rows if r[form]["agree"] is not None]
+        agree = sum(bool(r[form]["agree"]) for r in comparable)
         fails = [r for r in rows if r[form]["real_fails"]]
         caught = sum(r[form]["caught"] for r in fails)
         exact = sum(bool(r[form]["exact"]) for r in fails)
         fu = sum(r[form]["first_use_real_fails"] > 0 for r in rows)
         fu_caught = sum(bool(r[form].get("first_use_caught")) for r in rows)
         blind = sum(r[form[3:]]["units"] == 0 for r in rows)
-        text = f"{form[3:]}: {agree} of {len(rows)} sets agree; {caught} of {len(fails)} real import failures"
+        py = len(rows) - len(comparable)
+        text = f"{form[3:]}: {agree} of {len(comparable)} sets agree ({py} more fail in Python, no load)"
+        text += f"; {caught} of {len(fails)} real import failures"
         text += f" caught, first loader message exact on {exact}; {fu} sets fail on first use"
         text += f" ({fu_caught} of them flagged)"
         lines.append(f"{text}; {blind} sets judge no unit of the package")
