@@ -223,8 +223,10 @@ def outcome(s: CorpusSet, doc: dict[str, Any]) -> dict[str, Any]:
     tolerate = re.compile(s.tolerate) if s.tolerate else None
 
     def failed(phase: str) -> list[dict[str, Any]]:
-        bad = [a for a in own if a["phase"] == phase and not a["ok"] and not DRIVER.match(a["path"])]
-        return [a for a in bad if not (tolerate and phase == "import" and tolerate.search(a["path"]))]
+        """Failed loads of the package's own files in ``phase``: a bare name is a candidate the package
+        probes for (a try-list, an optional system library), and ``tolerate`` names its own candidates."""
+        bad = [a for a in own if a["phase"] == phase and not a["ok"] and "/" in a["path"]]
+        return [a for a in bad if not (tolerate and tolerate.search(a["path"]))]
 
     loaded = sorted({a["path"].split(site)[-1] for a in own if a["ok"] and site in a["path"]})
     if doc.get("crash"):
