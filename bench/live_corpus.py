@@ -65,6 +65,7 @@ class CorpusSet:
     first_use: tuple[tuple[str, str], ...] = ()
     tolerate: str = ""
     notes: str = ""
+    also: tuple[str, ...] = ()  # more requirements a user names beside the package (a meta package)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -89,6 +90,7 @@ def load_corpus(path: Path) -> list[CorpusSet]:
                 patterns=tuple(s.get("patterns", [])),
                 first_use=tuple((a, b) for a, b in s.get("first_use", [])),
                 tolerate=s.get("tolerate", ""),
+                also=tuple(s.get("also", [])),
                 notes=s.get("notes", ""),
             )
         )
@@ -98,10 +100,10 @@ def load_corpus(path: Path) -> list[CorpusSet]:
 def lock_set(s: CorpusSet, work: Path) -> tuple[list[lp.Pin], bool]:
     """The torch release's lock with the package (and its own requirements); (pins, package locked alone)."""
     try:
-        return lp.lock(f"torch=={s.torch}\n{s.package}", work), False
+        return lp.lock("\n".join([f"torch=={s.torch}", s.package, *s.also]), work), False
     except subprocess.CalledProcessError:
         torch = lp.lock(f"torch=={s.torch}", work)
-        return torch + lp.lock(s.package, work, no_deps=True), True
+        return torch + lp.lock("\n".join([s.package, *s.also]), work, no_deps=True), True
 
 
 def user_check(s: CorpusSet, work: Path, no_deps: bool) -> tuple[int, dict[str, Any], float, str]:
@@ -109,7 +111,8 @@ def user_check(s: CorpusSet, work: Path, no_deps: bool) -> tuple[int, dict[str, 
     cache = work / "cache"
     if not cache.exists():
         shutil.copytree(ROOT / "wheel_index_cache", cache)
-    argv = [sys.executable, "-m", "abiprobe", "check", f"torch=={s.torch}", s.package, "--cuda", s.cuda]
+    argv = [sys.executable, "-m", "abiprobe", "check", f"torch=={s.torch}", s.package, *s.also]
+    argv += ["--cuda", s.cuda]
     argv += ["--arch", ARCH, "--python", lp.PYTHON, "--platform", "manylinux_2_28_x86_64"]
     argv += ["--cache-dir", str(cache), "--json", "-qq"] + (["--no-deps"] if no_deps else [])
     return lp.run_json(argv)
@@ -407,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", default=[], help="run only sets whose label has this text")
     ap.add_argument("--python", default=str(PY312), help="interpreter (CPython 3.12) for the real venvs")
     ap.add_argument("--out", type=Path, help="write rows and stats as JSON here")
-    ap.add_argument("--render", type=Path, help="only print the table of a JSON file --out wrote")
+    ap.add_argument("--render", type=Path, nargs="+", help="only print the table of JSON files --out wrote")
     ap.add_argument("--before", type=Path, help="with --render: an earlier --out file, the 'before' column")
     ap.add_argument(
         "--clean", action="store_true", help="delete the downloads and caches under --work at the end"
@@ -420,7 +423,12 @@ def main(argv: list[str] | None = None) -> int:
             before = {
                 r["set"]: rescore(r, corpus, args.work) for r in json.loads(args.before.read_text())["rows"]
             }
-        rows = [rescore(r, corpus, args.work) for r in json.loads(args.render.read_text())["rows"]]
+        merged: dict[str, dict[str, Any]] = {}
+        for path in args.render:  # a later file's row replaces an earlier one's
+            merged |= {r["set"]: r for r in json.loads(path.read_text())["rows"]}
+        order = [s.label for s in corpus.values() if s.label in merged]
+        order += [k for k in merged if k not in corpus]
+        rows = [rescore(merged[k], corpus, args.work) for k in order]
         print(markdown(rows, before))
         return 0
     work = args.work.absolute()
