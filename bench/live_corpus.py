@@ -52,6 +52,8 @@ PY312 = next(iter(sorted(Path.home().glob(".pyenv/versions/3.12*/bin/python3.12"
 # other libraries of a GPU host's driver (libcuda.so.1 and libnvidia-ml.so.1 are stubbed): a package
 # probing for them is not loading a library of its own, and on the CUDA target they are there
 DRIVER = re.compile(r"^(libcuda\.so|libnvcuvid|libnvidia-(?!ml))")
+# how a package words a library it could not find or load when it raises its own error (no failed dlopen)
+LOADISH = re.compile(r"shared object|\.so\b|cannot open|could not load", re.I)
 LOADER_CHECKS = ("sonames", "symbols", "symbol_versions", "tags", "files")
 
 
@@ -242,8 +244,8 @@ def outcome(s: CorpusSet, doc: dict[str, Any]) -> dict[str, Any]:
     if not imp.get("ok"):
         tried = bad or [a for a in own if a["phase"] == "import" and not (a["ok"] or DRIVER.match(a["path"]))]
         first = tried[0]["error"] if tried else (imp.get("error") or ["?"])[-1]
-        verdict, why = "fail", f"{(imp.get('error') or ['?'])[0][:300]}; loader: {first}"
-        if not tried and not any(message_key(e) for e in imp.get("error", [])):
+        verdict, why = "fail", f"{first[:300]} (raised: {(imp.get('error') or ['?'])[0][:120]})"
+        if not tried and not any(message_key(e) or LOADISH.search(e) for e in imp.get("error", [])):
             verdict, why = "python error", (imp.get("error") or ["?"])[0][:300]
     elif bad:
         verdict, why = "fail (swallowed)", f"{bad[0]['path'].split(site)[-1]}: {bad[0]['error']}"
@@ -347,8 +349,22 @@ def rescore(row: dict[str, Any], corpus: dict[str, CorpusSet], work: Path) -> di
     return row | {"real": real} | vs
 
 
+_SITE = re.compile(r"/\S*?/site-packages/")
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return re.sub(r"\s+", " ", _SITE.sub("<site-packages>/", text)).replace("|", "\\|")
+
+
+def _static_cell(h: dict[str, Any], exit_code: bool) -> str:
+    """A check's headline: status, exit, load verdict, units of the package, and the first failure."""
+    text = f"**{h['status']}**" + (f" (exit {h['exit']})" if exit_code else "")
+    text += f", load {h['load']}, {h['units']} units"
+    if not h["first"].startswith("all load checks pass"):
+        text += f": {h['first'][:260]}"
+    if h.get("host_added"):
+        text += f" (with this host's {', '.join(h['host_added'])})"
+    return text
 
 
 def markdown(rows: list[dict[str, Any]], before: dict[str, dict[str, Any]] | None = None) -> str:
@@ -357,13 +373,9 @@ def markdown(rows: list[dict[str, Any]], before: dict[str, dict[str, Any]] | Non
         head = head.replace("| `check` as typed", "| before (as typed) | `check` as typed")
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
-        u, f, real = r["user"], r["files"], r["real"]
-        user = f"**{u['status']}** (exit {u['exit']}, load {u['load']}, {u['units']} units of the package)"
-        user += f": {u['first'][:300]}"
-        files = f"**{f['status']}** (load {f['load']}): {f['first'][:300]}"
-        if f.get("host_added"):
-            files += f" (with this host's {', '.join(f['host_added'])})"
-        rl = f"import **{real['import']}**" + (f": {real['first'][:300]}" if real["first"] else "")
+        real = r["real"]
+        user, files = _static_cell(r["user"], True), _static_cell(r["files"], False)
+        rl = f"import **{real['import']}**" + (f": {real['first'][:260]}" if real["first"] else "")
         for fu in real["first_use"]:
             rl += f"<br>first use {fu['label']}: **{'ok' if fu['ok'] else 'fail'}**"
             rl += f": {fu['message'][:200]}" if not fu["ok"] else ""
