@@ -339,7 +339,7 @@ def rescore(row: dict[str, Any], corpus: dict[str, CorpusSet], work: Path) -> di
     s = corpus.get(row["set"])
     if s is None:
         return row
-    keep = scratch(s, work)
+    keep = work / "sets" / re.sub(r"[^A-Za-z0-9]+", "_", f"{s.torch}_{s.package}")
     for form in ("user", "files"):
         if (saved := keep / f"check-{form}.json").is_file():
             doc = json.loads(saved.read_text())
@@ -432,9 +432,8 @@ def main(argv: list[str] | None = None) -> int:
         corpus = {s.label: s for s in load_corpus(args.corpus)}
         before = None
         if args.before:
-            before = {
-                r["set"]: rescore(r, corpus, args.work) for r in json.loads(args.before.read_text())["rows"]
-            }
+            stored = json.loads(args.before.read_text())["rows"]  # its check documents are not --work's
+            before = {r["set"]: rescore(r, corpus, args.before.parent / "no-such-work") for r in stored}
         merged: dict[str, dict[str, Any]] = {}
         for path in args.render:  # a later file's row replaces an earlier one's
             merged |= {r["set"]: r for r in json.loads(path.read_text())["rows"]}
