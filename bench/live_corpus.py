@@ -49,9 +49,11 @@ CORPUS = ROOT / "bench" / "corpus26.toml"
 RUNNER = ROOT / "bench" / "real_load.py"
 ARCH = "sm90"
 PY312 = next(iter(sorted(Path.home().glob(".pyenv/versions/3.12*/bin/python3.12"))), Path("python3.12"))
-# libraries of a GPU host's driver (only libcuda.so.1 is stubbed): a package probing for them is not
-# loading a library of its own, and on the CUDA target they are there
-DRIVER = re.compile(r"^(libnvidia-ml\.so|libcuda\.so|nvml|libnvcuvid|libnvidia-)")
+# other libraries of a GPU host's driver (libcuda.so.1 and libnvidia-ml.so.1 are stubbed): a package
+# probing for them is not loading a library of its own, and on the CUDA target they are there
+DRIVER = re.compile(r"^(libcuda\.so|libnvcuvid|libnvidia-(?!ml))")
+# how a package words a library it could not find or load when it raises its own error (no failed dlopen)
+LOADISH = re.compile(r"shared object|\.so\b|cannot open|could not load", re.I)
 LOADER_CHECKS = ("sonames", "symbols", "symbol_versions", "tags", "files")
 
 
@@ -65,6 +67,7 @@ class CorpusSet:
     first_use: tuple[tuple[str, str], ...] = ()
     tolerate: str = ""
     notes: str = ""
+    also: tuple[str, ...] = ()  # more requirements a user names beside the package (a meta package)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -89,6 +92,7 @@ def load_corpus(path: Path) -> list[CorpusSet]:
                 patterns=tuple(s.get("patterns", [])),
                 first_use=tuple((a, b) for a, b in s.get("first_use", [])),
                 tolerate=s.get("tolerate", ""),
+                also=tuple(s.get("also", [])),
                 notes=s.get("notes", ""),
             )
         )
@@ -98,10 +102,10 @@ def load_corpus(path: Path) -> list[CorpusSet]:
 def lock_set(s: CorpusSet, work: Path) -> tuple[list[lp.Pin], bool]:
     """The torch release's lock with the package (and its own requirements); (pins, package locked alone)."""
     try:
-        return lp.lock(f"torch=={s.torch}\n{s.package}", work), False
+        return lp.lock("\n".join([f"torch=={s.torch}", s.package, *s.also]), work), False
     except subprocess.CalledProcessError:
         torch = lp.lock(f"torch=={s.torch}", work)
-        return torch + lp.lock(s.package, work, no_deps=True), True
+        return torch + lp.lock("\n".join([s.package, *s.also]), work, no_deps=True), True
 
 
 def user_check(s: CorpusSet, work: Path, no_deps: bool) -> tuple[int, dict[str, Any], float, str]:
@@ -109,14 +113,15 @@ def user_check(s: CorpusSet, work: Path, no_deps: bool) -> tuple[int, dict[str, 
     cache = work / "cache"
     if not cache.exists():
         shutil.copytree(ROOT / "wheel_index_cache", cache)
-    argv = [sys.executable, "-m", "abiprobe", "check", f"torch=={s.torch}", s.package, "--cuda", s.cuda]
+    argv = [sys.executable, "-m", "abiprobe", "check", f"torch=={s.torch}", s.package, *s.also]
+    argv += ["--cuda", s.cuda]
     argv += ["--arch", ARCH, "--python", lp.PYTHON, "--platform", "manylinux_2_28_x86_64"]
     argv += ["--cache-dir", str(cache), "--json", "-qq"] + (["--no-deps"] if no_deps else [])
     return lp.run_json(argv)
 
 
 def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return re.sub(r"[-_.]+", "-", name.split(" ")[0]).lower()
 
 
 def headline(doc: dict[str, Any], rc: int, dist: str = "") -> dict[str, Any]:
@@ -170,11 +175,26 @@ def venv_for(files: list[str], work: Path, python: str) -> Path:
     return venv
 
 
+NVML = "libnvidia-ml.so.1"
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+
+
 def stub_dir(files: list[str], work: Path) -> Path:
+    """abiprobe's libcuda.so.1 stub, and beside it a libnvidia-ml.so.1 (the driver's too, on the target)
+    exporting every ``nvml*`` function the set's objects import, each answering "driver not loaded"."""
     from abiprobe.probe.stub import build_stub, driver_symbols
 
-    symbols = driver_symbols([lp._FACTS[f] for f in files if f in lp._FACTS])
-    return build_stub(work / "stub", symbols, 13000)
+    facts = [lp._FACTS[f] for f in files if f in lp._FACTS]
+    out = build_stub(work / "stub", driver_symbols(facts), 13000)
+    names = {i.name for w in facts for e in w.elf if NVML in e.needed for i in e.imports}
+    names = {n for n in names if n.startswith("nvml")} | {"nvmlInit", "nvmlInit_v2", "nvmlShutdown"}
+    src = out / "libnvml_stub.c"
+    src.write_text(
+        "".join(f"int {n}(void) {{ return {NVML_ERROR_DRIVER_NOT_LOADED}; }}\n" for n in sorted(names))
+    )
+    cmd = ["cc", "-shared", "-fPIC", "-w", "-o", str(out / NVML), str(src), f"-Wl,-soname,{NVML}"]
+    subprocess.run(cmd, check=True)
+    return out
 
 
 def real_load(s: CorpusSet, files: list[str], top: Path, python: str) -> dict[str, Any]:
@@ -208,8 +228,10 @@ def outcome(s: CorpusSet, doc: dict[str, Any]) -> dict[str, Any]:
     tolerate = re.compile(s.tolerate) if s.tolerate else None
 
     def failed(phase: str) -> list[dict[str, Any]]:
-        bad = [a for a in own if a["phase"] == phase and not a["ok"] and not DRIVER.match(a["path"])]
-        return [a for a in bad if not (tolerate and phase == "import" and tolerate.search(a["path"]))]
+        """Failed loads of the package's own files in ``phase``: a bare name is a candidate the package
+        probes for (a try-list, an optional system library), and ``tolerate`` names its own candidates."""
+        bad = [a for a in own if a["phase"] == phase and not a["ok"] and "/" in a["path"]]
+        return [a for a in bad if not (tolerate and tolerate.search(a["path"]))]
 
     loaded = sorted({a["path"].split(site)[-1] for a in own if a["ok"] and site in a["path"]})
     if doc.get("crash"):
@@ -222,7 +244,9 @@ def outcome(s: CorpusSet, doc: dict[str, Any]) -> dict[str, Any]:
     if not imp.get("ok"):
         tried = bad or [a for a in own if a["phase"] == "import" and not (a["ok"] or DRIVER.match(a["path"]))]
         first = tried[0]["error"] if tried else (imp.get("error") or ["?"])[-1]
-        verdict, why = "fail", f"{(imp.get('error') or ['?'])[0][:300]}; loader: {first}"
+        verdict, why = "fail", f"{first[:300]} (raised: {(imp.get('error') or ['?'])[0][:120]})"
+        if not tried and not any(message_key(e) or LOADISH.search(e) for e in imp.get("error", [])):
+            verdict, why = "python error", (imp.get("error") or ["?"])[0][:300]
     elif bad:
         verdict, why = "fail (swallowed)", f"{bad[0]['path'].split(site)[-1]}: {bad[0]['error']}"
     else:
@@ -254,9 +278,13 @@ def message_key(text: str) -> str | None:
 
 
 def compare(static: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
-    real_fail = real["import"] not in ("ok",)
+    real_fail = real["import"] not in ("ok", "python error")
     static_fail = static["load"] == "fail"
     agree = real_fail == static_fail and static["load"] != "unknown"
+    if (
+        real["import"] == "python error"
+    ):  # the import fails in Python before or without a load: no loader question
+        agree = None
     key = message_key(real["first"]) if real_fail else None
     exact = bool(key and key in static["first"]) if real_fail else None
     fu_real = [u for u in real["first_use"] if not u["ok"]]
@@ -311,7 +339,7 @@ def rescore(row: dict[str, Any], corpus: dict[str, CorpusSet], work: Path) -> di
     s = corpus.get(row["set"])
     if s is None:
         return row
-    keep = scratch(s, work)
+    keep = work / "sets" / re.sub(r"[^A-Za-z0-9]+", "_", f"{s.torch}_{s.package}")
     for form in ("user", "files"):
         if (saved := keep / f"check-{form}.json").is_file():
             doc = json.loads(saved.read_text())
@@ -321,8 +349,22 @@ def rescore(row: dict[str, Any], corpus: dict[str, CorpusSet], work: Path) -> di
     return row | {"real": real} | vs
 
 
+_SITE = re.compile(r"/\S*?/site-packages/")
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return re.sub(r"\s+", " ", _SITE.sub("<site-packages>/", text)).replace("|", "\\|")
+
+
+def _static_cell(h: dict[str, Any], exit_code: bool) -> str:
+    """A check's headline: status, exit, load verdict, units of the package, and the first failure."""
+    text = f"**{h['status']}**" + (f" (exit {h['exit']})" if exit_code else "")
+    text += f", load {h['load']}, {h['units']} units"
+    if not h["first"].startswith("all load checks pass"):
+        text += f": {h['first'][:260]}"
+    if h.get("host_added"):
+        text += f" (with this host's {', '.join(h['host_added'])})"
+    return text
 
 
 def markdown(rows: list[dict[str, Any]], before: dict[str, dict[str, Any]] | None = None) -> str:
@@ -331,18 +373,15 @@ def markdown(rows: list[dict[str, Any]], before: dict[str, dict[str, Any]] | Non
         head = head.replace("| `check` as typed", "| before (as typed) | `check` as typed")
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
-        u, f, real = r["user"], r["files"], r["real"]
-        user = f"**{u['status']}** (exit {u['exit']}, load {u['load']}, {u['units']} units of the package)"
-        user += f": {u['first'][:300]}"
-        files = f"**{f['status']}** (load {f['load']}): {f['first'][:300]}"
-        if f.get("host_added"):
-            files += f" (with this host's {', '.join(f['host_added'])})"
-        rl = f"import **{real['import']}**" + (f": {real['first'][:300]}" if real["first"] else "")
+        real = r["real"]
+        user, files = _static_cell(r["user"], True), _static_cell(r["files"], False)
+        rl = f"import **{real['import']}**" + (f": {real['first'][:260]}" if real["first"] else "")
         for fu in real["first_use"]:
             rl += f"<br>first use {fu['label']}: **{'ok' if fu['ok'] else 'fail'}**"
             rl += f": {fu['message'][:200]}" if not fu["ok"] else ""
         agree = " / ".join(
-            ("yes" if c["agree"] else "**NO**") + (", exact" if c["exact"] else "")
+            ("n/a" if c["agree"] is None else "yes" if c["agree"] else "**NO**")
+            + (", exact" if c["exact"] else "")
             for c in (r["vs_user"], r["vs_files"])
         )
         cells = [r["set"], ",".join(map(str, r["patterns"]))]
@@ -359,14 +398,17 @@ def markdown(rows: list[dict[str, Any]], before: dict[str, dict[str, Any]] | Non
 def summary(rows: list[dict[str, Any]]) -> str:
     lines = []
     for form in ("vs_user", "vs_files"):
-        agree = sum(r[form]["agree"] for r in rows)
+        comparable = [r for r in rows if r[form]["agree"] is not None]
+        agree = sum(bool(r[form]["agree"]) for r in comparable)
         fails = [r for r in rows if r[form]["real_fails"]]
         caught = sum(r[form]["caught"] for r in fails)
         exact = sum(bool(r[form]["exact"]) for r in fails)
         fu = sum(r[form]["first_use_real_fails"] > 0 for r in rows)
         fu_caught = sum(bool(r[form].get("first_use_caught")) for r in rows)
         blind = sum(r[form[3:]]["units"] == 0 for r in rows)
-        text = f"{form[3:]}: {agree} of {len(rows)} sets agree; {caught} of {len(fails)} real import failures"
+        py = len(rows) - len(comparable)
+        text = f"{form[3:]}: {agree} of {len(comparable)} sets agree ({py} more fail in Python, no load)"
+        text += f"; {caught} of {len(fails)} real import failures"
         text += f" caught, first loader message exact on {exact}; {fu} sets fail on first use"
         text += f" ({fu_caught} of them flagged)"
         lines.append(f"{text}; {blind} sets judge no unit of the package")
@@ -380,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", default=[], help="run only sets whose label has this text")
     ap.add_argument("--python", default=str(PY312), help="interpreter (CPython 3.12) for the real venvs")
     ap.add_argument("--out", type=Path, help="write rows and stats as JSON here")
-    ap.add_argument("--render", type=Path, help="only print the table of a JSON file --out wrote")
+    ap.add_argument("--render", type=Path, nargs="+", help="only print the table of JSON files --out wrote")
     ap.add_argument("--before", type=Path, help="with --render: an earlier --out file, the 'before' column")
     ap.add_argument(
         "--clean", action="store_true", help="delete the downloads and caches under --work at the end"
@@ -390,10 +432,14 @@ def main(argv: list[str] | None = None) -> int:
         corpus = {s.label: s for s in load_corpus(args.corpus)}
         before = None
         if args.before:
-            before = {
-                r["set"]: rescore(r, corpus, args.work) for r in json.loads(args.before.read_text())["rows"]
-            }
-        rows = [rescore(r, corpus, args.work) for r in json.loads(args.render.read_text())["rows"]]
+            stored = json.loads(args.before.read_text())["rows"]  # its check documents are not --work's
+            before = {r["set"]: rescore(r, corpus, args.before.parent / "no-such-work") for r in stored}
+        merged: dict[str, dict[str, Any]] = {}
+        for path in args.render:  # a later file's row replaces an earlier one's
+            merged |= {r["set"]: r for r in json.loads(path.read_text())["rows"]}
+        order = [s.label for s in corpus.values() if s.label in merged]
+        order += [k for k in merged if k not in corpus]
+        rows = [rescore(merged[k], corpus, args.work) for k in order]
         print(markdown(rows, before))
         return 0
     work = args.work.absolute()

@@ -89,12 +89,19 @@ def lock(requirement: str, work: Path, no_deps: bool = False) -> list[Pin]:
     doc = tomllib.loads(out.read_text())
     pins = []
     for pkg in doc.get("packages", []):
-        wheels = pkg.get("wheels", [])
-        if len(wheels) != 1:
-            raise SystemExit(f"{pkg['name']}: expected one wheel for the platform, got {len(wheels)}")
+        wheels = sorted(pkg.get("wheels", []), key=_wheel_preference)
+        if not wheels:
+            raise SystemExit(f"{pkg['name']}: no wheel for the platform")
         w = wheels[0]
         pins.append(Pin(pkg["name"], pkg["version"], w["url"], w["hashes"]["sha256"], int(w.get("size", 0))))
     return pins
+
+
+def _wheel_preference(wheel: dict[str, Any]) -> tuple[int, int]:
+    """pip's order among a release's wheels for CPython 3.12 on Linux: a platform wheel before a pure one,
+    cp312 before abi3."""
+    name = wheel["url"].rsplit("/", 1)[-1]
+    return (name.endswith("-none-any.whl"), "-cp312-" not in name)
 
 
 def fetch(pin: Pin, dest: Path) -> tuple[Path, int]:
