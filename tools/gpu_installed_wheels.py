@@ -166,32 +166,42 @@ def real_result(name: str, wheel: Path) -> tuple[bool, str]:
         shutil.rmtree(target, ignore_errors=True)
 
 
+def _row(name: str, version: str, found: list[Path], folder: str) -> tuple[str, bool]:
+    """One wheel's row (its static, probe and real answers) and whether they agree."""
+    if not found:
+        return f"| {name}-{version} | (wheel not in {folder}) | | | |", True
+    s_ok, s_text = static_verdict(name, version, folder)
+    p_ok, p_text = probe_verdict(name, version, folder)
+    r_ok, r_text = real_result(name, found[0])
+    agree = s_ok == r_ok and p_ok == r_ok
+    cells = [
+        found[0].name,
+        s_text,
+        p_text,
+        ("works: " if r_ok else "fails: ") + r_text,
+        "yes" if agree else "**no**",
+    ]
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |", agree
+
+
 def run(folder: str, only: str | None = None) -> int:
+    """Every wheel's row, the wheels run side by side (each row is its own processes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     wheels = sorted(Path(folder).glob("*.whl"))
     rows = ["| wheel | static verdict | probe verdict | real result | agree |", "|---|---|---|---|---|"]
+    jobs = [
+        (name, version, [w for w in wheels if w.name.startswith(f"{name}-{version}-")])
+        for name, versions in WHEELS.items()
+        if only in (None, name)
+        for version in versions
+    ]
     disagree = 0
-    for name, versions in WHEELS.items():
-        if only not in (None, name):
-            continue
-        for version in versions:
-            found = [w for w in wheels if w.name.startswith(f"{name}-{version}-")]
-            if not found:
-                rows.append(f"| {name}-{version} | (wheel not in {folder}) | | | |")
-                continue
-            s_ok, s_text = static_verdict(name, version, folder)
-            p_ok, p_text = probe_verdict(name, version, folder)
-            r_ok, r_text = real_result(name, found[0])
-            agree = s_ok == r_ok and p_ok == r_ok
+    with ThreadPoolExecutor(max_workers=int(os.environ.get("GPU_TABLE_JOBS", "8"))) as pool:
+        for row, agree in pool.map(lambda j: _row(j[0], j[1], j[2], folder), jobs):
+            rows.append(row)
             disagree += not agree
-            cells = [
-                found[0].name,
-                s_text,
-                p_text,
-                ("works: " if r_ok else "fails: ") + r_text,
-                "yes" if agree else "**no**",
-            ]
-            rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-            print(rows[-1], file=sys.stderr, flush=True)
+            print(row, file=sys.stderr, flush=True)
     try:
         import torch
 
