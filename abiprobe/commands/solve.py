@@ -99,6 +99,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"ask every index again (else pages of the last {PAGE_FRESH_FOR / 60:.0f} minutes are reused)",
     )
     p.add_argument("--cache-dir", type=Path, help="wheel_index_cache directory")
+    p.add_argument(
+        "--no-published-facts",
+        action="store_true",
+        help="read every wheel itself, fetching no published facts (also: ABIPROBE_PUBLISHED_FACTS=off)",
+    )
     p.add_argument("--profile", type=Path, help="target system-library profile (JSON)")
     p.add_argument("--no-runtime", action="store_true", help="do not add the nvidia wheels torch pins")
     p.add_argument("--out-dir", type=Path, default=Path("matrices"), help="where matrix files go")
@@ -247,10 +252,13 @@ def run(args: argparse.Namespace) -> int:
         asked = last.revalidate(client, http) if last is not None else None
         try:
             from abiprobe.solve.pipeline import solve
+            from abiprobe.store.published_client import published_facts
             from abiprobe.store.reads import WheelReads
             from abiprobe.ui.progress import wheel_work
 
-            reads = solve_reads(client, WheelReads(http, cache, offline=args.offline), cache, wheel_work)
+            published = published_facts(http, cache, disabled=args.no_published_facts, offline=args.offline)
+            wheels = WheelReads(http, cache, offline=args.offline, published=published)
+            reads = solve_reads(client, wheels, cache, wheel_work)
             result = solve(
                 stack,
                 target,

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from abiprobe.binary.objects import looks_like_binary_member
 from abiprobe.binary.wheel_members import dist_info_dir, installed_path
@@ -37,6 +37,9 @@ from abiprobe.net.http import Http
 from abiprobe.net.remote_wheel import RemoteZip, listed_unchanged, served_directory, trusted
 from abiprobe.store.cache import Cache, MetadataEntry
 from abiprobe.store.localstate import local_sha256
+
+if TYPE_CHECKING:
+    from abiprobe.store.published_client import PublishedFacts
 
 T = TypeVar("T")
 
@@ -83,11 +86,13 @@ class _Read:
 @dataclass(frozen=True)
 class WheelReads:
     """The reads of listed wheels for one run: ``http`` for range reads, ``cache`` (None: nothing is kept),
-    ``offline`` (the cache alone answers)."""
+    ``offline`` (the cache alone answers), ``published`` (facts fetched, where the cache has none, before
+    a wheel is read: ``abiprobe.store.published_client``)."""
 
     http: Http
     cache: Cache | None
     offline: bool = False
+    published: PublishedFacts | None = None
 
     # what may answer
 
@@ -201,10 +206,15 @@ class WheelReads:
             self.cache.store_summary(summary)
         return summary
 
+    def _published_first(self, file: IndexFile) -> None:
+        if self.published is not None:
+            self.published.fetch_facts(file)
+
     # the reads
 
     def facts(self, file: IndexFile) -> WheelFacts:
         """Complete facts of a listed wheel."""
+        self._published_first(file)
         return cache_first(
             lambda: _Read(hit) if (hit := self._stored(file)) is not None else None,
             lambda: self._read(file),
@@ -215,6 +225,7 @@ class WheelReads:
 
     def info(self, file: IndexFile) -> WheelInfo:
         """The stored summary when there is one (full facts loaded on first use); else the full facts."""
+        self._published_first(file)
         summary = self._stored_summary(file)
         if summary is not None:
             return self._lazy(summary)
@@ -245,6 +256,7 @@ class WheelReads:
         merged into the stored (partial) facts. Complete facts, when stored, serve every ``read``."""
         known: WheelFacts | None = None
         learned: MetadataEntry | None = None
+        self._published_first(file)
 
         def lookup() -> WheelInfo | None:
             nonlocal known
@@ -281,6 +293,7 @@ class WheelReads:
         possibly huge wheel. A later read of the whole wheel replaces them. None (nothing more read than
         its zip directory) where that would not save much: no library, or one that is most of the wheel.
         Offline, only what is stored."""
+        self._published_first(file)
         summary = self._stored_summary(file, partial=True)
         if summary is not None:
             return self._lazy(summary)
@@ -303,6 +316,8 @@ class WheelReads:
         """A wheel's METADATA when its index offers no PEP 658 file: one member read from the wheel (a few
         kB of a possibly huge file), kept under the wheel's sha256, or its URL when it is listed without."""
         key = file.sha256 or file.url
+        if self.published is not None:
+            self.published.fetch_metadata(file)
 
         def lookup() -> MetadataEntry | None:
             entry = self.cache.load_metadata_entry(key) if self.cache is not None else None
