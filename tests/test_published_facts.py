@@ -5,21 +5,29 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import socket
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cbuild import build_shared
 from support.indexserver import IndexServer
 from support.solve_stacks import SolveStack, _kernel, serve, solve_argv, solve_stack
 from support.stacks import PY_TAG
+from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
+from abiprobe.index.client import IndexClient
+from abiprobe.net.http import Http
 from abiprobe.store import entries
 from abiprobe.store.cache import Cache
 from abiprobe.store.primitives import sha256_hex
+from abiprobe.store.published import publish
+from abiprobe.store.reads import WheelReads
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 PREFIX = "/published/"
@@ -42,8 +50,14 @@ class Published:
 
 
 def document(out: Path) -> dict[str, Any]:
+    """The matrix document, without how many of its analyses were run here and how many were stored."""
     data: dict[str, Any] = json.loads((out / f"{NAME}.json").read_text())
+    del data["stats"]["analyses_run"], data["stats"]["analyses_stored"]
     return data
+
+
+def analyses_run(out: Path) -> int:
+    return int(json.loads((out / f"{NAME}.json").read_text())["stats"]["analyses_run"])
 
 
 def wheel_reads(server: IndexServer) -> list[str]:
@@ -115,6 +129,13 @@ def test_a_new_machine_reads_no_wheel_and_writes_the_same_matrix(
     assert site.server.requests[PREFIX + "manifest.json"] == 1
     assert document(tmp_path / "out") == site.cold
     assert warnings(capsys.readouterr().err) == []
+
+
+def test_a_new_machine_judges_nothing_the_publisher_judged(site: Published, tmp_path: Path) -> None:
+    # WHEN a new machine solves with the published location THEN every verdict came from the tree
+    assert main(solve_argv(site.server.index_url, tmp_path / "cache", tmp_path / "out")) == 0
+    assert analyses_run(tmp_path / "out") == 0
+    assert any(p.startswith(PREFIX + "analyses/") for p in site.server.requests)
 
 
 def test_published_facts_are_kept_as_published_in_the_cache(site: Published, tmp_path: Path) -> None:
@@ -224,3 +245,31 @@ def test_facts_of_a_sha256_the_index_does_not_list_are_never_used(
     doc = document(tmp_path / "out")
     cell = next(c for c in doc["cells"] if (c["row"], c["col"]) == ("torch==2.9.0", "sglang-kernel==0.4.0"))
     assert (cell["status"], cell["checks"]["gpu_arch"]) == ("fail", "fail")
+
+
+def _padded_wheel(out: Path) -> Path:
+    """A wheel whose one library is a small share of the file: its facts are read by range, unhashed."""
+    out.mkdir(parents=True, exist_ok=True)
+    lib = build_shared(out, "libk.so", "int k(void) { return 1; }\n", soname="libk.so.1")
+    files: dict[str, bytes | Path] = {"mykernel/libk.so": lib, "mykernel/data/pad.bin": os.urandom(1 << 20)}
+    return build_wheel(out, "mykernel", "0.2.0", files, compression=zipfile.ZIP_STORED)
+
+
+def test_range_read_facts_are_published_only_once_a_verifying_read_checked_them(tmp_path: Path) -> None:
+    # GIVEN a big wheel whose facts a solve reads by range (never checked against its sha256)
+    cache = Cache(tmp_path / "cache")
+    with IndexServer() as server:
+        server.add_wheel(_padded_wheel(tmp_path / "w"))
+        with Http(progress=False) as http:
+            (candidate,) = IndexClient([server.index_url], cache, http).list_project("mykernel").candidates
+            assert not WheelReads(http, cache).facts(candidate.file).verified
+            before = publish(cache.root, tmp_path / "before")
+            # WHEN a run that checks every wheel (--verify-wheels, the nightly's) reads it again
+            http.verify_wheels = True
+            again = WheelReads(http, cache).facts(candidate.file)
+        after = publish(cache.root, tmp_path / "after")
+    # THEN the range-read facts were left out, and the checked ones replace them and are published
+    assert (before.facts, before.unverified) == (0, 1)
+    assert again.verified and (after.facts, after.unverified) == (1, 0)
+    manifest = json.loads((tmp_path / "after" / "manifest.json").read_text())
+    assert list(manifest["facts"]) == [candidate.file.sha256]

@@ -115,9 +115,9 @@ def run_publish(args: argparse.Namespace) -> int:
         _dump("publish", report.to_json())
     else:
         print(
-            f"published {report.facts} facts and {report.metadata} METADATA files ({report.bytes} bytes) "
-            f"to {report.out}; left out {report.unverified} facts read by range and {report.unusable} "
-            "damaged or of another schema"
+            f"published {report.facts} facts, {report.metadata} METADATA files and {report.analyses} "
+            f"stored verdicts ({report.bytes} bytes) to {report.out}; left out {report.unverified} facts "
+            f"read by range (and with them every verdict) and {report.unusable} damaged or of another schema"
         )
     return 0
 

@@ -2,11 +2,13 @@
 instead of reading every wheel cold (``abiprobe cache publish DIR`` writes it; solve, check and inspect
 read it when a location is configured).
 
-The tree holds ``manifest.json`` and, content-addressed as in the cache, ``facts/ab/<sha>.facts.gz`` and
-``metadata/ab/<sha>.metadata``. The manifest names each wheel sha256 with the sha256 and size of its
-file. A fact file is used only for a sha256 the user's own index lists, only when its bytes match the
-manifest and it describes that very sha256; anything else is one warning line and the wheel is read as
-without published facts. Facts read by range (never checked against the wheel's sha256) are not published.
+The tree holds ``manifest.json`` and, content-addressed as in the cache, ``facts/ab/<sha>.facts.gz``,
+``metadata/ab/<sha>.metadata`` and stored verdicts ``analyses/ab/<key>.analysis.gz`` (keyed, as in the
+cache, by a digest of the code, the wheels' sha256s and the target: another abiprobe never asks for
+them). The manifest names each with the sha256 and size of its file. A fact file is used only for a
+sha256 the user's own index lists, only when its bytes match the manifest and it describes that very
+sha256; anything else is one warning line and the wheel is read as without published facts. Facts read
+by range (never checked against the wheel's sha256) are not published, nor any verdict beside them.
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ MANIFEST_NAME = "manifest.json"
 MANIFEST_KIND = "abiprobe-published-facts"
 MANIFEST_FORMAT = 1
 MANIFEST_LIMIT = 64 << 20
-KINDS = ("facts", "metadata")
+KINDS = ("facts", "metadata", "analyses")
+_SUFFIXES = {
+    "facts": entries.FACTS_SUFFIX,
+    "metadata": entries.METADATA_SUFFIX,
+    "analyses": entries.ANALYSIS_SUFFIX,
+}
 
 
 class ManifestError(Exception):
@@ -85,9 +92,9 @@ def published_setting(
 # the tree
 
 
-def _relative(kind: str, sha256: str) -> str:
-    suffix = entries.FACTS_SUFFIX if kind == "facts" else entries.METADATA_SUFFIX
-    return f"{kind}/{sha256[:2]}/{sha256}{suffix}"
+def _relative(kind: str, key: str) -> str:
+    """Where a file of ``kind`` sits in the tree: derived from its key, never read from the manifest."""
+    return f"{kind}/{key[:2]}/{key}{_SUFFIXES[kind]}"
 
 
 @dataclass(frozen=True)
@@ -101,11 +108,16 @@ class PublishedFile:
 
 @dataclass(frozen=True)
 class Manifest:
-    """The files a published tree holds, per wheel sha256, and what made them."""
+    """The files a published tree holds, per wheel sha256 (per analysis key for stored verdicts, keyed
+    by the code that made them, the wheels' sha256s and the target), and what made them."""
 
     facts: Mapping[str, PublishedFile]
     metadata: Mapping[str, PublishedFile]
+    analyses: Mapping[str, PublishedFile]
     made_by: str = ""
+
+    def of(self, kind: str) -> Mapping[str, PublishedFile]:
+        return {"facts": self.facts, "metadata": self.metadata, "analyses": self.analyses}[kind]
 
     def to_json(self) -> dict[str, Any]:
         def files(found: Mapping[str, PublishedFile]) -> dict[str, Any]:
@@ -120,8 +132,7 @@ class Manifest:
             "cache_schema": entries.CACHE_SCHEMA_VERSION,
             "facts_schema": FACTS_SCHEMA_VERSION,
             "made_by": self.made_by,
-            "facts": files(self.facts),
-            "metadata": files(self.metadata),
+            **{kind: files(self.of(kind)) for kind in KINDS},
         }
 
 
@@ -140,13 +151,13 @@ def parse_manifest(data: bytes) -> Manifest:
             f"{made[2]!r}; this abiprobe reads {MANIFEST_FORMAT}, {entries.CACHE_SCHEMA_VERSION} and "
             f"{FACTS_SCHEMA_VERSION}"
         )
-    found = [_files(doc.get(kind), kind) for kind in KINDS]
-    return Manifest(found[0], found[1], str(doc.get("made_by", "")))
+    found = [_files(doc.get(kind, {}), kind) for kind in KINDS]
+    return Manifest(found[0], found[1], found[2], str(doc.get("made_by", "")))
 
 
 def _files(value: object, kind: str) -> dict[str, PublishedFile]:
     if not isinstance(value, dict):
-        raise ManifestError(f"the manifest's {kind} is not a mapping of wheel sha256 to file")
+        raise ManifestError(f"the manifest's {kind} is not a mapping of sha256 to file")
     out = {}
     for sha, spec in value.items():
         ok = isinstance(spec, dict) and is_sha256_hex(str(sha)) and is_sha256_hex(str(spec.get("sha256")))
@@ -167,6 +178,7 @@ class PublishReport:
     out: str
     facts: int
     metadata: int
+    analyses: int
     unverified: int
     unusable: int
     bytes: int
@@ -176,6 +188,7 @@ class PublishReport:
             "out": self.out,
             "facts": self.facts,
             "metadata": self.metadata,
+            "analyses": self.analyses,
             "unverified_left_out": self.unverified,
             "unusable_left_out": self.unusable,
             "bytes": self.bytes,
@@ -221,13 +234,31 @@ def _published_metadata(cache_root: Path) -> dict[str, bytes]:
     return out
 
 
+def _published_analyses(cache_root: Path) -> dict[str, bytes]:
+    """Stored verdicts, each keyed by a digest of the code, wheels and target it was made for."""
+    out: dict[str, bytes] = {}
+    for path in sorted((cache_root / entries.ANALYSES_DIR).glob(f"*/*{entries.ANALYSIS_SUFFIX}")):
+        key = entries.entry_name(path, entries.ANALYSIS_SUFFIX)
+        try:
+            data = path.read_bytes()
+            if is_sha256_hex(key):
+                entries.decode_analysis(data, key)
+                out[key] = data
+        except (OSError, CacheError):
+            continue
+    return out
+
+
 def publish(cache_root: Path, out: Path) -> PublishReport:
     """Write the published tree of ``cache_root``'s checked facts into ``out``: each file atomically, the
     manifest last (a reader sees the old tree or the new one), then files no longer listed removed."""
     facts, partial, unverified, unusable = _published_facts(cache_root)
     metadata = _published_metadata(cache_root)
+    # a verdict's key does not say which wheels it judged: verdicts are published only from a cache
+    # whose every facts entry was checked against its wheel's sha256
+    analyses = _published_analyses(cache_root) if unverified == 0 else {}
     listed: dict[str, dict[str, PublishedFile]] = {kind: {} for kind in KINDS}
-    for kind, found in (("facts", facts), ("metadata", metadata)):
+    for kind, found in (("facts", facts), ("metadata", metadata), ("analyses", analyses)):
         for sha, data in found.items():
             target = out / _relative(kind, sha)
             with contextlib.suppress(OSError):
@@ -236,13 +267,12 @@ def publish(cache_root: Path, out: Path) -> PublishReport:
                     continue
             atomic_write(target, data)
             listed[kind][sha] = PublishedFile(sha256_hex(data), len(data), partial.get(sha, False))
-    manifest = Manifest(listed["facts"], listed["metadata"], f"abiprobe {__version__}")
+    manifest = Manifest(listed["facts"], listed["metadata"], listed["analyses"], f"abiprobe {__version__}")
     atomic_write(out / MANIFEST_NAME, pretty_json(manifest.to_json()))
     keep = {out / _relative(kind, sha) for kind in KINDS for sha in listed[kind]}
     for kind in KINDS:
         for path in (out / kind).glob("*/*"):
-            if path not in keep and (path.name.endswith((entries.FACTS_SUFFIX, entries.METADATA_SUFFIX))
-                                     or is_temp_name(path.name)):  # fmt: skip
+            if path not in keep and (path.name.endswith(_SUFFIXES[kind]) or is_temp_name(path.name)):
                 path.unlink(missing_ok=True)
     size = sum(f.size for kind in KINDS for f in listed[kind].values())
-    return PublishReport(str(out), len(facts), len(metadata), unverified, unusable, size)
+    return PublishReport(str(out), len(facts), len(metadata), len(analyses), unverified, unusable, size)

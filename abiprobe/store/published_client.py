@@ -10,7 +10,8 @@ it was checked against it). Any trouble is one warning line, and the wheel is re
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from abiprobe import log
 from abiprobe.errors import CacheError, FetchError
@@ -30,6 +31,13 @@ from abiprobe.store.published import (
 
 if TYPE_CHECKING:
     from abiprobe.model.candidate import IndexFile
+
+
+_INSTEAD = {
+    "facts": "reading the wheel itself",
+    "metadata": "reading the wheel itself",
+    "analyses": "judging the set itself",
+}
 
 
 class PublishedFacts:
@@ -78,9 +86,9 @@ class PublishedFacts:
             self._tried.add(key)
             return self._locks.setdefault(key, threading.Lock())
 
-    def _bytes(self, kind: str, sha256: str, spec: PublishedFile, file: IndexFile) -> bytes | None:
+    def _bytes(self, kind: str, key: str, spec: PublishedFile, what: str) -> bytes | None:
         """The published file's bytes when they match the manifest; else None, said in one line."""
-        url = self.location + _relative(kind, sha256)
+        url = self.location + _relative(kind, key)
         try:
             got = self.http.get(url, max_bytes=spec.size + 1)
         except FetchError as exc:
@@ -93,7 +101,7 @@ class PublishedFacts:
                 problem = "does not match the manifest's digest"
             else:
                 return data
-        log.warn(f"published {kind} of {file.filename}: {problem}; reading the wheel itself")
+        log.warn(f"published {kind} of {what}: {problem}; {_INSTEAD[kind]}")
         return None
 
     def fetch_facts(self, file: IndexFile) -> None:
@@ -113,7 +121,7 @@ class PublishedFacts:
             spec = manifest.facts.get(sha) if manifest is not None else None
             if spec is None or (spec.partial and header is not None):
                 return
-            data = self._bytes("facts", sha, spec, file)
+            data = self._bytes("facts", sha, spec, file.filename)
             if data is None:
                 return
             try:
@@ -140,7 +148,7 @@ class PublishedFacts:
         with lock:
             manifest = self.manifest()
             spec = manifest.metadata.get(sha) if manifest is not None else None
-            data = self._bytes("metadata", sha, spec, file) if spec is not None else None
+            data = self._bytes("metadata", sha, spec, file.filename) if spec is not None else None
             if data is None:
                 return
             try:
@@ -153,6 +161,42 @@ class PublishedFacts:
                          "reading the wheel itself")  # fmt: skip
                 return
             self.cache.store_metadata(sha, entry.data)
+
+    def fetch_analysis(self, key: str) -> list[dict[str, Any]] | None:
+        """The published verdicts stored under ``key`` (kept in the cache), or None."""
+        if not is_sha256_hex(key) or self.cache.readonly:
+            return None
+        lock = self._once("analyses", key)
+        if lock is None:
+            return None
+        with lock:
+            manifest = self.manifest()
+            spec = manifest.analyses.get(key) if manifest is not None else None
+            data = self._bytes("analyses", key, spec, key[:16]) if spec is not None else None
+            if data is None:
+                return None
+            try:
+                verdicts = entries.decode_analysis(data, key)
+            except CacheError as exc:
+                log.warn(f"published analyses of {key[:16]}: {exc}; judging the set itself")
+                return None
+            self.cache.store_analysis(key, verdicts)
+            return verdicts
+
+
+@dataclass(frozen=True)
+class WithPublishedVerdicts:
+    """The cache as a solve's verdict store, a verdict it lacks fetched from published facts first."""
+
+    cache: Cache
+    published: PublishedFacts
+
+    def load_analysis(self, key: str) -> list[dict[str, Any]] | None:
+        hit = self.cache.load_analysis(key)
+        return hit if hit is not None else self.published.fetch_analysis(key)
+
+    def store_analysis(self, key: str, verdicts: list[dict[str, Any]]) -> None:
+        self.cache.store_analysis(key, verdicts)
 
 
 def published_facts(
