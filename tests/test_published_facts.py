@@ -26,7 +26,7 @@ from abiprobe.net.http import Http
 from abiprobe.store import entries
 from abiprobe.store.cache import Cache
 from abiprobe.store.primitives import sha256_hex
-from abiprobe.store.published import publish
+from abiprobe.store.published import publish, published_setting
 from abiprobe.store.reads import WheelReads
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
@@ -273,3 +273,24 @@ def test_range_read_facts_are_published_only_once_a_verifying_read_checked_them(
     assert again.verified and (after.facts, after.unverified) == (1, 0)
     manifest = json.loads((tmp_path / "after" / "manifest.json").read_text())
     assert list(manifest["facts"]) == [candidate.file.sha256]
+
+
+def test_the_location_comes_from_abiprobe_toml_unless_the_environment_says_otherwise(tmp_path: Path) -> None:
+    (tmp_path / "abiprobe.toml").write_text('published-facts = "https://example.org/facts"\n')
+    from_file = published_setting(environ={}, cwd=tmp_path)
+    assert (from_file.location, from_file.origin.endswith("published-facts")) == (
+        "https://example.org/facts/",
+        True,
+    )
+    assert published_setting(environ={"ABIPROBE_PUBLISHED_FACTS": "off"}, cwd=tmp_path).location is None
+    assert published_setting(disabled=True, environ={}, cwd=tmp_path).location is None
+
+
+def test_config_says_there_is_no_default_location(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ABIPROBE_PUBLISHED_FACTS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["config", "--cuda", "none", "--index", "http://127.0.0.1:9/simple/", "--json"]) == 0
+    published = json.loads(capsys.readouterr().out)["published_facts"]
+    assert published["value"] is None and "no default" in published["origin"]

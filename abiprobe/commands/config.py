@@ -14,6 +14,7 @@ from abiprobe.installers.uv import uv_config_files
 from abiprobe.net.http import display_url
 from abiprobe.net.settings import NetworkSettings, credential_source, network_settings
 from abiprobe.report.config_text import render_config
+from abiprobe.store.published import published_setting
 from abiprobe.ui.console import make_console, print_all
 
 CONFIG_SCHEMA_VERSION = 1
@@ -90,6 +91,7 @@ def config_document(args: argparse.Namespace) -> dict[str, Any]:
         },
         "keyring": net.keyring,
         "netrc": str(net.netrc) if net.netrc is not None else None,
+        "published_facts": published_setting().to_json(),
         "files": {"pip": config_files(), "uv": [str(p) for p in uv_config_files_here()]},
     }
 

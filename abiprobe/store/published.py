@@ -30,7 +30,10 @@ from abiprobe.store.primitives import atomic_write, is_sha256_hex, is_temp_name,
 PUBLISHED_ENV = "ABIPROBE_PUBLISHED_FACTS"
 SETTING_KEY = "published-facts"
 OFF_VALUES = frozenset({"off", "none", "no", "false", "0"})
-NO_LOCATION = "none configured (the project publishes its facts at no fixed address yet)"
+NO_LOCATION = (
+    f"no location configured, and abiprobe has no default: the project publishes its facts at no fixed "
+    f"address yet; set {PUBLISHED_ENV} or published-facts in abiprobe.toml"
+)
 MANIFEST_NAME = "manifest.json"
 MANIFEST_KIND = "abiprobe-published-facts"
 MANIFEST_FORMAT = 1
@@ -85,7 +88,7 @@ def published_setting(
             raise UsageError(f"{origin} must be a URL, a path or 'off'")
     text = str(raw).strip()
     if text.lower() in OFF_VALUES:
-        return PublishedSetting(None, f"{origin} (off)")
+        return PublishedSetting(None, f"{origin} says off")
     return PublishedSetting(_as_location(text), origin)
 
 
