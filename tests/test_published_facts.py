@@ -294,3 +294,16 @@ def test_config_says_there_is_no_default_location(
     assert main(["config", "--cuda", "none", "--index", "http://127.0.0.1:9/simple/", "--json"]) == 0
     published = json.loads(capsys.readouterr().out)["published_facts"]
     assert published["value"] is None and "no default" in published["origin"]
+
+
+def test_inspect_of_a_listed_wheel_takes_its_published_facts(
+    site: Published, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN an empty cache and the published location; WHEN a listed kernel wheel is inspected by name
+    argv = ["sglang-kernel==0.4.0", "--index-url", site.server.index_url, "--cache-dir", str(tmp_path / "c")]
+    rc = main(["inspect", *argv, "--json"])
+    # THEN its facts came from the tree: no wheel byte was read
+    assert rc == 0
+    (src,) = json.loads(capsys.readouterr().out)["sources"]
+    assert src["sha256"] == sha256_hex(site.stack.wheels["k040"].read_bytes())
+    assert src["objects"] and wheel_reads(site.server) == []

@@ -57,10 +57,9 @@ def gather(texts: Sequence[str], target: Target, source: ItemSource, *, no_deps:
         return ItemSet(items)
     from abiprobe.solve.candidates import FilterOptions
     from abiprobe.solve.collect import Collector
-    from abiprobe.store.reads import WheelReads
     from abiprobe.ui.progress import wheel_work
 
-    reads = WheelReads(source.http, source.cache, source.offline)
+    reads = source.reads
     collector = Collector(
         source.client,
         reads.info,
