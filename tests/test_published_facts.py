@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from support.cbuild import build_shared
 from support.indexserver import IndexServer
@@ -31,6 +32,9 @@ from abiprobe.store.reads import WheelReads
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 PREFIX = "/published/"
+CACHE_SCHEMA = json.loads(
+    (Path(__file__).parent.parent / "abiprobe" / "schemas" / "cache.schema.json").read_text()
+)
 
 
 @dataclass(frozen=True)
@@ -138,11 +142,32 @@ def test_a_new_machine_judges_nothing_the_publisher_judged(site: Published, tmp_
     assert any(p.startswith(PREFIX + "analyses/") for p in site.server.requests)
 
 
-def test_published_facts_are_kept_as_published_in_the_cache(site: Published, tmp_path: Path) -> None:
+def test_cache_info_says_which_facts_came_from_published_facts(
+    site: Published, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     main(solve_argv(site.server.index_url, tmp_path / "cache", tmp_path / "out"))
-    manifest = json.loads(site.tree["manifest.json"])
-    cache = Cache(tmp_path / "cache")
-    assert any(cache.facts_published(sha) for sha in manifest["facts"])
+    capsys.readouterr()
+    assert main(["cache", "info", "--cache-dir", str(tmp_path / "cache"), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    jsonschema.validate(info, CACHE_SCHEMA)
+    assert info["published_facts"] == info["kinds"]["facts"]["count"] > 0
+    assert main(["cache", "info", "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert "came from published facts" in capsys.readouterr().out
+
+
+def test_publish_reports_what_it_wrote_in_its_schema(
+    published: Published, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(solve_argv(published.server.index_url, tmp_path / "cache", tmp_path / "out", "--no-published-facts"))
+    capsys.readouterr()
+    assert (
+        main(["cache", "publish", str(tmp_path / "tree"), "--cache-dir", str(tmp_path / "cache"), "--json"])
+        == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    jsonschema.validate(report, CACHE_SCHEMA)
+    manifest = json.loads((tmp_path / "tree" / "manifest.json").read_text())
+    assert (report["facts"], report["analyses"]) == (len(manifest["facts"]), len(manifest["analyses"]))
 
 
 def test_a_tampered_fact_file_is_refused_and_its_wheel_read(

@@ -112,7 +112,7 @@ def run_publish(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write the published tree at {args.dir}: {exc.strerror or exc}") from None
     if args.json:
-        _dump("publish", report.to_json())
+        _dump("publish", {"root": str(cache.root), **report.to_json()})
     else:
         print(
             f"published {report.facts} facts, {report.metadata} METADATA files and {report.analyses} "
