@@ -33,6 +33,13 @@ if TYPE_CHECKING:
     from abiprobe.model.candidate import IndexFile
 
 
+def _listed_sha256(file: IndexFile) -> str | None:
+    """The sha256 the index lists ``file`` with, when it alone says which bytes the URL serves (a file
+    listed again with other hashes is told apart by hashing it whole: nothing published answers for it)."""
+    sha = file.sha256
+    return sha if sha is not None and is_sha256_hex(sha) and not file.duplicate else None
+
+
 _INSTEAD = {
     "facts": "reading the wheel itself",
     "metadata": "reading the wheel itself",
@@ -107,8 +114,8 @@ class PublishedFacts:
     def fetch_facts(self, file: IndexFile) -> None:
         """Keep the published facts of the sha256 ``file`` is listed with, unless the cache holds
         complete facts checked against it (or the published ones are partial and it holds any)."""
-        sha = file.sha256
-        if sha is None or not is_sha256_hex(sha) or self.cache.readonly:
+        sha = _listed_sha256(file)
+        if sha is None or self.cache.readonly:
             return
         header = entries.facts_header(entries.facts_path(self.cache.root, sha), sha)
         if header is not None and header.get("verified") is True and not header.get("partial"):
@@ -137,8 +144,8 @@ class PublishedFacts:
 
     def fetch_metadata(self, file: IndexFile) -> None:
         """Keep the published METADATA of the sha256 ``file`` is listed with, when the cache has none."""
-        sha = file.sha256
-        if sha is None or not is_sha256_hex(sha) or self.cache.readonly:
+        sha = _listed_sha256(file)
+        if sha is None or self.cache.readonly:
             return
         if self.cache.load_metadata(sha) is not None:
             return
