@@ -332,3 +332,29 @@ def test_inspect_of_a_listed_wheel_takes_its_published_facts(
     (src,) = json.loads(capsys.readouterr().out)["sources"]
     assert src["sha256"] == sha256_hex(site.stack.wheels["k040"].read_bytes())
     assert src["objects"] and wheel_reads(site.server) == []
+
+
+def test_without_a_published_metadata_the_published_facts_give_its_requirements(
+    stack: SolveStack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN an index that offers no PEP 658 file, and a tree of a first solve's cache whose METADATA is
+    # published only for the wheels it has no facts of
+    with IndexServer() as server:
+        serve(server, stack, metadata=False)
+        first = tmp_path / "first"
+        assert main(solve_argv(server.index_url, first / "cache", first / "out", "--no-published-facts")) == 0
+        assert main(["cache", "publish", str(first / "tree"), "--cache-dir", str(first / "cache")]) == 0
+        manifest = json.loads((first / "tree" / "manifest.json").read_text())
+        manifest["metadata"] = {k: v for k, v in manifest["metadata"].items() if k not in manifest["facts"]}
+        (first / "tree" / "manifest.json").write_text(json.dumps(manifest))
+        for path in (first / "tree").rglob("*"):
+            if path.is_file():
+                server.add_page(PREFIX + str(path.relative_to(first / "tree")), path.read_bytes())
+        server.reset_counts()
+        monkeypatch.setenv("ABIPROBE_PUBLISHED_FACTS", server.url + PREFIX)
+        # WHEN a new machine solves
+        assert main(solve_argv(server.index_url, tmp_path / "cache", tmp_path / "out")) == 0
+        reads = wheel_reads(server)
+    # THEN no wheel with published facts is read for its METADATA: its facts give its Requires-Dist
+    assert manifest["facts"] and reads == []
+    assert document(tmp_path / "out") == document(first / "out")

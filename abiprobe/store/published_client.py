@@ -169,6 +169,27 @@ class PublishedFacts:
                 return
             self.cache.store_metadata(sha, entry.data)
 
+    def metadata_of(self, file: IndexFile) -> bytes | None:
+        """METADATA of ``file`` from what is published of its listed sha256, where the cache holds none:
+        None once the published file is kept (the cache answers), else the Requires-Dist of its published
+        facts (all a solve reads of a METADATA), else None."""
+        sha = _listed_sha256(file)
+        if sha is None or self.cache.readonly or self.cache.load_metadata_entry(sha) is not None:
+            return None
+        self.fetch_metadata(file)
+        if self.cache.load_metadata(sha) is not None:
+            return None
+        self.fetch_facts(file)
+        published = self.cache.facts_published(sha)
+        summary = self.cache.load_summary(sha, allow_partial=True) if published else None
+        if summary is None:
+            return None
+        meta = summary.metadata
+        lines = ["Metadata-Version: 2.1", f"Name: {meta.name}", f"Version: {meta.version}"]
+        lines += [f"Requires-Python: {meta.requires_python}"] if meta.requires_python else []
+        lines += [f"Requires-Dist: {r}" for r in meta.requires_dist]
+        return ("\n".join(lines) + "\n").encode()
+
     def fetch_analysis(self, key: str) -> list[dict[str, Any]] | None:
         """The published verdicts stored under ``key`` (kept in the cache), or None."""
         if not is_sha256_hex(key) or self.cache.readonly:

@@ -316,12 +316,13 @@ class WheelReads:
         """A wheel's METADATA when its index offers no PEP 658 file: one member read from the wheel (a few
         kB of a possibly huge file), kept under the wheel's sha256, or its URL when it is listed without."""
         key = file.sha256 or file.url
-        if self.published is not None:
-            self.published.fetch_metadata(file)
+        published = self.published.metadata_of(file) if self.published is not None else None
 
         def lookup() -> MetadataEntry | None:
             entry = self.cache.load_metadata_entry(key) if self.cache is not None else None
-            return entry if entry is not None and self._bound(entry, file) else None
+            if entry is not None and self._bound(entry, file):
+                return entry
+            return MetadataEntry(key, published) if published is not None else None
 
         def through() -> MetadataEntry:
             with RemoteZip(self.http, file.url, file.sha256, file.size, self.cache) as remote:
