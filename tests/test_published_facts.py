@@ -108,6 +108,13 @@ def facts_file(tree: dict[str, bytes], filename: str) -> str:
     raise AssertionError(f"no published facts of {filename}")
 
 
+def without_verdicts(tree: dict[str, bytes]) -> bytes:
+    """The tree's manifest with no stored verdict: a solve then needs the full facts it judges."""
+    manifest = json.loads(tree["manifest.json"])
+    manifest["analyses"] = {}
+    return json.dumps(manifest).encode()
+
+
 def warnings(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.startswith("abiprobe: warning:")]
 
@@ -140,11 +147,14 @@ def test_a_new_machine_judges_nothing_the_publisher_judged(site: Published, tmp_
     assert main(solve_argv(site.server.index_url, tmp_path / "cache", tmp_path / "out")) == 0
     assert analyses_run(tmp_path / "out") == 0
     assert any(p.startswith(PREFIX + "analyses/") for p in site.server.requests)
+    # AND no full facts were fetched: the summaries choose the candidates, the verdicts are stored
+    assert not any(p.startswith(PREFIX + "facts/") for p in site.server.requests)
 
 
 def test_cache_info_says_which_facts_came_from_published_facts(
     site: Published, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    site.serve_tree({"manifest.json": without_verdicts(site.tree)})  # the full facts are needed
     main(solve_argv(site.server.index_url, tmp_path / "cache", tmp_path / "out"))
     capsys.readouterr()
     assert main(["cache", "info", "--cache-dir", str(tmp_path / "cache"), "--json"]) == 0
@@ -173,11 +183,13 @@ def test_publish_reports_what_it_wrote_in_its_schema(
 def test_a_tampered_fact_file_is_refused_and_its_wheel_read(
     site: Published, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # GIVEN the published facts of torch 2.9.0 changed after the manifest was made
+    # GIVEN the published facts of torch 2.9.0 changed after the manifest was made, and no published
+    # verdict (so that its facts are needed)
     wheel = site.stack.wheels["torch_29"].name
     rel = facts_file(site.tree, wheel)
     good = gzip.decompress(site.tree[rel])
-    site.serve_tree({rel: gzip.compress(good.replace(b'"torch"', b'"terch"', 1), mtime=0)})
+    tampered = gzip.compress(good.replace(b'"torch"', b'"terch"', 1), mtime=0)
+    site.serve_tree({rel: tampered, "manifest.json": without_verdicts(site.tree)})
     # WHEN a new machine solves
     rc = main(solve_argv(site.server.index_url, tmp_path / "cache", tmp_path / "out"))
     # THEN one line says so, that wheel alone is read from its bytes, and the matrix is the cold one
@@ -194,7 +206,7 @@ def test_a_fact_file_of_another_wheel_is_refused(
     # GIVEN the manifest's entry of torch 2.9.0 points, digest and all, at torch 2.8.0's facts
     wheel, other = site.stack.wheels["torch_29"].name, site.stack.wheels["torch_28"].name
     rel, swapped = facts_file(site.tree, wheel), site.tree[facts_file(site.tree, other)]
-    manifest = json.loads(site.tree["manifest.json"])
+    manifest = json.loads(without_verdicts(site.tree))
     sha = rel.rsplit("/", 1)[-1].removesuffix(entries.FACTS_SUFFIX)
     manifest["facts"][sha] = {"sha256": sha256_hex(swapped), "size": len(swapped)}
     site.serve_tree({rel: swapped, "manifest.json": json.dumps(manifest).encode()})

@@ -38,9 +38,10 @@ MANIFEST_NAME = "manifest.json"
 MANIFEST_KIND = "abiprobe-published-facts"
 MANIFEST_FORMAT = 1
 MANIFEST_LIMIT = 64 << 20
-KINDS = ("facts", "metadata", "analyses")
+KINDS = ("facts", "summaries", "metadata", "analyses")
 _SUFFIXES = {
     "facts": entries.FACTS_SUFFIX,
+    "summaries": entries.SUMMARY_SUFFIX,
     "metadata": entries.METADATA_SUFFIX,
     "analyses": entries.ANALYSIS_SUFFIX,
 }
@@ -115,12 +116,14 @@ class Manifest:
     by the code that made them, the wheels' sha256s and the target), and what made them."""
 
     facts: Mapping[str, PublishedFile]
+    summaries: Mapping[str, PublishedFile]
     metadata: Mapping[str, PublishedFile]
     analyses: Mapping[str, PublishedFile]
     made_by: str = ""
 
     def of(self, kind: str) -> Mapping[str, PublishedFile]:
-        return {"facts": self.facts, "metadata": self.metadata, "analyses": self.analyses}[kind]
+        found = {"facts": self.facts, "summaries": self.summaries, "metadata": self.metadata}
+        return found.get(kind, self.analyses)
 
     def to_json(self) -> dict[str, Any]:
         def files(found: Mapping[str, PublishedFile]) -> dict[str, Any]:
@@ -154,8 +157,9 @@ def parse_manifest(data: bytes) -> Manifest:
             f"{made[2]!r}; this abiprobe reads {MANIFEST_FORMAT}, {entries.CACHE_SCHEMA_VERSION} and "
             f"{FACTS_SCHEMA_VERSION}"
         )
-    found = [_files(doc.get(kind, {}), kind) for kind in KINDS]
-    return Manifest(found[0], found[1], found[2], str(doc.get("made_by", "")))
+    found = {kind: _files(doc.get(kind, {}), kind) for kind in KINDS}
+    made_by = str(doc.get("made_by", ""))
+    return Manifest(found["facts"], found["summaries"], found["metadata"], found["analyses"], made_by)
 
 
 def _files(value: object, kind: str) -> dict[str, PublishedFile]:
@@ -198,10 +202,13 @@ class PublishReport:
         }
 
 
-def _published_facts(cache_root: Path) -> tuple[dict[str, bytes], dict[str, bool], int, int]:
-    """The facts entries to publish (re-encoded, marked published), which are partial, and how many
-    entries were left out as unverified and as damaged or of another schema."""
+def _published_facts(
+    cache_root: Path,
+) -> tuple[dict[str, bytes], dict[str, bytes], dict[str, bool], int, int]:
+    """The facts entries to publish (re-encoded, marked published) and their summaries' entries, which
+    are partial, and how many entries were left out as unverified and as damaged or of another schema."""
     out: dict[str, bytes] = {}
+    summaries: dict[str, bytes] = {}
     partial: dict[str, bool] = {}
     unverified = unusable = 0
     for path in sorted((cache_root / entries.FACTS_DIR).glob(f"*/*{entries.FACTS_SUFFIX}")):
@@ -216,8 +223,9 @@ def _published_facts(cache_root: Path) -> tuple[dict[str, bytes], dict[str, bool
             unverified += 1
         else:
             out[sha] = entries.encode_facts(facts, published=True)
+            summaries[sha] = entries.encode_summary(facts.summary())
             partial[sha] = facts.partial
-    return out, partial, unverified, unusable
+    return out, summaries, partial, unverified, unusable
 
 
 def _published_metadata(cache_root: Path) -> dict[str, bytes]:
@@ -255,13 +263,18 @@ def _published_analyses(cache_root: Path) -> dict[str, bytes]:
 def publish(cache_root: Path, out: Path) -> PublishReport:
     """Write the published tree of ``cache_root``'s checked facts into ``out``: each file atomically, the
     manifest last (a reader sees the old tree or the new one), then files no longer listed removed."""
-    facts, partial, unverified, unusable = _published_facts(cache_root)
+    facts, summaries, partial, unverified, unusable = _published_facts(cache_root)
     metadata = _published_metadata(cache_root)
     # a verdict's key does not say which wheels it judged: verdicts are published only from a cache
     # whose every facts entry was checked against its wheel's sha256
     analyses = _published_analyses(cache_root) if unverified == 0 else {}
     listed: dict[str, dict[str, PublishedFile]] = {kind: {} for kind in KINDS}
-    for kind, found in (("facts", facts), ("metadata", metadata), ("analyses", analyses)):
+    for kind, found in (
+        ("facts", facts),
+        ("summaries", summaries),
+        ("metadata", metadata),
+        ("analyses", analyses),
+    ):
         for sha, data in found.items():
             target = out / _relative(kind, sha)
             with contextlib.suppress(OSError):
@@ -270,7 +283,13 @@ def publish(cache_root: Path, out: Path) -> PublishReport:
                     continue
             atomic_write(target, data)
             listed[kind][sha] = PublishedFile(sha256_hex(data), len(data), partial.get(sha, False))
-    manifest = Manifest(listed["facts"], listed["metadata"], listed["analyses"], f"abiprobe {__version__}")
+    manifest = Manifest(
+        listed["facts"],
+        listed["summaries"],
+        listed["metadata"],
+        listed["analyses"],
+        f"abiprobe {__version__}",
+    )
     atomic_write(out / MANIFEST_NAME, pretty_json(manifest.to_json()))
     keep = {out / _relative(kind, sha) for kind in KINDS for sha in listed[kind]}
     for kind in KINDS:

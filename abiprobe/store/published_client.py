@@ -42,6 +42,7 @@ def _listed_sha256(file: IndexFile) -> str | None:
 
 _INSTEAD = {
     "facts": "reading the wheel itself",
+    "summaries": "reading the wheel itself",
     "metadata": "reading the wheel itself",
     "analyses": "judging the set itself",
 }
@@ -142,6 +143,38 @@ class PublishedFacts:
                 return
             self.cache.store_published_facts(facts, data)
 
+    def fetch_summary(self, file: IndexFile) -> None:
+        """Keep the published summary of the sha256 ``file`` is listed with (a few kB: what choosing
+        candidates needs; the full facts are fetched when they are loaded), unless the cache holds a
+        checked one (or the published one is partial and it holds any)."""
+        sha = _listed_sha256(file)
+        if sha is None or self.cache.readonly:
+            return
+        held = self.cache.load_summary(sha, allow_partial=True)
+        if held is not None and held.verified and not held.partial:
+            return
+        lock = self._once("summaries", sha)
+        if lock is None:
+            return
+        with lock:
+            manifest = self.manifest()
+            spec = manifest.summaries.get(sha) if manifest is not None else None
+            if spec is None or (spec.partial and held is not None):
+                return
+            data = self._bytes("summaries", sha, spec, file.filename)
+            if data is None:
+                return
+            try:
+                summary = entries.decode_summary(data, sha)
+            except CacheError as exc:
+                log.warn(f"published summaries of {file.filename}: {exc}; reading the wheel itself")
+                return
+            if not summary.verified:
+                log.warn(f"published summaries of {file.filename} were never checked against its sha256; "
+                         "reading the wheel itself")  # fmt: skip
+                return
+            self.cache.store_summary(summary)
+
     def fetch_metadata(self, file: IndexFile) -> None:
         """Keep the published METADATA of the sha256 ``file`` is listed with, when the cache has none."""
         sha = _listed_sha256(file)
@@ -179,10 +212,9 @@ class PublishedFacts:
         self.fetch_metadata(file)
         if self.cache.load_metadata(sha) is not None:
             return None
-        self.fetch_facts(file)
-        published = self.cache.facts_published(sha)
-        summary = self.cache.load_summary(sha, allow_partial=True) if published else None
-        if summary is None:
+        self.fetch_summary(file)
+        summary = self.cache.load_summary(sha, allow_partial=True)
+        if summary is None or not summary.verified:
             return None
         meta = summary.metadata
         lines = ["Metadata-Version: 2.1", f"Name: {meta.name}", f"Version: {meta.version}"]

@@ -127,6 +127,8 @@ class WheelReads:
         sha = self.sha256_of(file)
         if self.cache is None or sha is None:
             return None
+        if self.published is not None:
+            self.published.fetch_facts(file)
         hit = self.cache.load_facts(sha, allow_partial=partial, allow_unverified=True)
         return hit if hit is not None and self._trusted(hit, file) else None
 
@@ -137,13 +139,19 @@ class WheelReads:
         hit = self.cache.load_summary(sha, allow_partial=partial, allow_unverified=True)
         return hit if hit is not None and self._trusted(hit, file) else None
 
-    def _like(self, summary: WheelSummary) -> WheelFacts | None:
-        """The full facts a trusted summary was made from (read through the same directory), else None."""
+    def _like(self, summary: WheelSummary, file: IndexFile | None = None) -> WheelFacts | None:
+        """The full facts a trusted summary was made from (read through the same directory), else None;
+        with published facts, those of ``file``'s summary fetched first, and read from the wheel when they
+        cannot be had (a published summary may come without its facts)."""
         if self.cache is None:
             return None
+        if file is not None and self.published is not None:
+            self.published.fetch_facts(file)
         facts = self.cache.load_facts(summary.sha256, allow_partial=summary.partial, allow_unverified=True)
         same = facts is not None and facts.directory_sha256 == summary.directory_sha256
-        return facts if same and facts is not None and facts.verified == summary.verified else None
+        if same and facts is not None and facts.verified == summary.verified:
+            return facts
+        return self.facts(file) if file is not None and self.published is not None else None
 
     def holds(self, file: IndexFile) -> bool:
         """Whether the cache holds complete facts of ``file`` as an offline read takes them (a preference
@@ -208,7 +216,7 @@ class WheelReads:
 
     def _published_first(self, file: IndexFile) -> None:
         if self.published is not None:
-            self.published.fetch_facts(file)
+            self.published.fetch_summary(file)
 
     # the reads
 
@@ -228,14 +236,14 @@ class WheelReads:
         self._published_first(file)
         summary = self._stored_summary(file)
         if summary is not None:
-            return self._lazy(summary)
+            return self._lazy(summary, file)
         facts = self.facts(file)
         summary = self._keep_summary(facts)  # stored facts whose summary went missing get it back
         return self._held_lightly(facts, summary)
 
-    def _lazy(self, summary: WheelSummary) -> WheelInfo:
+    def _lazy(self, summary: WheelSummary, file: IndexFile | None = None) -> WheelInfo:
         """A stored summary, its full facts loaded from the cache on first use."""
-        return WheelInfo(summary, load=lambda: self._like(summary))
+        return WheelInfo(summary, load=lambda: self._like(summary, file))
 
     def _held_lightly(self, facts: WheelFacts, summary: WheelSummary) -> WheelInfo:
         """``facts`` just read, as their ``summary`` with the full facts loaded from the cache on first
@@ -262,7 +270,7 @@ class WheelReads:
             nonlocal known
             summary = self._stored_summary(file, partial=True)
             if summary is not None and not any(read(p) for p in summary.unread):
-                return self._lazy(summary)
+                return self._lazy(summary, file)
             known = self._stored(file, partial=True)
             if known is not None and not any(read(p) for p in known.unread):
                 self._keep_summary(known)
@@ -296,7 +304,7 @@ class WheelReads:
         self._published_first(file)
         summary = self._stored_summary(file, partial=True)
         if summary is not None:
-            return self._lazy(summary)
+            return self._lazy(summary, file)
         if self.offline:
             return None
         with RemoteZip(self.http, file.url, file.sha256, file.size, self.cache) as remote:
