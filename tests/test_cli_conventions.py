@@ -113,7 +113,7 @@ def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temp(tmp_path: Pa
 JSON_SCHEMAS = {
     "solve": "matrix", "inspect": "inspect", "check": "check", "diff": "torch-diff", "probe": "probe",
     "index ls": "index-ls", "config": "config", "cache info": "cache", "cache prune": "cache",
-    "cache verify": "cache", "matrix show": "matrix", "matrix diff": "matrix-diff",
+    "cache verify": "cache", "cache publish": "cache", "matrix show": "matrix", "matrix diff": "matrix-diff",
     "matrix merge": "matrix-merge", "report": "report", "snapshot": "snapshot",
     "restore-plan": "restore-plan",
 }  # fmt: skip

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import re
@@ -100,6 +101,9 @@ def test_only_the_commit_job_may_write_and_it_runs_no_third_party_code(name: str
         if job == "commit":
             assert spec["permissions"] == {"contents": "write"}
             assert "pip install" not in runs and "abiprobe" not in runs
+        elif job == "pages":  # deploys the published tree: the Pages token alone, and no script at all
+            assert spec["permissions"] == {"pages": "write", "id-token": "write"}
+            assert runs == "" and [s["uses"].split("@")[0] for s in spec["steps"]] == ["actions/deploy-pages"]
         else:
             assert spec.get("permissions", wf["permissions"]) == {"contents": "read"}
             checkout = next(s for s in spec["steps"] if s.get("uses", "").startswith("actions/checkout@"))
@@ -122,6 +126,15 @@ def test_nightly_uploads_matrices_logs_and_cache_and_keeps_facts_between_nights(
     kept = next(s for s in refresh if s.get("uses", "").startswith("actions/cache@"))
     assert "wheel_index_cache/facts" in kept["with"]["path"].split()
     assert kept["with"]["restore-keys"] == "abiprobe-nightly-"
+
+
+def test_nightly_uploads_the_published_tree_for_pages() -> None:
+    wf = workflow("nightly.yml")
+    refresh = wf["jobs"]["refresh"]["steps"]
+    upload = next(s for s in refresh if s.get("uses", "").startswith("actions/upload-pages-artifact@"))
+    assert upload["with"]["path"] == ".published/"
+    assert "cache publish .published" in step(wf, "refresh", "publish")["run"]
+    assert wf["jobs"]["pages"]["needs"] == "refresh"
 
 
 def test_probe_workflow_fans_out_over_the_emitted_matrix() -> None:
@@ -207,6 +220,26 @@ def test_a_night_when_nothing_changed_rewrites_no_cache_file(nights: Nights) -> 
     # the third night asked every index again (--refresh) and got the same pages: nothing to commit
     assert nights.third.rc == 0
     assert nights.rewritten == []
+
+
+def test_the_publish_step_writes_a_tree_of_the_nights_checked_facts(nights: Nights) -> None:
+    # GIVEN the checkout after the nights; WHEN the publish step runs THEN the tree's manifest lists the
+    # facts of every wheel the nights read (each checked against its sha256: --verify-wheels), each file
+    # matching its digest, and the step summary says what was published
+    run = run_step(step(workflow("nightly.yml"), "refresh", "publish")["run"], nights.repo, {})
+    assert run.rc == 0, run.stderr
+    tree = nights.repo / ".published"
+    manifest = json.loads((tree / "manifest.json").read_text())
+    stored = {
+        p.name.removesuffix(".facts.gz")
+        for p in (nights.repo / "wheel_index_cache" / "facts").rglob("*.facts.gz")
+    }
+    assert set(manifest["facts"]) == stored
+    for sha, spec in manifest["facts"].items():
+        data = (tree / "facts" / sha[:2] / f"{sha}.facts.gz").read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (spec["size"], spec["sha256"])
+    assert manifest["analyses"]
+    assert "left out 0 facts read by range" in run.summary
 
 
 def test_second_night_updates_the_committed_matrix(nights: Nights) -> None:

@@ -47,9 +47,9 @@ from abiprobe.solve.stack import PackageLoading, loading_digest
 ANALYSIS_SCHEMA_VERSION = 1
 
 
-
 # unit timings that leave what importing does as it is (a feature of them fails when it is used)
 LATER = frozenset({"first_use", "optional"})
+
 
 @dataclass(frozen=True)
 class UnitAnalysis:

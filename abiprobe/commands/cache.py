@@ -48,6 +48,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     verify.add_argument("--repair", action="store_true", help="delete damaged entries and leftovers")
     verify.set_defaults(func=run_verify)
 
+    publish = actions.add_parser(
+        "publish",
+        help="write the facts checked against their wheel's sha256 as a static tree with a manifest",
+        description="Writes DIR/manifest.json and the content-addressed facts and METADATA files it "
+        "lists: what solve, check and inspect fetch from a published-facts location "
+        "(ABIPROBE_PUBLISHED_FACTS or published-facts in abiprobe.toml) before reading a wheel. Facts "
+        "read by range (never checked against the wheel's sha256) are left out.",
+    )
+    _common(publish)
+    publish.add_argument("dir", type=Path, metavar="DIR", help="where the tree is written")
+    publish.set_defaults(func=run_publish)
+
     p.set_defaults(func=lambda args: _usage(p))
 
 
@@ -88,6 +100,27 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         print_all(render_verify(report.to_json()))
     return 0 if report.ok or report.repaired else 1
+
+
+def run_publish(args: argparse.Namespace) -> int:
+    from abiprobe.store.published import publish
+
+    cache = Cache(args.cache_dir, readonly=True)
+    if not cache.root.is_dir():
+        raise UsageError(f"no cache at {cache.root} to publish")
+    try:
+        report = publish(cache.root, args.dir)
+    except OSError as exc:
+        raise UsageError(f"cannot write the published tree at {args.dir}: {exc.strerror or exc}") from None
+    if args.json:
+        _dump("publish", {"root": str(cache.root), **report.to_json()})
+    else:
+        print(
+            f"published {report.facts} facts, {report.metadata} METADATA files and {report.analyses} "
+            f"stored verdicts ({report.bytes} bytes) to {report.out}; left out {report.unverified} facts "
+            f"read by range (and with them every verdict) and {report.unusable} damaged or of another schema"
+        )
+    return 0
 
 
 def _dump(action: str, body: dict[str, Any]) -> None:

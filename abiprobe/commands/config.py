@@ -15,6 +15,7 @@ from abiprobe.net.http import display_url
 from abiprobe.net.settings import NetworkSettings, credential_source, network_settings
 from abiprobe.report.config_text import render_config
 from abiprobe.report.jsondoc import json_text
+from abiprobe.store.published import published_setting
 from abiprobe.ui.console import make_console, print_all
 
 CONFIG_SCHEMA_VERSION = 1
@@ -97,6 +98,7 @@ def config_document(args: argparse.Namespace) -> dict[str, Any]:
             "index_strategy": _setting(config.install.index_strategy),
             "keyring_provider": _setting(config.install.keyring_provider),
         },
+        "published_facts": published_setting().to_json(),
         "files": {"pip": config_files(), "uv": [str(p) for p in uv_config_files_here()]},
     }
 

@@ -22,7 +22,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from abiprobe.errors import AbiprobeError, UsageError
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, load_index_config
-from abiprobe.index.remote_items import facts_of_file, index_file_from_url, pick_candidate, remote_member
+from abiprobe.index.remote_items import index_file_from_url, pick_candidate, remote_member
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.facts import WheelFacts, WheelInfo
 from abiprobe.model.target import Target
@@ -79,6 +79,7 @@ class ItemSource:
         self.find_links = tuple(find_links)
         self._http: Http | None = None
         self._client: IndexClient | None = None
+        self._reads: WheelReads | None = None
 
     @classmethod
     def of(cls, args: argparse.Namespace, *, progress: bool) -> ItemSource:
@@ -122,6 +123,17 @@ class ItemSource:
             )
         return self._client
 
+    @property
+    def reads(self) -> WheelReads:
+        """The cache-first reads of listed wheels, published facts fetched first where they are configured
+        (``abiprobe.store.published_client``)."""
+        if self._reads is None:
+            from abiprobe.store.published_client import published_facts
+
+            published = published_facts(self.http, self.cache, disabled=False, offline=self.offline)
+            self._reads = WheelReads(self.http, self.cache, self.offline, published=published)
+        return self._reads
+
     def __enter__(self) -> ItemSource:
         return self
 
@@ -131,11 +143,11 @@ class ItemSource:
 
     def remote_facts(self, file: IndexFile) -> WheelFacts:
         """Facts of a remote wheel: the cache first; offline, only a whole cached entry will do."""
-        return facts_of_file(file, self.http, self.cache, offline=self.offline)
+        return self.reads.facts(file)
 
     def holds(self, candidate: Candidate) -> bool:
         """Whether the cache holds complete facts of ``candidate``'s wheel as an offline read takes them."""
-        return WheelReads(self.http, self.cache, self.offline).holds(candidate.file)
+        return self.reads.holds(candidate.file)
 
     def member(self, item: Item, name: str) -> bytes | None:
         """The bytes of the wheel member ``name`` (by range for a remote wheel; None offline, when

@@ -65,10 +65,9 @@ class ItemSet:
 
 def _collector(source: ItemSource, target: Target) -> Collector:
     from abiprobe.solve.collect import Collector
-    from abiprobe.store.reads import WheelReads
     from abiprobe.ui.progress import wheel_work
 
-    reads = WheelReads(source.http, source.cache, source.offline)
+    reads = source.reads
     return Collector(
         source.client,
         reads.info,

@@ -6,6 +6,7 @@ Exit codes: 0 a set was found, 1 none, 2 usage, 3 index trouble made the answer 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -90,6 +91,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--refresh",
         action="store_true",
         help=f"ask every index again (else pages of the last {PAGE_FRESH_FOR / 60:.0f} minutes are reused)",
+    )
+    p.add_argument(
+        "--no-published-facts",
+        action="store_true",
+        help="read every wheel itself, fetching no published facts (also: ABIPROBE_PUBLISHED_FACTS=off)",
+    )
+    p.add_argument(
+        "--verify-wheels",
+        action="store_true",
+        help="read every wheel whole and check its sha256, range-read facts re-read (what `cache publish` "
+        "publishes; the nightly job)",
     )
     p.add_argument("--profile", type=Path, help="target system-library profile (JSON)")
     p.add_argument("--no-runtime", action="store_true", help="do not add the nvidia wheels torch pins")
@@ -227,6 +239,7 @@ def run(args: argparse.Namespace) -> int:
     cache = Cache(args.cache_dir or default_cache_root())
     probing = args.probe or args.emit_probe_jobs is not None
     with Http(progress=not args.json) as http:
+        http.verify_wheels = args.verify_wheels
         client = IndexClient(
             config.sources,
             cache,
@@ -244,10 +257,15 @@ def run(args: argparse.Namespace) -> int:
         asked = last.revalidate(client, http) if last is not None else None
         try:
             from abiprobe.solve.pipeline import solve
+            from abiprobe.store.published_client import WithPublishedVerdicts, published_facts
             from abiprobe.store.reads import WheelReads
             from abiprobe.ui.progress import wheel_work
 
-            reads = solve_reads(client, WheelReads(http, cache, offline=args.offline), cache, wheel_work)
+            published = published_facts(http, cache, disabled=args.no_published_facts, offline=args.offline)
+            wheels = WheelReads(http, cache, offline=args.offline, published=published)
+            reads = solve_reads(client, wheels, cache, wheel_work)
+            if published is not None:
+                reads = dataclasses.replace(reads, store=WithPublishedVerdicts(cache, published))
             result = solve(
                 stack,
                 target,

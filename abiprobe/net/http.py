@@ -118,6 +118,9 @@ class Http:
         # set by the index client reading pages through this one: does the index list a file (same URL,
         # same sha256) as it did before this run? (abiprobe.net.remote_wheel.listed_unchanged)
         self.listed_as_before: Callable[[IndexFile], bool] | None = None
+        # set for a run whose every wheel read must be checked against its sha256 (read whole), as the
+        # facts ``abiprobe cache publish`` publishes must be: range-read facts then answer for nothing
+        self.verify_wheels = False
         if progress:
             DISPLAY.want(1)
         self.network = network if network is not None else network_settings()

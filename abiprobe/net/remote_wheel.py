@@ -358,15 +358,21 @@ class RemoteZip:
         return self._directory.members if self._directory is not None else ()
 
     def should_verify(self, names: Iterable[str]) -> bool:
-        """Whether reading ``names`` should read (and hash) the whole file: it is small, the members are
-        most of it, or the index gave no sha256 to key the facts by."""
+        """Whether reading ``names`` should read (and hash) the whole file: the run checks every wheel
+        (``Http.verify_wheels``), it is small, the members are most of it, or the index gave no sha256 to
+        key the facts by."""
         self.open()
         if self._local is not None or self._directory is None:
             return False
         by_name = self._directory.by_name()
         share = sum(by_name[n].span_end - by_name[n].header_offset for n in set(names) if n in by_name)
         size = self.size or 0
-        return self.expected_sha256 is None or size <= VERIFY_SMALL or share >= VERIFY_SHARE * size
+        return (
+            self.http.verify_wheels
+            or self.expected_sha256 is None
+            or size <= VERIFY_SMALL
+            or share >= VERIFY_SHARE * size
+        )
 
     def read_members(
         self, names: Iterable[str], *, verify: bool = False, tables_only: Callable[[str], bool] | None = None
@@ -587,6 +593,8 @@ def trusted(
     read through (one 64 KiB tail request)."""
     if entry.verified or offline:
         return True
+    if http.verify_wheels:
+        return False
     recorded = entry.directory_sha256
     if recorded is None:
         return False

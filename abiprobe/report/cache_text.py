@@ -36,6 +36,11 @@ def render_info(doc: dict[str, Any]) -> list[RenderableType]:
     if oldest is not None and newest is not None:
         parts.append(f"oldest page: {_when(oldest['fetched_at'])}  {escape(oldest['url'])}")
         parts.append(f"newest page: {_when(newest['fetched_at'])}  {escape(newest['url'])}")
+    if doc.get("published_facts"):
+        parts.append(
+            f"{doc['published_facts']} of the facts entries came from published facts (their wheel's sha256 "
+            "checked by the publisher, not here)"
+        )
     if doc["temp_files"]:
         parts.append(f"{doc['temp_files']} unfinished write(s) left behind; `abiprobe cache verify --repair`")
     return parts

@@ -36,6 +36,12 @@ def render_config(doc: dict[str, Any], proxy_urls: Mapping[str, str]) -> list[Re
         parts.append(f"no proxy for: {np['value']} (from {np['origin']})")
     parts.append(f"keyring: {doc['keyring']}")
     parts.extend(_install_lines(doc["install"]))
+    if "published_facts" in doc:
+        published = doc["published_facts"]
+        if published["value"]:
+            parts.append(f"published facts: {published['value']} (from {published['origin']})")
+        else:
+            parts.append(f"published facts: none ({published['origin']})")
     parts.append(f"pip config files read: {', '.join(doc['files']['pip']) or 'none'}")
     parts.append(f"uv config files read: {', '.join(doc['files']['uv']) or 'none'}")
     return parts

@@ -308,6 +308,22 @@ class Cache:
         header = entries.facts_header(entries.facts_path(self.root, sha), sha)
         return None if header is None else header.get("verified") is True
 
+    def facts_published(self, sha256: str) -> bool:
+        """Whether the stored facts of ``sha256`` came from published facts (``abiprobe.store.published``)."""
+        sha = sha256.lower()
+        header = entries.facts_header(entries.facts_path(self.root, sha), sha) if is_sha256_hex(sha) else None
+        return header is not None and header.get("published") is True
+
+    def store_published_facts(self, facts: WheelFacts, entry: bytes) -> None:
+        """Keep a publisher's facts ``entry`` as it came, once the caller decoded it to ``facts`` for the
+        sha256 its own index lists; complete, verified facts already stored are kept as they are."""
+        sha = facts.sha256
+        if self.readonly or not is_sha256_hex(sha) or not facts.verified:
+            return
+        if not entries.facts_entry_is_current(entries.facts_path(self.root, sha), sha):
+            self._write(entries.facts_path(self.root, sha), entry)
+        self.store_summary(facts.summary())
+
     def store_summary(self, summary: WheelSummary) -> None:
         sha = summary.sha256.lower()
         if self.readonly or not is_sha256_hex(sha) or sha != summary.sha256:

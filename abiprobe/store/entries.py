@@ -232,11 +232,15 @@ def decode_body(data: bytes, expected_sha256: str) -> bytes:
     return body
 
 
-def encode_facts(facts: WheelFacts) -> bytes:
+def encode_facts(facts: WheelFacts, *, published: bool = False) -> bytes:
+    """A facts entry; ``published``: marked as written by ``abiprobe cache publish`` (its header says the
+    publisher, not this machine, checked the wheel's sha256)."""
     payload = canonical_json(plain(facts))
     extra: dict[str, Any] = {"partial": True} if facts.partial else {}
     if facts.verified:
         extra["verified"] = True
+    if published:
+        extra["published"] = True
     return gzip_bytes(_frame("facts", facts.sha256, payload, facts_schema=facts.schema_version, **extra))
 
 

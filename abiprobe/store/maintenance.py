@@ -49,6 +49,7 @@ class CacheInfo:
     temp_files: int = 0
     oldest_page: StalePage | None = None
     newest_page: StalePage | None = None
+    published_facts: int = 0  # facts entries fetched from published facts (abiprobe.store.published)
 
     @property
     def total_bytes(self) -> int:
@@ -62,6 +63,7 @@ class CacheInfo:
             "kinds": {name: stats.to_json() for name, stats in self.kinds.items()},
             "total_bytes": self.total_bytes,
             "temp_files": self.temp_files,
+            "published_facts": self.published_facts,
             "oldest_page": None if self.oldest_page is None else self.oldest_page.to_json(),
             "newest_page": None if self.newest_page is None else self.newest_page.to_json(),
         }
@@ -180,7 +182,7 @@ def _read_page(entry: _Entry) -> PageRecord:
 
 def collect_info(root: Path, *, readonly: bool) -> CacheInfo:
     counts: dict[str, list[int]] = {kind: [0, 0] for kind in entries.KINDS}
-    temp_files = 0
+    temp_files = published = 0
     pages: list[StalePage] = []
     for entry in _walk(root):
         if entry.kind == "temp":
@@ -190,6 +192,9 @@ def collect_info(root: Path, *, readonly: bool) -> CacheInfo:
             continue
         counts[entry.kind][0] += 1
         counts[entry.kind][1] += _size(entry.path)
+        if entry.kind == "facts":
+            header = entries.facts_header(entry.path, entry.name)
+            published += header is not None and header.get("published") is True
         if entry.kind == "pages":
             try:
                 record = _read_page(entry)
@@ -205,6 +210,7 @@ def collect_info(root: Path, *, readonly: bool) -> CacheInfo:
         temp_files=temp_files,
         oldest_page=pages[0] if pages else None,
         newest_page=pages[-1] if pages else None,
+        published_facts=published,
     )
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from abiprobe.binary.objects import looks_like_binary_member
 from abiprobe.binary.wheel_members import dist_info_dir, installed_path
@@ -37,6 +37,9 @@ from abiprobe.net.http import Http
 from abiprobe.net.remote_wheel import RemoteZip, listed_unchanged, served_directory, trusted
 from abiprobe.store.cache import Cache, MetadataEntry
 from abiprobe.store.localstate import local_sha256
+
+if TYPE_CHECKING:
+    from abiprobe.store.published_client import PublishedFacts
 
 T = TypeVar("T")
 
@@ -83,11 +86,13 @@ class _Read:
 @dataclass(frozen=True)
 class WheelReads:
     """The reads of listed wheels for one run: ``http`` for range reads, ``cache`` (None: nothing is kept),
-    ``offline`` (the cache alone answers)."""
+    ``offline`` (the cache alone answers), ``published`` (facts fetched, where the cache has none, before
+    a wheel is read: ``abiprobe.store.published_client``)."""
 
     http: Http
     cache: Cache | None
     offline: bool = False
+    published: PublishedFacts | None = None
 
     # what may answer
 
@@ -122,6 +127,8 @@ class WheelReads:
         sha = self.sha256_of(file)
         if self.cache is None or sha is None:
             return None
+        if self.published is not None:
+            self.published.fetch_facts(file)
         hit = self.cache.load_facts(sha, allow_partial=partial, allow_unverified=True)
         return hit if hit is not None and self._trusted(hit, file) else None
 
@@ -132,13 +139,19 @@ class WheelReads:
         hit = self.cache.load_summary(sha, allow_partial=partial, allow_unverified=True)
         return hit if hit is not None and self._trusted(hit, file) else None
 
-    def _like(self, summary: WheelSummary) -> WheelFacts | None:
-        """The full facts a trusted summary was made from (read through the same directory), else None."""
+    def _like(self, summary: WheelSummary, file: IndexFile | None = None) -> WheelFacts | None:
+        """The full facts a trusted summary was made from (read through the same directory), else None;
+        with published facts, those of ``file``'s summary fetched first, and read from the wheel when they
+        cannot be had (a published summary may come without its facts)."""
         if self.cache is None:
             return None
+        if file is not None and self.published is not None:
+            self.published.fetch_facts(file)
         facts = self.cache.load_facts(summary.sha256, allow_partial=summary.partial, allow_unverified=True)
         same = facts is not None and facts.directory_sha256 == summary.directory_sha256
-        return facts if same and facts is not None and facts.verified == summary.verified else None
+        if same and facts is not None and facts.verified == summary.verified:
+            return facts
+        return self.facts(file) if file is not None and self.published is not None else None
 
     def holds(self, file: IndexFile) -> bool:
         """Whether the cache holds complete facts of ``file`` as an offline read takes them (a preference
@@ -201,10 +214,15 @@ class WheelReads:
             self.cache.store_summary(summary)
         return summary
 
+    def _published_first(self, file: IndexFile) -> None:
+        if self.published is not None:
+            self.published.fetch_summary(file)
+
     # the reads
 
     def facts(self, file: IndexFile) -> WheelFacts:
         """Complete facts of a listed wheel."""
+        self._published_first(file)
         return cache_first(
             lambda: _Read(hit) if (hit := self._stored(file)) is not None else None,
             lambda: self._read(file),
@@ -215,16 +233,17 @@ class WheelReads:
 
     def info(self, file: IndexFile) -> WheelInfo:
         """The stored summary when there is one (full facts loaded on first use); else the full facts."""
+        self._published_first(file)
         summary = self._stored_summary(file)
         if summary is not None:
-            return self._lazy(summary)
+            return self._lazy(summary, file)
         facts = self.facts(file)
         summary = self._keep_summary(facts)  # stored facts whose summary went missing get it back
         return self._held_lightly(facts, summary)
 
-    def _lazy(self, summary: WheelSummary) -> WheelInfo:
+    def _lazy(self, summary: WheelSummary, file: IndexFile | None = None) -> WheelInfo:
         """A stored summary, its full facts loaded from the cache on first use."""
-        return WheelInfo(summary, load=lambda: self._like(summary))
+        return WheelInfo(summary, load=lambda: self._like(summary, file))
 
     def _held_lightly(self, facts: WheelFacts, summary: WheelSummary) -> WheelInfo:
         """``facts`` just read, as their ``summary`` with the full facts loaded from the cache on first
@@ -245,12 +264,13 @@ class WheelReads:
         merged into the stored (partial) facts. Complete facts, when stored, serve every ``read``."""
         known: WheelFacts | None = None
         learned: MetadataEntry | None = None
+        self._published_first(file)
 
         def lookup() -> WheelInfo | None:
             nonlocal known
             summary = self._stored_summary(file, partial=True)
             if summary is not None and not any(read(p) for p in summary.unread):
-                return self._lazy(summary)
+                return self._lazy(summary, file)
             known = self._stored(file, partial=True)
             if known is not None and not any(read(p) for p in known.unread):
                 self._keep_summary(known)
@@ -281,9 +301,10 @@ class WheelReads:
         possibly huge wheel. A later read of the whole wheel replaces them. None (nothing more read than
         its zip directory) where that would not save much: no library, or one that is most of the wheel.
         Offline, only what is stored."""
+        self._published_first(file)
         summary = self._stored_summary(file, partial=True)
         if summary is not None:
-            return self._lazy(summary)
+            return self._lazy(summary, file)
         if self.offline:
             return None
         with RemoteZip(self.http, file.url, file.sha256, file.size, self.cache) as remote:
@@ -303,10 +324,13 @@ class WheelReads:
         """A wheel's METADATA when its index offers no PEP 658 file: one member read from the wheel (a few
         kB of a possibly huge file), kept under the wheel's sha256, or its URL when it is listed without."""
         key = file.sha256 or file.url
+        published = self.published.metadata_of(file) if self.published is not None else None
 
         def lookup() -> MetadataEntry | None:
             entry = self.cache.load_metadata_entry(key) if self.cache is not None else None
-            return entry if entry is not None and self._bound(entry, file) else None
+            if entry is not None and self._bound(entry, file):
+                return entry
+            return MetadataEntry(key, published) if published is not None else None
 
         def through() -> MetadataEntry:
             with RemoteZip(self.http, file.url, file.sha256, file.size, self.cache) as remote:

@@ -35,6 +35,10 @@ HELP: dict[str, tuple[str, str]] = {
     "cache": ("abiprobe cache info", "2 no action given (see the actions)"),
     "cache info": ("abiprobe cache info --json", "0; 2 usage"),
     "cache prune": ("abiprobe cache prune --older-than 30", "0; 2 usage"),
+    "cache publish": (
+        "abiprobe cache publish site/ --cache-dir wheel_index_cache",
+        "0 written; 2 usage (no cache there, or the tree cannot be written)",
+    ),
     "cache verify": (
         "abiprobe cache verify --repair",
         "0 every entry intact (or repaired); 1 damaged entries; 2 usage",
