@@ -318,3 +318,32 @@ def test_a_functions_own_error_check_is_no_unit_of_its_own(wheels: PatternWheels
     # THEN the raise, reached by no failed load, is no unit: it is not said to fail on first use
     assert "raise" not in [u.kind for u in _units(a, "errpath")]
     assert not any("raises NotImplementedError" in v.text for v in a.verdicts)
+
+
+OPAQUE_GUARD = b"""
+import importlib.util, os
+
+def load_here(path):
+    spec = importlib.util.spec_from_file_location("x", os.path.join(path, "x.py"))
+    if spec is not None and spec.loader is not None:
+        return spec
+    raise ImportError("Could not load module x")
+
+load_here(os.path.dirname(__file__))
+"""
+
+
+def test_a_raise_after_a_test_abiprobe_cannot_know_is_no_claim(wheels: PatternWheels, tmp_path: Path) -> None:
+    # GIVEN code run at import that returns early under a test abiprobe cannot know, else raises
+    # (transformers' direct_transformers_import has this shape)
+    pkg = _pure(tmp_path, "guarded", OPAQUE_GUARD)
+    a = analyze_set([wheel_facts_from_path(p) for p in (wheels.torch, pkg)], TARGET, PROFILE)
+    # THEN the raise is not said to happen at import
+    assert "raise" not in [u.kind for u in _units(a, "guarded")]
+    assert a.import_status == "ok"
+    # AND a real import passes
+    site = tmp_path / "site"
+    zipfile.ZipFile(pkg).extractall(site)
+    code = f"import sys; sys.path.insert(0, {str(site)!r}); import guarded"
+    run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr

@@ -178,16 +178,22 @@ class _Planner:
         """The events in order on every path the code can take (``live``: the conditions of each)."""
         paths = [self.cond] if live is None else live
         exits = _Exits()
+        opaque = self.opaque
         for e in events:
             after: list[Cond] = []
+            uncertain = False
             for cond in paths:
                 self.cond = cond
                 out = self.event(module, e, timing, args)
                 after += out.next
+                uncertain = uncertain or out.uncertain
                 exits.add(out)
+            if uncertain and self.opaque == opaque:  # the rest of the block: a raise there is no claim
+                self.opaque += 1
             paths = list(dict.fromkeys(after))[:_MAX_PATHS]
             if not paths:
                 break
+        self.opaque = opaque
         exits.next = paths
         return exits
 
@@ -268,8 +274,10 @@ class _Planner:
         second = self.run(module, e.orelse, later, args, [cond])
         self.opaque -= 1
         self.note = note
+        left = any((x.brk, x.cont, x.ret, x.rais) for x in (first, second))
         first.add(second)
         first.next = list(dict.fromkeys(first.next + second.next))
+        first.uncertain = bool(left) and bool(first.next)
         return first
 
     def _for(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str], where: str) -> _Exits:
@@ -441,6 +449,9 @@ class _Exits:
     cont: list[Cond] = field(default_factory=list)
     ret: list[Cond] = field(default_factory=list)
     rais: list[Cond] = field(default_factory=list)
+    # a test abiprobe cannot know decided whether the block goes on (one branch left it): what follows
+    # in the block is reached on some runs only
+    uncertain: bool = False
 
     def add(self, other: _Exits) -> None:
         """Take ``other``'s non-local exits (not its ``next``)."""
