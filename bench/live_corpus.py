@@ -143,11 +143,17 @@ def headline(doc: dict[str, Any], rc: int, dist: str = "") -> dict[str, Any]:
         _, first = lp.static_summary(doc)
     at_import = [u for u in failing if u.get("timing") == "import" and u.get("selected") is not False]
     checks = doc.get("checks", {})
-    load = "fail" if any(checks.get(c) == "fail" for c in LOADER_CHECKS) else "ok"
-    if load == "fail" and not at_import and failing:
-        load = "fail (first use)" if all(u.get("timing") == "first_use" for u in failing) else "fail"
-    if load == "ok" and any(checks.get(c) == "unknown" for c in LOADER_CHECKS):
-        load = "unknown"
+    if "import_status" in doc:  # the headline follows importing; features are what fails on first use
+        said = doc["import_status"]
+        load = {"fail": "fail", "system": "fail", "unknown": "unknown"}.get(said, "ok")
+        if load == "ok" and doc.get("features"):
+            load = "fail (first use)"
+    else:  # documents of abiprobe before the import-first headline
+        load = "fail" if any(checks.get(c) == "fail" for c in LOADER_CHECKS) else "ok"
+        if load == "fail" and not at_import and failing:
+            load = "fail (first use)" if all(u.get("timing") == "first_use" for u in failing) else "fail"
+        if load == "ok" and any(checks.get(c) == "unknown" for c in LOADER_CHECKS):
+            load = "unknown"
     judged = sorted({u["path"] for u in mine})
     rows = [[u["path"], u.get("timing"), u.get("status"), u.get("where")] for u in mine]
     later = [u for u in mine if u.get("timing") != "import" and u.get("status") in ("fail", "unknown")]
