@@ -10,8 +10,9 @@ it was checked against it). Any trouble is one warning line, and the wheel is re
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from abiprobe import log
 from abiprobe.errors import CacheError, FetchError
@@ -121,27 +122,8 @@ class PublishedFacts:
         header = entries.facts_header(entries.facts_path(self.cache.root, sha), sha)
         if header is not None and header.get("verified") is True and not header.get("partial"):
             return
-        lock = self._once("facts", sha)
-        if lock is None:
-            return
-        with lock:
-            manifest = self.manifest()
-            spec = manifest.facts.get(sha) if manifest is not None else None
-            if spec is None or (spec.partial and header is not None):
-                return
-            data = self._bytes("facts", sha, spec, file.filename)
-            if data is None:
-                return
-            try:
-                facts = entries.decode_facts(data, sha)
-            except CacheError as exc:
-                log.warn(f"published facts of {file.filename}: {exc}; reading the wheel itself")
-                return
-            if not facts.verified:
-                log.warn(f"published facts of {file.filename} were never checked against its sha256; "
-                         "reading the wheel itself")  # fmt: skip
-                return
-            self.cache.store_published_facts(facts, data)
+        self._fetch_checked("facts", sha, file.filename, header is not None, entries.decode_facts,
+                            lambda facts, data: self.cache.store_published_facts(facts, data))  # fmt: skip
 
     def fetch_summary(self, file: IndexFile) -> None:
         """Keep the published summary of the sha256 ``file`` is listed with (a few kB: what choosing
@@ -153,27 +135,41 @@ class PublishedFacts:
         held = self.cache.load_summary(sha, allow_partial=True)
         if held is not None and held.verified and not held.partial:
             return
-        lock = self._once("summaries", sha)
+        self._fetch_checked("summaries", sha, file.filename, held is not None, entries.decode_summary,
+                            lambda summary, _data: self.cache.store_summary(summary))  # fmt: skip
+
+    def _fetch_checked(
+        self,
+        kind: Literal["facts", "summaries"],
+        sha: str,
+        filename: str,
+        holds_any: bool,
+        decode: Callable[[bytes, str], Any],
+        store: Callable[[Any, bytes], None],
+    ) -> None:
+        """Fetch one published entry of ``kind`` once per run, check it against the manifest and against
+        the wheel's sha256, and store it; anything wrong is one line and the wheel is read itself."""
+        lock = self._once(kind, sha)
         if lock is None:
             return
         with lock:
             manifest = self.manifest()
-            spec = manifest.summaries.get(sha) if manifest is not None else None
-            if spec is None or (spec.partial and held is not None):
+            spec = getattr(manifest, kind).get(sha) if manifest is not None else None
+            if spec is None or (spec.partial and holds_any):
                 return
-            data = self._bytes("summaries", sha, spec, file.filename)
+            data = self._bytes(kind, sha, spec, filename)
             if data is None:
                 return
             try:
-                summary = entries.decode_summary(data, sha)
+                entry = decode(data, sha)
             except CacheError as exc:
-                log.warn(f"published summaries of {file.filename}: {exc}; reading the wheel itself")
+                log.warn(f"published {kind} of {filename}: {exc}; reading the wheel itself")
                 return
-            if not summary.verified:
-                log.warn(f"published summaries of {file.filename} were never checked against its sha256; "
+            if not entry.verified:
+                log.warn(f"published {kind} of {filename} were never checked against its sha256; "
                          "reading the wheel itself")  # fmt: skip
                 return
-            self.cache.store_summary(summary)
+            store(entry, data)
 
     def fetch_metadata(self, file: IndexFile) -> None:
         """Keep the published METADATA of the sha256 ``file`` is listed with, when the cache has none."""
