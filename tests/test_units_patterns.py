@@ -347,3 +347,31 @@ def test_a_raise_after_a_test_abiprobe_cannot_know_is_no_claim(wheels: PatternWh
     code = f"import sys; sys.path.insert(0, {str(site)!r}); import guarded"
     run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+DRIVER_PROBE = b"""
+import ctypes
+
+try:
+    _driver = ctypes.CDLL("libcuda.so.1")
+except OSError:
+    _driver = None
+"""
+
+
+def test_the_drivers_library_by_its_bare_name_is_there_on_a_gpu_target(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    import dataclasses
+
+    # GIVEN a package that opens libcuda.so.1 by name (torchao, warp, bitsandbytes do)
+    pkg = _pure(tmp_path, "drvprobe", DRIVER_PROBE)
+    facts = [wheel_facts_from_path(p) for p in (wheels.torch, pkg)]
+    # THEN on a GPU target the driver's library is found: no feature that will not load
+    a = analyze_set(facts, TARGET, PROFILE)
+    assert [(u.path, u.status) for u in _units(a, "drvprobe")] == [("libcuda.so.1", "ok")]
+    assert a.features == ()
+    # AND on a target without the driver the load fails, caught by the package (import still works)
+    bare = analyze_set(facts, TARGET, dataclasses.replace(PROFILE, driver=False))
+    assert [(u.timing, u.status) for u in _units(bare, "drvprobe")] == [("optional", "fail")]
+    assert bare.import_status in ("ok", "warn")

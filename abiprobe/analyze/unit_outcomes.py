@@ -11,6 +11,7 @@ from typing import Any, Protocol, TypeVar
 from abiprobe.analyze.first_error import SITE, LoaderMessage
 from abiprobe.analyze.layout import dist_label
 from abiprobe.analyze.loader import LoaderSimulation
+from abiprobe.analyze.profiles import DRIVER_SONAME
 from abiprobe.analyze.units import PlannedUnit
 from abiprobe.model.facts import WheelFacts, all_events
 from abiprobe.model.verdict import Verdict
@@ -64,13 +65,19 @@ def _name(key: str) -> str:
     return key.split(":", 1)[1] if key.startswith(("soname:", "unresolved:", "raise:")) else key
 
 
+# what the NVIDIA driver installs beside libcuda.so.1, found by the system's search on a host with a GPU
+DRIVER_LIBRARIES = frozenset({DRIVER_SONAME, "libnvidia-ml.so.1"})
+
+
 def virtual_outcome(sim: LoaderSimulation, unit: PlannedUnit, done: Sequence[JudgedUnit]) -> VirtualOutcome:
     """The verdicts of a planned unit with no object of the set behind it."""
     dist = _dist_of(sim, unit.where)
     at = f" ({unit.api} at {unit.where})" if unit.where else ""
     if unit.how == "soname":
         name = _name(unit.path)
-        if name in sim.loaded or sim.profile.library(name) is not None:
+        if name in sim.loaded or sim.profile.library(name) is not None or (
+            sim.driver is not None and name in DRIVER_LIBRARIES
+        ):
             text = f"{name} is found by the system's search (loaded already, or a target system library){at}"
             return VirtualOutcome(dist, "library", (Verdict("sonames", "ok", text, unit.path),), None)
         message = LoaderMessage(f"OSError: {name}: {_NO_FILE}", "needed", unit.path, via=at.strip(" ()"))
