@@ -14,11 +14,9 @@ from packaging.utils import canonicalize_name
 from abiprobe.errors import FetchError, UsageError
 from abiprobe.index.multi import IndexOutcome
 from abiprobe.model.candidate import Candidate, IndexFile
-from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http
 from abiprobe.store.cache import Cache
-from abiprobe.store.reads import WheelReads
 
 
 def index_file_from_url(url: str) -> IndexFile:
@@ -79,8 +77,3 @@ def remote_member(file: IndexFile, http: Http, cache: Cache, member: str) -> byt
 
     with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
         return remote.read_members([member])[member].read()
-
-
-def facts_of_file(file: IndexFile, http: Http, cache: Cache, *, offline: bool) -> WheelFacts:
-    """A remote wheel's complete facts, cache first (``abiprobe.store.reads``)."""
-    return WheelReads(http, cache, offline).facts(file)
