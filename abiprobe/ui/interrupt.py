@@ -20,6 +20,9 @@ import threading
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 MESSAGE = b"abiprobe: interrupted\n"
@@ -92,37 +95,35 @@ def _register(path: Path) -> int:
 def temp_file(directory: Path, prefix: str, suffix: str) -> tuple[int, Path]:
     """A new empty file (mode 0600) in ``directory`` named ``prefix<random>suffix``, removed on a stop
     until :func:`release`\\ d; its descriptor and path."""
-    while True:
-        with _lock:
-            path = directory / f"{prefix}{os.urandom(6).hex()}{suffix}"
-            key = _register(path)
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            except FileExistsError:
-                _temps.pop(key, None)
-                continue
-            except BaseException:
-                _temps.pop(key, None)
-                raise
-            return fd, path
+
+    def make(path: Path) -> int:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+
+    return _claimed(lambda: directory / f"{prefix}{os.urandom(6).hex()}{suffix}", make)
 
 
 def temp_dir(parent: Path, prefix: str) -> Path:
     """A new directory (mode 0700) under ``parent`` named ``prefix<random>``, removed whole on a stop
     until :func:`release`\\ d."""
+    return _claimed(lambda: parent / f"{prefix}{os.urandom(6).hex()}", lambda path: os.mkdir(path, 0o700))[1]
+
+
+def _claimed(name: Callable[[], Path], make: Callable[[Path], T]) -> tuple[T, Path]:
+    """A fresh random path, registered before it is made (under the lock a stop holds), so it is either
+    removed on a stop or never made; another name when one is taken."""
     while True:
         with _lock:
-            path = parent / f"{prefix}{os.urandom(6).hex()}"
+            path = name()
             key = _register(path)
             try:
-                os.mkdir(path, 0o700)
+                made = make(path)
             except FileExistsError:
                 _temps.pop(key, None)
                 continue
             except BaseException:
                 _temps.pop(key, None)
                 raise
-            return path
+            return made, path
 
 
 def new_dir(path: Path) -> Path:
