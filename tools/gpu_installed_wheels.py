@@ -94,20 +94,14 @@ def _abiprobe(*args: str) -> tuple[int, dict[str, object] | None, str]:
         return proc.returncode, None, (proc.stderr.strip().splitlines() or ["no output"])[-1]
 
 
+def _on_this_environment(name: str, version: str, folder: str) -> tuple[str, ...]:
+    """``--installed NAME==V`` through pip's offline dry run from ``folder``, for this interpreter."""
+    return ("--installed", f"{name}=={version}", "--no-deps", "--installer", "pip", "--find-links", folder,
+            "--no-index", "--python", sys.executable)  # fmt: skip
+
+
 def static_verdict(name: str, version: str, folder: str) -> tuple[bool | None, str]:
-    rc, doc, err = _abiprobe(
-        "check",
-        "--installed",
-        f"{name}=={version}",
-        "--no-deps",
-        "--installer",
-        "pip",
-        "--find-links",
-        folder,
-        "--no-index",
-        "--python",
-        sys.executable,
-    )
+    rc, doc, err = _abiprobe("check", *_on_this_environment(name, version, folder))
     if doc is None:
         return None, f"error rc={rc}: {err[:120]}"
     plan = doc.get("plan") or {}
@@ -119,19 +113,7 @@ def static_verdict(name: str, version: str, folder: str) -> tuple[bool | None, s
 
 
 def probe_verdict(name: str, version: str, folder: str) -> tuple[bool | None, str]:
-    rc, doc, err = _abiprobe(
-        "probe",
-        "--installed",
-        f"{name}=={version}",
-        "--no-deps",
-        "--installer",
-        "pip",
-        "--find-links",
-        folder,
-        "--no-index",
-        "--python",
-        sys.executable,
-    )
+    rc, doc, err = _abiprobe("probe", *_on_this_environment(name, version, folder))
     if doc is None:
         return None, f"error rc={rc}: {err[:120]}"
     [result] = doc["results"]  # type: ignore[index]
