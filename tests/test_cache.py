@@ -189,6 +189,16 @@ def test_facts_entry_is_deterministic_across_stores(tmp_path: Path) -> None:
     assert a.read_bytes() == b.read_bytes()
 
 
+def test_the_store_lists_the_wheels_it_holds_summaries_of(tmp_path: Path) -> None:
+    # GIVEN two wheels' facts stored, and a stray file beside them in the facts folder
+    Cache(tmp_path).store_facts(make_facts("ab" * 32))
+    Cache(tmp_path).store_facts(make_facts())
+    (tmp_path / "facts" / "3f" / "notes.summary.gz").write_bytes(b"")
+    # WHEN the store is asked which wheels it holds; THEN both, sorted, and nothing else
+    assert Cache(tmp_path, readonly=True).summarized_wheels() == [WHEEL_SHA, "ab" * 32]
+    assert Cache(tmp_path / "empty", readonly=True).summarized_wheels() == []
+
+
 def _partial(facts: WheelFacts) -> WheelFacts:
     """``facts`` as a solve's partial read leaves them: the extension module not read."""
     return dataclasses.replace(facts, elf=(), unread=("sgl_kernel/common_ops.abi3.so",))

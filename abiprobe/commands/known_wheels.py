@@ -17,7 +17,6 @@ from abiprobe.commands.items import ItemSource, resolve_item
 from abiprobe.errors import UsageError
 from abiprobe.model.facts import WheelFacts, WheelSummary
 from abiprobe.model.target import Target
-from abiprobe.store import entries as cache_entries
 from abiprobe.store.cache import Cache
 from abiprobe.store.reads import stored_facts, stored_summary
 
@@ -39,8 +38,7 @@ def cached_facts(cache_dir: Path | None, want: Callable[[WheelSummary], bool]) -
     few kB each), as an offline read takes them, by name and version."""
     cache = Cache(cache_dir, readonly=True)
     out: list[WheelFacts] = []
-    for path in sorted((cache.root / cache_entries.FACTS_DIR).glob(f"*/*{cache_entries.SUMMARY_SUFFIX}")):
-        sha = path.name.removesuffix(cache_entries.SUMMARY_SUFFIX)
+    for sha in cache.summarized_wheels():
         summary = stored_summary(cache, sha)
         if summary is None or not want(summary):
             continue

@@ -299,6 +299,13 @@ class Cache:
             return None
         return summary if summary.verified or allow_unverified else None
 
+    def summarized_wheels(self) -> list[str]:
+        """The sha256 of every wheel with a stored summary, sorted: what ``load_summary`` may answer for
+        (a listing of the entries, none of them read)."""
+        found = (self.root / entries.FACTS_DIR).glob(f"*/*{entries.SUMMARY_SUFFIX}")
+        shas = (entries.entry_name(p, entries.SUMMARY_SUFFIX) for p in found)
+        return sorted(s for s in shas if is_sha256_hex(s))
+
     def facts_verified(self, sha256: str) -> bool | None:
         """Whether the stored facts of ``sha256`` were checked against it, from the entry's header alone;
         None when none are stored (or the entry is damaged or of another schema)."""
