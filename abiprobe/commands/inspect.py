@@ -7,7 +7,6 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abiprobe.analyze.torch_abi import TorchRelease, wheel_torch_range
@@ -15,9 +14,9 @@ from abiprobe.analyze.torch_build import torch_linked
 from abiprobe.analyze.variants import variant_document, variant_member
 from abiprobe.binary.cuda import GpuArch, arch_verdict
 from abiprobe.binary.cuda_arch import parse_known_arch
+from abiprobe.commands.item_specs import Accepts
 from abiprobe.commands.known_wheels import CACHED, add_torch_option
 from abiprobe.commands.options import add_index_options, add_target_options, is_python_version, target_of
-from abiprobe.errors import UsageError
 from abiprobe.model.facts import ElfFacts, WheelFacts
 from abiprobe.report.jsondoc import json_text
 
@@ -27,6 +26,11 @@ if TYPE_CHECKING:
 
 INSPECT_SCHEMA_VERSION = 1
 INSPECT_KIND = "abiprobe-inspect"
+INSPECT_ITEMS = Accepts(
+    "inspect takes",
+    ("file", "wheel", "directory", "name", "url", "pinned"),
+    words={"file": "a .so or .cubin file", "name": "an installed distribution"},
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -97,31 +101,20 @@ def resolve_target(
 ) -> tuple[list[tuple[str, WheelFacts | ElfFacts]], Item | None]:
     """TARGET as (kind, facts) pairs, and the item when it names a wheel (a wheel file, a directory, a
     URL or PROJECT==VERSION, resolved for ``wanted``, else for this host)."""
-    path = Path(target)
-    if path.is_file() and path.suffix != ".whl":
-        from abiprobe.binary.objects import inspect_file
+    from abiprobe.commands.item_specs import InstalledSpec, LocalFileSpec, NameSpec
+    from abiprobe.commands.items import facts_of, wheel_spec
 
-        return [("file", inspect_file(path, str(path)))], None
-    if path.is_file() or path.is_dir() or target.startswith(("http://", "https://")) or "==" in target:
-        from abiprobe.commands.items import resolve_item
-
-        item = resolve_item(target, source, wanted, tolerate_unread=False)
-        assert item.facts is not None  # an unread item raised
-        return [(item.kind, item.facts)], item
-    if path.exists():
-        raise UsageError(f"{target}: neither a file nor a directory")
-    if "/" in target or target.endswith((".so", ".whl", ".cubin")):
-        raise UsageError(f"{target}: no such file or directory")
-    from packaging.utils import canonicalize_name
-
-    from abiprobe.host.installed import installed_distributions
-
-    interpreter = None if python is not None and is_python_version(python) else python
-    found = installed_distributions(interpreter, {canonicalize_name(target)})
-    if not found:
-        where = interpreter or sys.executable
-        raise UsageError(f"{target}: not a file, and no distribution of that name is installed for {where}")
-    return [("installed", found[0].facts)], None
+    spec = INSPECT_ITEMS.spec(target)
+    if isinstance(spec, LocalFileSpec):
+        return [("file", facts_of(spec, source, wanted))], None
+    if isinstance(spec, NameSpec):
+        interpreter = None if python is not None and is_python_version(python) else python
+        found = facts_of(InstalledSpec(target, spec.requirement.name, interpreter), source, wanted)
+        assert found.facts is not None  # installed facts are read whole
+        return [("installed", found.facts)], None
+    item = facts_of(wheel_spec(target, INSPECT_ITEMS), source, wanted, tolerate_unread=False)
+    assert item.facts is not None  # an unread item raised
+    return [(item.kind, item.facts)], item
 
 
 def object_document(obj: ElfFacts, arch: GpuArch | None) -> dict[str, Any]:

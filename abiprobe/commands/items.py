@@ -1,36 +1,46 @@
 """Every argument that names a wheel, as the wheel the *target* would get: one typed ``Item`` per argument.
 
-A local ``.whl``, a directory (an unpacked wheel or a tree of binaries), a wheel URL, or
+What an argument names is decided once, by ``abiprobe.commands.item_specs.parse_item``; :func:`facts_of`
+reads a spec: a local ``.whl``, a directory (an unpacked wheel or a tree of binaries), a wheel URL, or
 ``PROJECT==VERSION``, which is looked up on the configured indexes with the target's tags (never this
-host's; only a command without a target, such as ``inspect``, takes this host's). ``check``, ``probe``,
-``inspect``, ``diff`` and ``--torch`` take items through :func:`resolve_item`; what pip would install
-beside them is ``abiprobe.solve.install``'s job. A wheel whose bytes cannot be read is still an item: its
-``unread`` says why, so every check needing its bytes is ``unknown`` rather than the command giving up.
+host's; only a command without a target, such as ``inspect``, takes this host's), an installed
+distribution, or a local file (an ELF object). What pip would install beside the items is
+``abiprobe.solve.install``'s job. A wheel whose bytes cannot be read is still an item: its ``unread``
+says why, so every check needing its bytes is ``unknown`` rather than the command giving up.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, overload
 
-from packaging.requirements import InvalidRequirement, Requirement
-
+from abiprobe.commands.item_specs import (
+    Accepts,
+    DirectorySpec,
+    InstalledSpec,
+    LocalFileSpec,
+    PinnedSpec,
+    WheelFileSpec,
+    WheelSpec,
+    WheelUrlSpec,
+)
 from abiprobe.errors import AbiprobeError, UsageError
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, load_index_config
 from abiprobe.index.remote_items import index_file_from_url, pick_candidate, remote_member
 from abiprobe.model.candidate import Candidate, IndexFile
-from abiprobe.model.facts import WheelFacts, WheelInfo
+from abiprobe.model.facts import ElfFacts, WheelFacts, WheelInfo
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http
 from abiprobe.store.cache import Cache
 from abiprobe.store.reads import WheelReads
 
-ItemKind = Literal["wheel", "directory", "remote"]
+ItemKind = Literal["wheel", "directory", "remote", "installed"]
 
 
 @dataclass(frozen=True)
@@ -164,24 +174,17 @@ class ItemSource:
         return remote_member(item.file, self.http, self.cache, name)
 
 
-def _requirement(text: str) -> Requirement:
-    try:
-        return Requirement(text)
-    except InvalidRequirement as exc:
-        raise UsageError(f"{text}: not a project name or PROJECT==VERSION ({exc})") from None
-
-
 def remote_file(
-    text: str, source: ItemSource, target: Target | None, *, prefer_cached: bool = False
+    spec: WheelUrlSpec | PinnedSpec, source: ItemSource, target: Target | None, *, prefer_cached: bool = False
 ) -> IndexFile:
     """The index file a wheel URL or ``PROJECT==VERSION`` names: the one an installer on ``target`` would
     take (without a target, this host's best). ``prefer_cached``: of several that fit, one whose facts
     the cache holds (any of torch's wheels of one version shows the same libraries)."""
-    if text.startswith(("http://", "https://")):
-        return index_file_from_url(text)
-    listing = source.client.list_project(_requirement(text).name)
+    if isinstance(spec, WheelUrlSpec):
+        return index_file_from_url(spec.text)
+    listing = source.client.list_project(spec.requirement.name)
     prefer = source.holds if prefer_cached else None
-    return pick_candidate(listing.candidates, text, prefer, target=target, unread=listing.failed).file
+    return pick_candidate(listing.candidates, spec.text, prefer, target=target, unread=listing.failed).file
 
 
 def item_of_file(text: str, file: IndexFile, source: ItemSource, *, tolerate_unread: bool = True) -> Item:
@@ -197,6 +200,92 @@ def item_of_file(text: str, file: IndexFile, source: ItemSource, *, tolerate_unr
         return Item(text, "remote", file, None, unread=str(exc))
 
 
+def _installed(spec: InstalledSpec) -> Item:
+    from packaging.utils import canonicalize_name
+
+    from abiprobe.host.installed import installed_distributions
+
+    found = installed_distributions(spec.interpreter, {canonicalize_name(spec.project)})
+    if not found:
+        if spec.text != spec.project:  # the text names the interpreter
+            raise UsageError(f"{spec.text}: {spec.project} is not installed for this interpreter")
+        where = spec.interpreter or sys.executable
+        raise UsageError(
+            f"{spec.text}: not a file, and no distribution of that name is installed for {where}"
+        )
+    facts = found[0].facts
+    return Item(
+        spec.text, "installed", IndexFile(facts.filename, found[0].location.as_uri()), WheelInfo.of(facts)
+    )
+
+
+@overload
+def facts_of(
+    spec: LocalFileSpec,
+    source: ItemSource,
+    target: Target | None,
+    *,
+    tolerate_unread: bool = ...,
+    prefer_cached: bool = ...,
+) -> ElfFacts: ...
+@overload
+def facts_of(
+    spec: WheelSpec,
+    source: ItemSource,
+    target: Target | None,
+    *,
+    tolerate_unread: bool = ...,
+    prefer_cached: bool = ...,
+) -> Item: ...
+def facts_of(
+    spec: WheelSpec | LocalFileSpec,
+    source: ItemSource,
+    target: Target | None,
+    *,
+    tolerate_unread: bool = True,
+    prefer_cached: bool = False,
+) -> Item | ElfFacts:
+    """The facts ``spec`` names, for ``target`` (None: this host): a local file's as an ELF object, else
+    as an item; a remote wheel that cannot be read is kept, marked unread (unless ``tolerate_unread`` is
+    off, then its error is raised)."""
+    if isinstance(spec, LocalFileSpec):
+        from abiprobe.binary.objects import inspect_file
+
+        return inspect_file(spec.path, str(spec.path))
+    if isinstance(spec, WheelFileSpec):
+        from abiprobe.store.reads import local_wheel_info
+
+        info = local_wheel_info(spec.path, source.cache)  # stored under its sha256 once read
+        sha = info.summary.sha256
+        file = IndexFile(spec.path.name, spec.path.absolute().as_uri(), {"sha256": sha} if sha else {})
+        return Item(spec.text, "wheel", file, info, local=spec.path)
+    if isinstance(spec, DirectorySpec):
+        from abiprobe.host.installed import facts_from_directory
+
+        facts = facts_from_directory(spec.path)
+        meta = facts.metadata
+        filename = f"{meta.name.replace('-', '_')}-{meta.version}-py3-none-any.whl"
+        file = IndexFile(filename, spec.path.absolute().as_uri())
+        return Item(spec.text, "directory", file, WheelInfo.of(facts))
+    if isinstance(spec, InstalledSpec):
+        return _installed(spec)
+    file = remote_file(spec, source, target, prefer_cached=prefer_cached)
+    return item_of_file(spec.text, file, source, tolerate_unread=tolerate_unread)
+
+
+OneWheel = WheelFileSpec | DirectorySpec | WheelUrlSpec | PinnedSpec  # a spec of one wheel to read
+# What a wheel argument is where no command narrows it (an installer's plan, ``resolve_item``).
+WHEEL_ITEMS = Accepts("an item is", ("wheel", "directory", "url", "pinned"))
+
+
+def wheel_spec(text: str, accepts: Accepts = WHEEL_ITEMS) -> OneWheel:
+    """``text`` as a spec of one wheel, when ``accepts`` takes its kind (a usage error of one line if not)."""
+    spec = accepts.spec(text)
+    if not isinstance(spec, (WheelFileSpec, DirectorySpec, WheelUrlSpec, PinnedSpec)):
+        raise UsageError(accepts.refusal(spec))
+    return spec
+
+
 def resolve_item(
     text: str,
     source: ItemSource,
@@ -205,24 +294,7 @@ def resolve_item(
     tolerate_unread: bool = True,
     prefer_cached: bool = False,
 ) -> Item:
-    """``text`` as an Item for ``target`` (None: this host); a remote wheel that cannot be read is kept,
-    marked unread (unless ``tolerate_unread`` is off, then its error is raised)."""
-    path = Path(text)
-    if path.is_file() and path.suffix == ".whl":
-        from abiprobe.store.reads import local_wheel_info
-
-        info = local_wheel_info(path, source.cache)  # stored under its sha256 once read
-        sha = info.summary.sha256
-        file = IndexFile(path.name, path.absolute().as_uri(), {"sha256": sha} if sha else {})
-        return Item(text, "wheel", file, info, local=path)
-    if path.is_dir():
-        from abiprobe.host.installed import facts_from_directory
-
-        facts = facts_from_directory(path)
-        meta = facts.metadata
-        filename = f"{meta.name.replace('-', '_')}-{meta.version}-py3-none-any.whl"
-        return Item(text, "directory", IndexFile(filename, path.absolute().as_uri()), WheelInfo.of(facts))
-    if text.startswith(("http://", "https://")) or "==" in text:
-        file = remote_file(text, source, target, prefer_cached=prefer_cached)
-        return item_of_file(text, file, source, tolerate_unread=tolerate_unread)
-    raise UsageError(f"{text}: not a .whl file, a directory, a wheel URL or PROJECT==VERSION")
+    """``text`` (a wheel file, a directory, a wheel URL or ``PROJECT==VERSION``) as an Item for
+    ``target``: :func:`facts_of` of its spec."""
+    spec = wheel_spec(text)
+    return facts_of(spec, source, target, tolerate_unread=tolerate_unread, prefer_cached=prefer_cached)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from abiprobe.analyze.torch_abi import TorchRelease, releases_of
 from abiprobe.analyze.torch_diff import torch_libraries
-from abiprobe.commands.items import ItemSource, resolve_item
+from abiprobe.commands.item_specs import Accepts, InstalledSpec, LocalFileSpec
+from abiprobe.commands.items import ItemSource, facts_of, wheel_spec
 from abiprobe.errors import UsageError
 from abiprobe.model.facts import WheelFacts, WheelSummary
 from abiprobe.model.target import Target
@@ -31,6 +32,12 @@ TORCH_SONAMES = frozenset(
     }
 )
 CACHED = "cached"  # the --torch word for: every torch release whose facts the cache holds
+# What `diff OLD NEW` and `--torch` take as one torch release (besides the word `cached`, for --torch).
+TORCH_RELEASE = Accepts(
+    "a torch release is",
+    ("pinned", "wheel", "url", "directory", "file"),
+    words={"pinned": "torch==VERSION", "file": "a Python interpreter with torch installed"},
+)
 
 
 def cached_facts(cache_dir: Path | None, want: Callable[[WheelSummary], bool]) -> list[WheelFacts]:
@@ -66,21 +73,19 @@ def torch_facts_of(text: str, source: ItemSource, target: Target | None) -> Whee
     """Facts of a torch named by ``torch==VERSION`` (the wheel ``target`` would get, one whose facts are
     cached first; without a target, this host's), a wheel file, URL or directory, or the path of a Python
     interpreter with torch installed; one without torch's libraries is a usage error."""
-    path = Path(text)
-    if path.is_file() and path.suffix != ".whl" and os.access(path, os.X_OK):
-        from abiprobe.host.installed import installed_distributions
-
-        found = installed_distributions(str(path), {"torch"})
-        if not found:
-            raise UsageError(f"{text}: torch is not installed for this interpreter")
-        facts = found[0].facts
+    spec = TORCH_RELEASE.spec(text)
+    if isinstance(spec, LocalFileSpec):
+        if not os.access(spec.path, os.X_OK):
+            raise UsageError(f"{text}: not a torch wheel, and not an executable Python interpreter")
+        item = facts_of(InstalledSpec(text, "torch", str(spec.path)), source, target)
     else:
-        item = resolve_item(text, source, target, tolerate_unread=False, prefer_cached=True)
-        assert item.facts is not None  # an unread item raised
-        facts = item.facts
-    if not torch_libraries(facts):
+        item = facts_of(
+            wheel_spec(text, TORCH_RELEASE), source, target, tolerate_unread=False, prefer_cached=True
+        )
+    assert item.facts is not None  # an unread item raised
+    if not torch_libraries(item.facts):
         raise UsageError(f"{text}: no torch libraries in it (torch/lib/*.so, torch/_C)")
-    return facts
+    return item.facts
 
 
 def torch_releases(

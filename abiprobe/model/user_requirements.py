@@ -33,6 +33,12 @@ _VALUED = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-lin
                      "--trusted-host", "--progress-bar", "--hash"})  # fmt: skip
 
 
+def is_pinned(requirement: Requirement) -> bool:
+    """Whether ``requirement`` names one version outright: one ``==`` or ``===`` clause, no wildcard."""
+    specs = list(requirement.specifier)
+    return len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version
+
+
 @dataclass(frozen=True)
 class UserRequirement:
     """One requirement line: the text as an item (a wheel path or URL stays as given) and its origin."""
@@ -44,10 +50,7 @@ class UserRequirement:
     @property
     def pinned(self) -> bool:
         """Whether it names one version outright (``==X`` without a wildcard) or a wheel."""
-        if self.requirement is None:
-            return True
-        specs = list(self.requirement.specifier)
-        return len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version
+        return self.requirement is None or is_pinned(self.requirement)
 
 
 @dataclass(frozen=True)
