@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
 from abiprobe.analyze.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
 from abiprobe.analyze.torch_abi import TorchRelease
+from abiprobe.commands.item_specs import Accepts
 from abiprobe.commands.known_wheels import add_torch_option
 from abiprobe.commands.options import add_index_options, add_target_options, interpreter_version, target_of
 from abiprobe.errors import UsageError
@@ -64,6 +65,10 @@ EXIT_BITS: dict[str, int] = {
     "files": 64,
 }
 EXIT_UNKNOWN = 3
+CHECK_ITEMS = Accepts(
+    "check takes",
+    ("wheel", "directory", "url", "pinned", "name", "requirement", "requirements", "pylock"),
+)
 CHECK_KIND = "abiprobe-check"
 EXIT_FEATURES = 128
 _EPILOG = (
@@ -240,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("nothing to check: give wheel files, URLs, requirements, -r FILE or --installed")
     releases: tuple[TorchRelease, ...] = ()
     items = None
-    wants = user_items(args.items, args, target)
+    wants = user_items([CHECK_ITEMS.spec(t) for t in args.items], args, target, CHECK_ITEMS)
     with wants.source(args, progress=not args.json) as source:
         if not args.installed:
             from abiprobe.commands.itemset import gather

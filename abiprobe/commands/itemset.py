@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from abiprobe.commands.items import Item, ItemSource, item_of_file, resolve_item
+from abiprobe.commands.items import Item, ItemSource, OneWheel, facts_of, item_of_file
 from abiprobe.model.candidate import IndexFile
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
@@ -106,7 +106,7 @@ def _picked(items: Sequence[Item], wanted: UserWants, collector: Collector, targ
 
 
 def gather(
-    texts: Sequence[str],
+    specs: Sequence[OneWheel],
     target: Target,
     source: ItemSource,
     *,
@@ -118,7 +118,7 @@ def gather(
     their install closure within ``wanted``'s constraints."""
     # the installer's constraints and overrides, with the user's own options (pre-releases) on top
     options = source.config.filter_options(target, pre=bool(options and options.pre))
-    items = tuple(resolve_item(text, source, target) for text in texts)
+    items = tuple(facts_of(spec, source, target) for spec in specs)
     collector = _collector(source, target) if wanted is not None or not no_deps else None
     if wanted is not None and wanted.requirements:
         assert collector is not None

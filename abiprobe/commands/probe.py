@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from abiprobe.commands.item_specs import Accepts, WheelFileSpec
 from abiprobe.commands.options import add_index_options, add_target_options
 from abiprobe.errors import UsageError
 from abiprobe.model.target import driver_api_version
@@ -18,6 +19,10 @@ from abiprobe.report.jsondoc import envelope, json_text
 from abiprobe.store.primitives import write_text_atomic
 
 PROBE_KIND = "abiprobe-probe"
+# A directory cannot be installed: probe takes wheels, and what names them.
+PROBE_ITEMS = Accepts(
+    "probe takes", ("wheel", "url", "pinned", "name", "requirement", "requirements", "pylock")
+)
 
 if TYPE_CHECKING:  # what a lone probe of local wheels, printed as JSON, never needs is imported on use
     from abiprobe.model.candidate import IndexFile
@@ -219,18 +224,16 @@ def wheel_files(args: argparse.Namespace) -> tuple[list[Path], list[Path], tuple
     from abiprobe.commands.itemset import gather
     from abiprobe.commands.options import target_of, target_python
 
-    local_only = all(Path(i).is_file() and i.endswith(".whl") for i in args.items) and not args.requirement
+    specs = [PROBE_ITEMS.spec(i) for i in args.items]
+    local_only = all(isinstance(s, WheelFileSpec) for s in specs) and not args.requirement
     if local_only and (args.no_deps or args.installed):
         local = [Path(i).absolute() for i in args.items]
         return local, local, ()
-    for i in args.items:
-        if Path(i).is_dir():
-            raise UsageError(f"{i}: a directory cannot be installed; probe takes wheels")
     from abiprobe.commands.user_items import user_items
 
     target = target_of(args, python=target_python(args.python))
     into = args.wheels_dir or Path(tempfile.gettempdir()) / "abiprobe-job-wheels"
-    wants = user_items(args.items, args, target)
+    wants = user_items(specs, args, target, PROBE_ITEMS)
     with wants.source(args, progress=not args.json) as source:
         no_deps = args.no_deps or args.installed
         found = gather(

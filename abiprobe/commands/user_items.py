@@ -1,7 +1,8 @@
 """Items as users write them, for ``check`` and ``probe``: ``-r`` / ``-c`` files, ranges, bare names,
 ``pylock.toml`` files, beside wheel files, URLs and ``PROJECT==VERSION``.
 
-Exact items (a wheel, a URL, one pinned version) are looked up as before; a range or a bare name is
+What each item is comes from ``abiprobe.commands.item_specs.parse_item``, as for every command. Exact
+items (a wheel, a URL, one pinned version) are looked up as before; a range or a bare name is
 resolved for the target by the closure resolver (the lock's), with the constraints, and its pick
 becomes the item; a ``pylock.toml`` gives its packages' wheels for the target as they are locked.
 """
@@ -10,14 +11,26 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 
-from abiprobe.commands.items import ItemSource
+from abiprobe.commands.item_specs import (
+    Accepts,
+    DirectorySpec,
+    ItemSpec,
+    LockFileSpec,
+    NameSpec,
+    PinnedSpec,
+    RequirementsFileSpec,
+    RequirementSpec,
+    WheelFileSpec,
+    WheelUrlSpec,
+    is_pylock,
+)
+from abiprobe.commands.items import ItemSource, OneWheel, wheel_spec
 from abiprobe.errors import UsageError
 from abiprobe.model.target import Target
 from abiprobe.model.user_requirements import (
@@ -29,8 +42,6 @@ from abiprobe.model.user_requirements import (
 )
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.closure import UserWants
-
-_PYLOCK = re.compile(r"^pylock(\.[^.]+)?\.toml$")
 
 
 def add_requirement_options(p: argparse.ArgumentParser) -> None:
@@ -57,7 +68,7 @@ class UserItems:
     """What the command line asks for: exact item texts, requirements to resolve, constraints, and the
     index options requirements files set."""
 
-    exact: tuple[str, ...] = ()
+    exact: tuple[OneWheel, ...] = ()
     open: tuple[Requirement, ...] = ()
     constraints: tuple[Requirement, ...] = ()
     index_urls: tuple[str, ...] = ()
@@ -91,25 +102,6 @@ class UserItems:
             strategy=args.index_strategy,
             find_links=links,
         )
-
-
-def is_pylock(text: str) -> bool:
-    return bool(_PYLOCK.match(Path(text).name)) and Path(text).is_file()
-
-
-def is_requirements_file(text: str) -> bool:
-    """An item naming an existing ``.txt`` file is read as ``-r`` reads it (``check requirements.txt``,
-    and the pre-commit hook, which passes the changed files as items)."""
-    return text.endswith(".txt") and Path(text).is_file()
-
-
-def _is_exact_text(text: str) -> bool:
-    path = Path(text)
-    return (
-        (path.suffix == ".whl" and path.is_file())
-        or path.is_dir()
-        or text.startswith(("http://", "https://"))
-    )
 
 
 def _classify(req: UserRequirement) -> tuple[str | None, Requirement | None]:
@@ -151,43 +143,42 @@ def _locked_items(path: str, target: Target) -> list[str]:
     return out
 
 
-def user_items(texts: Sequence[str], args: argparse.Namespace, target: Target) -> UserItems:
-    """The command line's items, ``-r`` and ``-c`` files for ``target``."""
+def user_items(
+    specs: Sequence[ItemSpec], args: argparse.Namespace, target: Target, accepts: Accepts
+) -> UserItems:
+    """The command line's items (parsed by ``accepts``, which also judges what files and locks name),
+    ``-r`` and ``-c`` files for ``target``."""
     parsed: list[RequirementsInput] = []
     read = lambda p: Path(p).read_text(encoding="utf-8")  # noqa: E731
     for f in getattr(args, "requirement", None) or []:
         parsed.append(parse_requirements_file(f, read, os.environ))
     for f in getattr(args, "constraint", None) or []:
         parsed.append(parse_requirements_file(f, read, os.environ, constraint=True))
-    exact: list[str] = []
-    open_reqs: list[Requirement] = []
-    for text in texts:
-        if is_pylock(text):
-            exact += _locked_items(text, target)
-        elif is_requirements_file(text):
-            parsed.append(parse_requirements_file(text, read, os.environ))
-        elif _is_exact_text(text):
-            exact.append(text)
-        else:
-            try:
-                req = UserRequirement(text, "the command line", Requirement(text))
-            except InvalidRequirement:
-                raise UsageError(
-                    f"{text}: not a .whl file, a directory, a wheel URL, a pylock.toml, a requirements "
-                    "file (.txt) or a requirement"
-                ) from None
+    exact: list[OneWheel] = []
+    for spec in specs:
+        if isinstance(spec, LockFileSpec):
+            exact += [wheel_spec(t, accepts) for t in _locked_items(spec.text, target)]
+        elif isinstance(spec, RequirementsFileSpec):
+            parsed.append(parse_requirements_file(spec.text, read, os.environ))
+        elif isinstance(spec, (PinnedSpec, NameSpec, RequirementSpec)):
+            req = UserRequirement(spec.text, "the command line", spec.requirement)
             parsed.append(RequirementsInput(requirements=(req,)))
+        elif isinstance(spec, (WheelFileSpec, DirectorySpec, WheelUrlSpec)):
+            exact.append(spec)
+        else:
+            raise UsageError(accepts.refusal(spec))
+    open_reqs: list[Requirement] = []
     constraints: list[Requirement] = []
     for p in parsed:
         for req in for_target(p.requirements, target):
             item, wanted = _classify(req)
             if item is not None:
-                exact.append(item)
+                exact.append(wheel_spec(item, accepts))
             if wanted is not None:
                 open_reqs.append(wanted)
         constraints += [c.requirement for c in for_target(p.constraints, target) if c.requirement is not None]
     return UserItems(
-        exact=tuple(dict.fromkeys(exact)),
+        exact=tuple({s.text: s for s in exact}.values()),
         open=tuple(open_reqs),
         constraints=tuple(constraints),
         index_urls=tuple(u for p in parsed for u in p.index_urls),
@@ -204,7 +195,7 @@ def stack_constraints(files: Sequence[str], target: Target) -> list[str]:
     read = lambda p: Path(p).read_text(encoding="utf-8")  # noqa: E731
     out: list[str] = []
     for f in files:
-        if is_pylock(f):
+        if is_pylock(Path(f)):
             from abiprobe.installers.toml import read_toml
 
             data = read_toml(Path(f)) or {}
