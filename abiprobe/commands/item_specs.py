@@ -56,17 +56,43 @@ _PATH_SUFFIXES = (".whl", ".so", ".cubin", ".txt", ".toml")
 
 
 @dataclass(frozen=True)
-class WheelFileSpec:
+class _OnDisk:
+    """A spec of something on disk: the text as given and its path."""
+
     text: str
     path: Path
-    kind: ClassVar[ItemKind] = "wheel"
 
 
 @dataclass(frozen=True)
-class DirectorySpec:
+class _Requirement:
+    """A spec written as a requirement: the text as given and the requirement it parses to."""
+
     text: str
-    path: Path
+    requirement: Requirement
+
+
+class WheelFileSpec(_OnDisk):
+    kind: ClassVar[ItemKind] = "wheel"
+
+
+class DirectorySpec(_OnDisk):
+    """An unpacked wheel or a tree of binaries."""
+
     kind: ClassVar[ItemKind] = "directory"
+
+
+class RequirementsFileSpec(_OnDisk):
+    kind: ClassVar[ItemKind] = "requirements"
+
+
+class LockFileSpec(_OnDisk):
+    kind: ClassVar[ItemKind] = "pylock"
+
+
+class LocalFileSpec(_OnDisk):
+    """A local file that is no wheel, requirements file or lock: an ELF object, or a Python interpreter."""
+
+    kind: ClassVar[ItemKind] = "file"
 
 
 @dataclass(frozen=True)
@@ -75,54 +101,22 @@ class WheelUrlSpec:
     kind: ClassVar[ItemKind] = "url"
 
 
-@dataclass(frozen=True)
-class PinnedSpec:
+class PinnedSpec(_Requirement):
     """``PROJECT==VERSION`` (one ``==`` or ``===`` clause, no wildcard, no URL): one wheel of an index."""
 
-    text: str
-    requirement: Requirement
     kind: ClassVar[ItemKind] = "pinned"
 
 
-@dataclass(frozen=True)
-class NameSpec:
+class NameSpec(_Requirement):
     """A bare project name: the newest version to ``check`` and ``probe``; to ``inspect``, the installed."""
 
-    text: str
-    requirement: Requirement
     kind: ClassVar[ItemKind] = "name"
 
 
-@dataclass(frozen=True)
-class RequirementSpec:
+class RequirementSpec(_Requirement):
     """Any other requirement (a range, extras, markers, ``NAME @ URL``): resolved for the target."""
 
-    text: str
-    requirement: Requirement
     kind: ClassVar[ItemKind] = "requirement"
-
-
-@dataclass(frozen=True)
-class RequirementsFileSpec:
-    text: str
-    path: Path
-    kind: ClassVar[ItemKind] = "requirements"
-
-
-@dataclass(frozen=True)
-class LockFileSpec:
-    text: str
-    path: Path
-    kind: ClassVar[ItemKind] = "pylock"
-
-
-@dataclass(frozen=True)
-class LocalFileSpec:
-    """A local file that is no wheel, requirements file or lock: an ELF object, or a Python interpreter."""
-
-    text: str
-    path: Path
-    kind: ClassVar[ItemKind] = "file"
 
 
 @dataclass(frozen=True)
