@@ -102,7 +102,7 @@ def resolve_target(
     """TARGET as (kind, facts) pairs, and the item when it names a wheel (a wheel file, a directory, a
     URL or PROJECT==VERSION, resolved for ``wanted``, else for this host)."""
     from abiprobe.commands.item_specs import InstalledSpec, LocalFileSpec, NameSpec
-    from abiprobe.commands.items import facts_of, wheel_spec
+    from abiprobe.commands.items import facts_of, one_wheel
 
     spec = INSPECT_ITEMS.spec(target)
     if isinstance(spec, LocalFileSpec):
@@ -112,7 +112,7 @@ def resolve_target(
         found = facts_of(InstalledSpec(target, spec.requirement.name, interpreter), source, wanted)
         assert found.facts is not None  # installed facts are read whole
         return [("installed", found.facts)], None
-    item = facts_of(wheel_spec(target, INSPECT_ITEMS), source, wanted, tolerate_unread=False)
+    item = facts_of(one_wheel(spec, INSPECT_ITEMS), source, wanted, tolerate_unread=False)
     assert item.facts is not None  # an unread item raised
     return [(item.kind, item.facts)], item
 

@@ -23,6 +23,7 @@ from abiprobe.commands.item_specs import (
     Accepts,
     DirectorySpec,
     InstalledSpec,
+    ItemSpec,
     LocalFileSpec,
     PinnedSpec,
     WheelFileSpec,
@@ -278,12 +279,16 @@ OneWheel = WheelFileSpec | DirectorySpec | WheelUrlSpec | PinnedSpec  # a spec o
 WHEEL_ITEMS = Accepts("an item is", ("wheel", "directory", "url", "pinned"))
 
 
-def wheel_spec(text: str, accepts: Accepts = WHEEL_ITEMS) -> OneWheel:
-    """``text`` as a spec of one wheel, when ``accepts`` takes its kind (a usage error of one line if not)."""
-    spec = accepts.spec(text)
+def one_wheel(spec: ItemSpec, accepts: Accepts) -> OneWheel:
+    """``spec`` when it names one wheel to read; else ``accepts``' refusal, a usage error of one line."""
     if not isinstance(spec, (WheelFileSpec, DirectorySpec, WheelUrlSpec, PinnedSpec)):
         raise UsageError(accepts.refusal(spec))
     return spec
+
+
+def wheel_spec(text: str, accepts: Accepts = WHEEL_ITEMS) -> OneWheel:
+    """``text`` as a spec of one wheel, when ``accepts`` takes its kind (a usage error of one line if not)."""
+    return one_wheel(accepts.spec(text), accepts)
 
 
 def resolve_item(

@@ -14,7 +14,7 @@ from pathlib import Path
 from abiprobe.analyze.torch_abi import TorchRelease, releases_of
 from abiprobe.analyze.torch_diff import torch_libraries
 from abiprobe.commands.item_specs import Accepts, InstalledSpec, LocalFileSpec
-from abiprobe.commands.items import ItemSource, facts_of, wheel_spec
+from abiprobe.commands.items import ItemSource, facts_of, one_wheel
 from abiprobe.errors import UsageError
 from abiprobe.model.facts import WheelFacts, WheelSummary
 from abiprobe.model.target import Target
@@ -80,7 +80,7 @@ def torch_facts_of(text: str, source: ItemSource, target: Target | None) -> Whee
         item = facts_of(InstalledSpec(text, "torch", str(spec.path)), source, target)
     else:
         item = facts_of(
-            wheel_spec(text, TORCH_RELEASE), source, target, tolerate_unread=False, prefer_cached=True
+            one_wheel(spec, TORCH_RELEASE), source, target, tolerate_unread=False, prefer_cached=True
         )
     assert item.facts is not None  # an unread item raised
     if not torch_libraries(item.facts):

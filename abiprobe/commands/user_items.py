@@ -19,18 +19,15 @@ from packaging.requirements import Requirement
 
 from abiprobe.commands.item_specs import (
     Accepts,
-    DirectorySpec,
     ItemSpec,
     LockFileSpec,
     NameSpec,
     PinnedSpec,
     RequirementsFileSpec,
     RequirementSpec,
-    WheelFileSpec,
-    WheelUrlSpec,
     is_pylock,
 )
-from abiprobe.commands.items import ItemSource, OneWheel, wheel_spec
+from abiprobe.commands.items import ItemSource, OneWheel, one_wheel, wheel_spec
 from abiprobe.errors import UsageError
 from abiprobe.model.target import Target
 from abiprobe.model.user_requirements import (
@@ -163,10 +160,8 @@ def user_items(
         elif isinstance(spec, (PinnedSpec, NameSpec, RequirementSpec)):
             req = UserRequirement(spec.text, "the command line", spec.requirement)
             parsed.append(RequirementsInput(requirements=(req,)))
-        elif isinstance(spec, (WheelFileSpec, DirectorySpec, WheelUrlSpec)):
-            exact.append(spec)
         else:
-            raise UsageError(accepts.refusal(spec))
+            exact.append(one_wheel(spec, accepts))
     open_reqs: list[Requirement] = []
     constraints: list[Requirement] = []
     for p in parsed:
