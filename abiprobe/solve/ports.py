@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.facts import WheelFacts, WheelInfo
+
+T = TypeVar("T")
 
 
 class PageOutcome(Protocol):
@@ -77,11 +79,17 @@ class IndexReader(Protocol):
 
 
 class AnalysisStore(Protocol):
-    """Where verdicts and resolutions outlive a run: a warm re-solve simulates no loader."""
+    """Where verdicts and resolutions outlive a run (a warm re-solve simulates no loader), under the one
+    memo rule (``abiprobe.store.reads.WheelReads.memoized``): what is stored under ``key`` when ``decode``
+    takes it (None: stale), else ``compute``'s value, kept as ``encode`` gives it (None: not kept)."""
 
-    def load_analysis(self, key: str) -> list[dict[str, Any]] | None: ...
-
-    def store_analysis(self, key: str, verdicts: list[dict[str, Any]]) -> None: ...
+    def memoized(
+        self,
+        key: str | None,
+        compute: Callable[[], T],
+        encode: Callable[[T], list[dict[str, Any]] | None],
+        decode: Callable[[list[dict[str, Any]]], T | None],
+    ) -> T: ...
 
 
 # a listed wheel's facts (the cache, else a read of the wheel)
