@@ -75,6 +75,7 @@ def _collector(source: ItemSource, target: Target) -> Collector:
         metadata_for=reads.metadata,
         runtime_facts_for=reads.runtime_info,
         progress=wheel_work,
+        variant_facts_for=reads.variant_info,
     )
 
 

@@ -288,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
     from abiprobe.solve.outputs import output_files
 
     if last is not None:
-        last.remember(client.listed, result.range_read)
+        last.remember(result.listed, result.range_read)
     doc = matrix_document(result)
     if args.probe:
         doc = probe_here(args, doc, result)
