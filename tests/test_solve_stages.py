@@ -66,7 +66,8 @@ def test_each_stage_is_called_once_on_the_previous_stages_value(
         result = _solve(server.index_url, tmp_path / "cache")
     # THEN each stage ran once, in order
     assert [name for name, _, _ in calls] == list(STAGES)
-    (_, _, collected), (_, built_args, built), (_, resolve_args, resolution), explain_call, install_call = calls
+    (_, _, collected), (_, built_args, built), (_, resolve_args, resolution), *later = calls
+    explain_call, install_call = later
     # AND each was handed the value of the one before it (the same object, not something read again)
     assert built_args[0] is collected
     assert resolve_args == (built,)
