@@ -175,7 +175,7 @@ def naive_installs(
     with Http(progress=False) as http:
         client = IndexClient(config.sources, store, http, offline=True)
         wheels = WheelReads(http, store, offline=True)
-        reads = solve_reads(client, wheels, store)
+        reads = solve_reads(client, wheels)
         result = solve(
             stack, target, profile_for(target.machine, target.glibc), reads, FilterOptions(),
             window=None if args.all_versions else args.window, installs="all",

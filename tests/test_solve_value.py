@@ -31,8 +31,8 @@ def _solve(url: str, cache: Path, options: FilterOptions, installs: CellSelectio
     store = Cache(cache)
     with Http() as http:
         client = IndexClient([url], store, http)
-        wheels = WheelReads(http, store)
-        reads = solve_reads(client, wheels, store)
+        wheels = WheelReads(http, store, listed_as_before=client.listed_as_before)
+        reads = solve_reads(client, wheels)
         profile = profile_for(TARGET.machine, TARGET.glibc)
         return solve(default_stack(), TARGET, profile, reads, options, installs=installs)
 

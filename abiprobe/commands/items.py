@@ -142,8 +142,18 @@ class ItemSource:
             from abiprobe.store.published_client import published_facts
 
             published = published_facts(self.http, self.cache, disabled=False, offline=self.offline)
-            self._reads = WheelReads(self.http, self.cache, self.offline, published=published)
+            self._reads = WheelReads(
+                self.http,
+                self.cache,
+                self.offline,
+                published=published,
+                listed_as_before=self._listed_as_before,
+            )
         return self._reads
+
+    def _listed_as_before(self, file: IndexFile) -> bool:
+        """Whether the index client (once made) lists ``file`` as it did before this run."""
+        return self._client is not None and self._client.listed_as_before(file)
 
     def __enter__(self) -> ItemSource:
         return self

@@ -75,6 +75,7 @@ def _collector(source: ItemSource, target: Target) -> Collector:
         metadata_for=reads.metadata,
         runtime_facts_for=reads.runtime_info,
         progress=wheel_work,
+        variant_facts_for=reads.variant_info,
     )
 
 
@@ -127,6 +128,6 @@ def gather(
         return ItemSet(items)
     assert collector is not None
     roots = [root_of(i.file, i.info) for i in items]
-    closure = install_closure(roots, collector, target, options, memo=source.cache, wanted=wanted)
+    closure = install_closure(roots, collector, target, options, memo=source.reads, wanted=wanted)
     trouble = tuple(dict.fromkeys(o.index for o in collector.outcomes if o.status == "failed"))
     return ItemSet(items, closure.added, closure.error, closure.impossible, trouble)

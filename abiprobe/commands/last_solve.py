@@ -20,10 +20,10 @@ from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexSource
 from abiprobe.model.candidate import IndexFile
 from abiprobe.model.hosts import concrete, neutral
-from abiprobe.net.http import Http, display_url
-from abiprobe.net.remote_wheel import served_directory
+from abiprobe.net.http import display_url
 from abiprobe.solve.stack import Stack
 from abiprobe.store.cache import Cache
+from abiprobe.store.trust import ServedDirectories
 
 
 def listed_projects_key(sources: Sequence[IndexSource], stack: Stack) -> str:
@@ -69,22 +69,22 @@ class LastSolve:
         listed_doc, range_doc = (tuple(cache.load_analysis(k) or ()) for k in (key, _range_key(key)))
         return cls(cache, key, (*stack.project_names(), *_listed(listed_doc)), listed_doc, range_doc)
 
-    def revalidate(self, client: IndexClient, http: Http) -> Future[None]:
+    def revalidate(self, client: IndexClient, directories: ServedDirectories) -> Future[None]:
         """Stale pages (conditionally), all asked at once now (a listing waits for its own page's
         answer); then, once they have answered, the directories (one tail each, at once) of the
         range-read wheels the index now lists otherwise than before (none when every page is
-        unchanged), remembered by ``http`` for the rest of the run. A wheel whose page is not stored is
-        left to its listing (``abiprobe.net.remote_wheel.trusted``). The future is done when all is."""
+        unchanged), remembered by ``directories`` for the rest of the run. A wheel whose page is not
+        stored is left to its listing (``abiprobe.store.trust``). The future is done when all is."""
         client.revalidate(self.projects, wait=False)
         after = ThreadPoolExecutor(1)
-        done = after.submit(self._directories, client, http)
+        done = after.submit(self._directories, client, directories)
         after.shutdown(wait=False)
         return done
 
-    def _directories(self, client: IndexClient, http: Http) -> None:
+    def _directories(self, client: IndexClient, directories: ServedDirectories) -> None:
         todo = [f for f in _range_read(self.range_doc) if client.listing_as_before(f, unlisted=True) is False]
-        with ThreadPoolExecutor(max(1, min(len(todo), http.max_workers))) as pool:
-            tails = [pool.submit(served_directory, http, f, self.cache) for f in todo]
+        with ThreadPoolExecutor(max(1, min(len(todo), directories.http.max_workers))) as pool:
+            tails = [pool.submit(directories.served, f) for f in todo]
             for tail in tails:
                 with contextlib.suppress(AbiprobeError):  # a failure is met again, and said, where it counts
                     tail.result()

@@ -6,7 +6,6 @@ Exit codes: 0 a set was found, 1 none, 2 usage, 3 index trouble made the answer 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -27,6 +26,7 @@ from abiprobe.solve.ports import Progress, SolveReads, no_progress
 from abiprobe.solve.stack import Stack, default_stack, load_stack_file
 from abiprobe.store.cache import Cache, default_cache_root
 from abiprobe.store.primitives import write_text_atomic
+from abiprobe.store.trust import ServedDirectories
 
 if TYPE_CHECKING:  # the pipeline and the reports are imported while the indexes answer (see run)
     from abiprobe.solve.result import SolveResult
@@ -206,15 +206,13 @@ def index_config(
     )
 
 
-def solve_reads(
-    client: IndexClient, wheels: WheelReads, cache: Cache, progress: Progress = no_progress
-) -> SolveReads:
+def solve_reads(client: IndexClient, wheels: WheelReads, progress: Progress = no_progress) -> SolveReads:
     """Every port a solve reads through, wired as this command wires them (a benchmark or a test that
     solves in process gets the same solve: a port left out changes what is read, and so the matrix)."""
     return SolveReads(
         client,
         wheels.info,
-        store=cache,
+        store=wheels,
         metadata_for=wheels.metadata,
         runtime_facts_for=wheels.runtime_info,
         index_urls={s.label: display_url(s.url) for s in client.sources},
@@ -253,19 +251,25 @@ def run(args: argparse.Namespace) -> int:
         # the pages the last solve of this stack on these indexes listed, asked about all at once (the
         # solve goes on meanwhile: a listing waits for its page), then the zip directories of the wheels
         # it had range-read facts of that the index now lists otherwise
+        directories = ServedDirectories(http, cache)
         last = None if args.offline else LastSolve.recall(cache, config.sources, stack)
-        asked = last.revalidate(client, http) if last is not None else None
+        asked = last.revalidate(client, directories) if last is not None else None
         try:
             from abiprobe.solve.pipeline import solve
-            from abiprobe.store.published_client import WithPublishedVerdicts, published_facts
+            from abiprobe.store.published_client import published_facts
             from abiprobe.store.reads import WheelReads
             from abiprobe.ui.progress import wheel_work
 
             published = published_facts(http, cache, disabled=args.no_published_facts, offline=args.offline)
-            wheels = WheelReads(http, cache, offline=args.offline, published=published)
-            reads = solve_reads(client, wheels, cache, wheel_work)
-            if published is not None:
-                reads = dataclasses.replace(reads, store=WithPublishedVerdicts(cache, published))
+            wheels = WheelReads(
+                http,
+                cache,
+                offline=args.offline,
+                published=published,
+                listed_as_before=client.listed_as_before,
+                directories=directories,
+            )
+            reads = solve_reads(client, wheels, wheel_work)
             result = solve(
                 stack,
                 target,
@@ -284,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
     from abiprobe.solve.outputs import output_files
 
     if last is not None:
-        last.remember(client.listed, result.range_read)
+        last.remember(result.listed, result.range_read)
     doc = matrix_document(result)
     if args.probe:
         doc = probe_here(args, doc, result)

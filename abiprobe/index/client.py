@@ -92,7 +92,6 @@ class IndexClient:
         self._as_before: dict[tuple[str, str], bool] = {}
         self._records: dict[str, PageRecord | None] = {}  # page records read, by URL
         self.listed: set[str] = set()  # every project list_project was asked for
-        http.listed_as_before = self.listed_as_before
 
     def without(self, labels: Iterable[str]) -> IndexClient:
         """This client without the indexes labelled ``labels``, sharing what it listed and revalidated."""

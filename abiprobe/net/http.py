@@ -29,8 +29,6 @@ from abiprobe.ui.progress import DISPLAY
 if TYPE_CHECKING:  # httpx is imported when the first request is made: a run answered from the cache never
     import httpx  # pays for it
 
-    from abiprobe.model.candidate import IndexFile
-
 T = TypeVar("T")
 U = TypeVar("U")
 
@@ -115,9 +113,6 @@ class Http:
         self._bytes = 0
         self._lock = threading.Lock()
         self._progress = progress
-        # set by the index client reading pages through this one: does the index list a file (same URL,
-        # same sha256) as it did before this run? (abiprobe.net.remote_wheel.listed_unchanged)
-        self.listed_as_before: Callable[[IndexFile], bool] | None = None
         # set for a run whose every wheel read must be checked against its sha256 (read whole), as the
         # facts ``abiprobe cache publish`` publishes must be: range-read facts then answer for nothing
         self.verify_wheels = False

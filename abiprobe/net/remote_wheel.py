@@ -7,8 +7,7 @@ that ignores ranges gets one full, sha256-checked download, and the host is reme
 Facts are stored under a sha256 only when it was verified: where the members to read are most of the
 file (or the file is small) the whole file is streamed in one range, hashed as the members inflate.
 Otherwise the facts are *unverified*: kept with the sha256 of the central directory they were read
-through, and trusted (``trusted``) while the index lists the file as it did before this run (its page
-revalidated unchanged: same URL, same sha256), else only while the server still serves that directory.
+through; when they may answer again is ``abiprobe.store.trust``'s rule.
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
-import threading
-import weakref
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -37,8 +34,7 @@ from abiprobe.errors import ElfFormatError, FetchError, HashMismatchError, Wheel
 from abiprobe.net.http import Http, RetryableError, display_url
 
 if TYPE_CHECKING:
-    from abiprobe.model.candidate import IndexFile
-    from abiprobe.model.facts import ElfFacts, WheelFacts, WheelSummary
+    from abiprobe.model.facts import ElfFacts, WheelFacts
     from abiprobe.store.cache import Cache
 
 TAIL_SIZE = 64 * 1024
@@ -244,7 +240,6 @@ class RemoteZip:
         offset = location.start - start
         self._directory = parse_central_directory(body[offset : offset + location.size], location)
         self.directory_sha256 = hashlib.sha256(body[offset:]).hexdigest()
-        _remember_directory(self.http, self.url, self.directory_sha256)
 
     def open_full(self) -> None:
         """Download the whole file (hash-checked) instead of reading ranges."""
@@ -548,54 +543,3 @@ def _hashed(chunks: Iterator[bytes], digest: Any) -> Iterator[bytes]:
     for chunk in chunks:
         digest.update(chunk)
         yield chunk
-
-
-_DIRECTORIES: weakref.WeakKeyDictionary[Http, dict[str, str]] = weakref.WeakKeyDictionary()
-_DIRECTORIES_LOCK = threading.Lock()
-_ASKING: weakref.WeakKeyDictionary[Http, dict[str, threading.Lock]] = weakref.WeakKeyDictionary()
-
-
-def _remember_directory(http: Http, url: str, digest: str) -> None:
-    with _DIRECTORIES_LOCK:
-        _DIRECTORIES.setdefault(http, {})[display_url(url)] = digest
-
-
-def listed_unchanged(http: Http, file: IndexFile) -> bool:
-    """Whether the index lists ``file`` (same URL, same sha256) as it did before this run, so that its
-    page's bytes stand for the file's as they did then: the index client reading pages through ``http``
-    says (``Http.listed_as_before``); False when there is none."""
-    judge = http.listed_as_before
-    return judge is not None and judge(file)
-
-
-def served_directory(http: Http, file: IndexFile, cache: Cache | None = None) -> str | None:
-    """The sha256 of the central directory the server serves for ``file`` now: one tail request, once per
-    client; None for a host that ignores ranges (the file was downloaded whole instead)."""
-    shown = display_url(file.url)
-    with _DIRECTORIES_LOCK:
-        asking = _ASKING.setdefault(http, {}).setdefault(shown, threading.Lock())
-    with asking:  # one tail however many ask at once (a solve's check, and the revalidation's beside it)
-        with _DIRECTORIES_LOCK:
-            known = _DIRECTORIES.get(http, {}).get(shown)
-        if known is not None:
-            return known
-        with RemoteZip(http, file.url, file.sha256, file.size, cache) as remote:
-            remote.open()
-            return remote.directory_sha256
-
-
-def trusted(
-    entry: WheelFacts | WheelSummary, http: Http, file: IndexFile, cache: Cache | None, *, offline: bool
-) -> bool:
-    """Whether stored facts may answer for ``file``: verified ones always; range-read ones (offline: as
-    stored) without a request while the index lists the file as it did before this run (same URL, same
-    sha256: ``listed_unchanged``), else while the server serves the very central directory they were
-    read through (one 64 KiB tail request)."""
-    if entry.verified or offline:
-        return True
-    if http.verify_wheels:
-        return False
-    recorded = entry.directory_sha256
-    if recorded is None:
-        return False
-    return listed_unchanged(http, file) or recorded == served_directory(http, file, cache)

@@ -268,27 +268,38 @@ def resolve_closure(
     answer is reused while every page it looked at is still the same page: a warm solve then parses
     no dependency's listing."""
     scoped = f"{scope}+roots" if roots_win else scope
-    key = _memo_key(roots, target, options, scoped, wanted) if memo is not None else None
     identity = getattr(listing, "identity", None)
-    if key is not None and memo is not None and identity is not None:
-        for entry in memo.load_analysis(key) or []:
+    recording = _Recording(listing)
+
+    def compute() -> list[Pin]:
+        return _resolve(roots, recording, target, options, follow, roots_win, wanted or UserWants())
+
+    if memo is None or identity is None:
+        return compute()
+
+    def still_same(doc: list[dict[str, Any]]) -> list[Pin] | None:
+        """The pins stored, while every page they were resolved over is still the same page."""
+        for entry in doc:
             pages = entry.get("pages")
             if isinstance(pages, dict) and all(identity(p) == tuple(ids) for p, ids in pages.items()):
                 try:
                     return [_pin_from_json(d) for d in entry.get("pins", [])]
                 except (KeyError, TypeError, ValueError, InvalidVersion):
-                    break
-    recording = _Recording(listing)
-    pins = _resolve(roots, recording, target, options, follow, roots_win, wanted or UserWants())
-    if key is not None and memo is not None and identity is not None:
+                    return None
+        return None
+
+    def with_pages(pins: list[Pin]) -> list[dict[str, Any]] | None:
         seen = {p: identity(p) for p in sorted(recording.projects)}
-        if all(ids is not None for ids in seen.values()):
-            entry = {
+        if any(ids is None for ids in seen.values()):
+            return None  # a page it would ask the index for: nothing to tell the answer is still good by
+        return [
+            {
                 "pages": {p: list(ids or ()) for p, ids in seen.items()},
                 "pins": [_pin_to_json(p) for p in pins],
             }
-            memo.store_analysis(key, [entry])
-    return pins
+        ]
+
+    return memo.memoized(_memo_key(roots, target, options, scoped, wanted), compute, with_pages, still_same)
 
 
 def _resolve(

@@ -40,7 +40,6 @@ from abiprobe.solve.ports import (
     Progress,
     RuntimeFactsFor,
     VariantFactsFor,
-    no_progress,
 )
 from abiprobe.solve.stack import Stack
 from abiprobe.solve.unread import UnreadWheel
@@ -57,10 +56,10 @@ class Collector:
     index: IndexReader
     facts_for: FactsFor
     target: Target
-    metadata_for: MetadataFor | None = None  # METADATA where no PEP 658 file is offered
-    runtime_facts_for: RuntimeFactsFor | None = None  # partial reads of runtime wheels; else facts_for
-    progress: Progress = no_progress
-    variant_facts_for: VariantFactsFor | None = None  # stored facts, else its smallest library only
+    metadata_for: MetadataFor  # METADATA where no PEP 658 file is offered
+    runtime_facts_for: RuntimeFactsFor  # partial reads of runtime wheels
+    progress: Progress
+    variant_facts_for: VariantFactsFor  # stored facts, else its smallest library only
     outcomes: list[PageOutcome] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     unread_wheels: list[UnreadWheel] = field(default_factory=list)  # the problems that are unread wheels
@@ -112,13 +111,7 @@ class Collector:
         """Core metadata: the index's PEP 658 file, else the METADATA read from the wheel itself."""
         if file.has_metadata:
             return self.index.fetch_metadata(file)
-        if self.metadata_for is not None:
-            return self.metadata_for(file)
-        got = self.facts_for(file)
-        meta = (got.summary if isinstance(got, WheelInfo) else got.summary()).metadata
-        lines = ["Metadata-Version: 2.1", f"Name: {meta.name}", f"Version: {meta.version}"]
-        lines += [f"Requires-Dist: {r}" for r in meta.requires_dist]
-        return ("\n".join(lines) + "\n").encode()
+        return self.metadata_for(file)
 
     def declared_variant(self, sc: StackCandidate) -> CudaVariant:
         """The CUDA variant ``sc``'s local label and, where the index serves it (PEP 658), its metadata
@@ -146,7 +139,7 @@ class Collector:
     def _probed_variant(self, sc: StackCandidate, said: CudaVariant) -> CudaVariant:
         key = _file_key(sc)
         info = self._facts.get(key)
-        if info is None and self.variant_facts_for is not None and not sc.candidate.file.duplicate:
+        if info is None and not sc.candidate.file.duplicate:
             try:
                 info = self.variant_facts_for(sc.candidate.file)
             except AbiprobeError:  # left to the read of the whole wheel, which says what went wrong
@@ -188,14 +181,6 @@ class Collector:
         """Why ``sc``'s bytes could not be read (None: read, or never asked for)."""
         return self._errors.get(_file_key(sc))
 
-    def unread(self, group: Group) -> list[tuple[str, str]]:
-        """(label, reason) of each wheel of ``group`` whose facts are missing."""
-        out = []
-        for w in group.wheels:
-            if w.info is None:
-                out.append((w.label(), self.unread_reason(w) or "no facts were read"))
-        return out
-
     def prefetch(self, scs: Sequence[StackCandidate], read: Callable[[str], bool] | None = None) -> None:
         """Facts of several wheels read concurrently (runtime wheels with ``read``); later calls of
         :meth:`facts` / :meth:`runtime_info` find them remembered. Problems are recorded as usual."""
@@ -227,8 +212,6 @@ class Collector:
 
     def runtime_info(self, sc: StackCandidate, read: Callable[[str], bool]) -> WheelInfo | None:
         """A runtime wheel's facts with every binary ``read`` accepts read (others may stay unread)."""
-        if self.runtime_facts_for is None:
-            return self.facts(sc)
         key = _file_key(sc)
         if not self._runtime_lacks(sc, read):
             return self._runtime[key]
@@ -238,6 +221,18 @@ class Collector:
             self._failed(sc, exc)
             self._runtime[key] = None
         return self._runtime[key]
+
+    def ledger(self) -> ReadLedger:
+        """What the reads met so far, as a value: a later stage is handed this, not the reader."""
+        return ReadLedger(
+            outcomes=tuple(self.outcomes),
+            asked=dict(self.asked),
+            problems=tuple(dict.fromkeys(self.problems)),
+            unread_wheels=tuple(dict.fromkeys(self.unread_wheels)),
+            unreadable_twins=dict(self.unreadable_twins),
+            range_read=tuple(self.unverified_files()),
+            listed=tuple(sorted(self._listings)),
+        )
 
     def stack_needed(self) -> set[str]:
         """Every soname a stack candidate fetched so far needs."""
@@ -250,9 +245,36 @@ def _file_key(sc: StackCandidate) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
+class ReadLedger:
+    """What a solve's reads met up to one moment: each index's answers (all, and by project), the
+    problems, the wheels that could not be read (and the twins whose bytes match no listing), the files
+    whose facts came from range reads, and every project listed."""
+
+    outcomes: tuple[PageOutcome, ...]
+    asked: Mapping[str, tuple[PageOutcome, ...]]
+    problems: tuple[str, ...]
+    unread_wheels: tuple[UnreadWheel, ...]
+    unreadable_twins: Mapping[tuple[str, str], str]
+    range_read: tuple[IndexFile, ...]
+    listed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Collected:
+    """The first stage's value: each role's groups, the candidates left out and why, and why each
+    wheel of the groups that could not be read could not (by listed file)."""
+
     groups: Mapping[str, tuple[Group, ...]]
     excluded: tuple[Exclusion, ...]
+    unread_reasons: Mapping[tuple[str, str], str] = field(default_factory=dict)
+
+    def unread(self, group: Group) -> list[tuple[str, str]]:
+        """(label, reason) of each wheel of ``group`` whose facts are missing."""
+        return [
+            (w.label(), self.unread_reasons.get(_file_key(w)) or "no facts were read")
+            for w in group.wheels
+            if w.info is None
+        ]
 
 
 def collect(stack: Stack, collector: Collector, options: FilterOptions, window: int | None) -> Collected:
@@ -320,7 +342,7 @@ def collect(stack: Stack, collector: Collector, options: FilterOptions, window: 
                 continue
             keep.append(g)
         final[role] = tuple(keep)
-    return Collected(final, tuple(excluded))
+    return Collected(final, tuple(excluded), dict(collector._errors))
 
 
 def _first_fitting(

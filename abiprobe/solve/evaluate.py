@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -103,16 +104,19 @@ class StaticEvaluator:
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
     def _remembered(self, key: str | None, compute: Callable[[], list[Verdict]]) -> list[Verdict]:
-        hit = self.store.load_analysis(key) if self.store is not None and key is not None else None
-        if hit is not None:
+        """The verdicts stored under ``key``, else computed (and stored), each counted."""
+
+        def run() -> list[Verdict]:
+            self.analyses_run += 1
+            return compute()
+
+        def stored(doc: list[dict[str, Any]]) -> list[Verdict]:
             self.analyses_stored += 1
-            return [Verdict.from_json(v) for v in hit]
-        self.analyses_run += 1
-        verdicts = compute()
-        if self.store is None or key is None:
-            return verdicts
-        self.store.store_analysis(key, [v.to_json(rendered=False) for v in verdicts])
-        return verdicts
+            return [Verdict.from_json(v) for v in doc]
+
+        if self.store is None:
+            return run()
+        return self.store.memoized(key, run, lambda vs: [v.to_json(rendered=False) for v in vs], stored)
 
     def _base_set(self, base: Group) -> list[WheelFacts]:
         own = [f for w in base.wheels if (f := w.load_facts()) is not None]

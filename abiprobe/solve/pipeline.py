@@ -1,24 +1,27 @@
 """One solve, as stages each called once on the previous one's value:
 
 1. ``collect`` (:mod:`abiprobe.solve.collect`): each role's candidates listed, the facts of the newest few
-   read, the groups built -> ``Collected``;
+   read, the groups built -> ``Collected`` (with why each unread wheel of them could not be read);
 2. ``build_matrix``: the groups' pairwise analyses on the target, with the runtime wheels their base pins
    (:mod:`abiprobe.solve.runtime_wheels`) -> ``Built``;
 3. ``resolve_matrix``: the newest passing set over the matrix's verdicts -> ``Resolution``;
 4. ``explain``: near misses, the set that loads if pins were overridden, index statuses, empty roles,
-   twins -> ``Explained``;
-5. the whole install of the chosen set and of the cells selected for probe jobs -> ``SetInstall`` each.
+   twins, and the matrix with its counts -> ``Explained`` (from the reads' ``ReadLedger`` so far);
+5. ``whole_installs``: the whole install of the chosen set and of the cells selected for probe jobs ->
+   ``SetInstall`` each.
 
-Everything it reads comes in through the ports of :mod:`abiprobe.solve.ports` (``SolveReads``: the
-index, the facts readers, the verdict store, progress), wired in by ``abiprobe.commands``; tests drive it
-with a local index server and the bench counts bytes. It returns one value (``SolveResult``): nothing
+Everything it reads comes in through the ports of :mod:`abiprobe.solve.ports` (``SolveReads``, every port
+required: the index, the facts readers, the verdict store, progress), wired in by ``abiprobe.commands``;
+tests drive it with a local index server and the bench counts bytes. The reader (``Collector``) lists and
+reads for the stages that need to (the runtime wheels and the closures read on demand); what the later
+stages are told of the reads is a value (``ReadLedger``). It returns one value (``SolveResult``): nothing
 it read through stays live after it returns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
@@ -28,7 +31,7 @@ from abiprobe.model.target import Target
 from abiprobe.model.verdict import STATUS_ORDER
 from abiprobe.solve.candidates import Exclusion, FilterOptions, StackCandidate, public_version
 from abiprobe.solve.closure import complete_install
-from abiprobe.solve.collect import Collected, Collector, collect
+from abiprobe.solve.collect import Collected, Collector, ReadLedger, collect
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, Matrix, MatrixBuilder
 from abiprobe.solve.override import OverrideSet, override_set
@@ -106,14 +109,17 @@ def near_misses(
 
 
 def empty_roles(
-    stack: Stack, groups: Mapping[str, Sequence[Group]], collector: Collector, labels: Mapping[str, str]
+    stack: Stack,
+    groups: Mapping[str, Sequence[Group]],
+    answers: Mapping[str, Sequence[PageOutcome]],
+    labels: Mapping[str, str],
 ) -> tuple[EmptyRole, ...]:
     """Every role without a single candidate, with the indexes asked for its names (each by its URL)."""
     out = []
     for m in stack.members:
         if groups.get(m.role):
             continue
-        outcomes = [o for n in m.names for o in collector.asked.get(str(n), ())]
+        outcomes = [o for n in m.names for o in answers.get(str(n), ())]
         asked = tuple(dict.fromkeys(labels.get(o.index, o.index) for o in outcomes))
         out.append(EmptyRole(m.role, tuple(map(str, m.names)), asked, sum(o.candidates for o in outcomes)))
     return tuple(out)
@@ -132,16 +138,20 @@ def install_sets(matrix: Matrix, chosen: Sequence[str] | None, cells: CellSelect
     return list(dict.fromkeys(out))
 
 
-def _installs(
-    matrix: Matrix,
-    sets: Sequence[tuple[str, ...]],
-    collector: Collector,
+def whole_installs(
+    built: Built,
+    resolution: Resolution,
+    cells: CellSelection,
+    reader: Collector,
     runtime: RuntimeWheels | None,
     options: FilterOptions,
-    store: AnalysisStore | None,
+    store: AnalysisStore,
 ) -> dict[tuple[str, ...], SetInstall]:
-    """Each set's stack wheels, the runtime wheels its base pins, and the rest of its install (without
-    ``runtime``: the stack wheels alone)."""
+    """The whole install of each set ``install_sets`` selects: its stack wheels, the runtime wheels its
+    base pins, and the rest of its install (without ``runtime``: the stack wheels alone)."""
+    matrix = built.matrix
+    chosen = None if resolution.chosen is None else [resolution.chosen[r] for r in matrix.stack.roles]
+    sets = install_sets(matrix, chosen, cells)
     roles = {g.id: g for gs in matrix.groups.values() for g in gs}
     completed: dict[tuple[str, ...], tuple[list[StackCandidate], str | None]] = {}
     out: dict[tuple[str, ...], SetInstall] = {}
@@ -156,7 +166,7 @@ def _installs(
         roots = [*stack_wheels, *pinned]
         key = tuple(sorted(w.filename for w in roots))
         if key not in completed:
-            completed[key] = complete_install(roots, collector, matrix.target, options, memo=store)
+            completed[key] = complete_install(roots, reader, matrix.target, options, memo=store)
         rest, problem = completed[key]
         have = names | {w.filename for w in pinned}
         note = f"incomplete: {problem}" if problem else ""
@@ -185,6 +195,7 @@ class Explained:
     problems: tuple[str, ...]
     empty_roles: tuple[EmptyRole, ...]
     twins: tuple[TwinFile, ...]
+    matrix: Matrix  # the built matrix with its counts, every verdict the explaining asked for in
 
 
 def build_matrix(
@@ -192,9 +203,8 @@ def build_matrix(
     stack: Stack,
     target: Target,
     profile: Profile,
-    collector: Collector,
     runtime: RuntimeWheels | None,
-    store: AnalysisStore | None,
+    store: AnalysisStore,
 ) -> Built:
     """The groups' pairwise analyses on the target (with ``runtime``, the runtime wheels their base pins
     loaded beside them), as the matrix."""
@@ -208,7 +218,7 @@ def build_matrix(
             store=store,
             runtime_keys=runtime.summaries,
             torch_candidates=torch_rows,
-            unread=collector.unread,
+            unread=collected.unread,
             runtime_unread=runtime.unread,
             rules=rules,
         )
@@ -219,7 +229,7 @@ def build_matrix(
             lambda _g: (),
             store=store,
             torch_candidates=torch_rows,
-            unread=collector.unread,
+            unread=collected.unread,
             rules=rules,
         )
     builder = MatrixBuilder(stack, target, evaluator)
@@ -237,22 +247,28 @@ def explain(
     built: Built,
     resolution: Resolution,
     collected: Collected,
-    collector: Collector,
+    ledger: ReadLedger,
     labels: Mapping[str, str],
 ) -> Explained:
     """Why each newer candidate lost, the set that loads if declared pins were overridden, and what the
-    indexes answered for the matrix (the rest of an install is said in its lock's note)."""
+    indexes answered for the matrix (``ledger``: the reads up to now; the rest of an install is said in
+    its lock's note). The matrix's counts are taken once its verdicts are all in."""
     matrix, builder = built.matrix, built.builder
     misses = near_misses(matrix, builder, resolution.chosen, collected.excluded)
-    matrix.stats.analyses_run = built.evaluator.analyses_run
-    matrix.stats.analyses_stored = built.evaluator.analyses_stored
+    override = override_set(matrix, builder, resolution)
+    stats = replace(
+        builder.stats,
+        analyses_run=built.evaluator.analyses_run,
+        analyses_stored=built.evaluator.analyses_stored,
+    )
     return Explained(
         near_misses=misses,
-        override=override_set(matrix, builder, resolution),
-        indexes=index_statuses(collector.outcomes, labels),
-        problems=tuple(dict.fromkeys(collector.problems)),
-        empty_roles=empty_roles(matrix.stack, collected.groups, collector, labels),
-        twins=twin_report(matrix, resolution.chosen, collector.unreadable_twins),
+        override=override,
+        indexes=index_statuses(ledger.outcomes, labels),
+        problems=ledger.problems,
+        empty_roles=empty_roles(matrix.stack, collected.groups, ledger.asked, labels),
+        twins=twin_report(matrix, resolution.chosen, ledger.unreadable_twins),
+        matrix=replace(matrix, stats=stats),
     )
 
 
@@ -270,34 +286,34 @@ def solve(
     """The stages in order, each called once on the previous one's value: list candidates and read their
     facts into groups, build the matrix from pairwise analyses, resolve, explain what lost, and resolve the
     whole install of the chosen set (and of the cells ``installs`` selects for probe jobs)."""
-    collector = Collector(
+    reader = Collector(
         reads.index,
         reads.facts_for,
         target,
         reads.metadata_for,
         reads.runtime_facts_for,
         reads.progress,
-        variant_facts_for=reads.variant_facts_for,
+        reads.variant_facts_for,
     )
-    runtime_wheels = RuntimeWheels(collector, options, reads.store) if runtime else None
-    collected = collect(stack, collector, options, window)
-    built = build_matrix(collected, stack, target, profile, collector, runtime_wheels, reads.store)
+    runtime_wheels = RuntimeWheels(reader, options, reads.store) if runtime else None
+    collected = collect(stack, reader, options, window)
+    built = build_matrix(collected, stack, target, profile, runtime_wheels, reads.store)
     resolution = resolve_matrix(built)
-    explained = explain(built, resolution, collected, collector, reads.index_urls)
-    chosen = None if resolution.chosen is None else [resolution.chosen[r] for r in stack.roles]
-    sets = install_sets(built.matrix, chosen, installs)
-    whole = _installs(built.matrix, sets, collector, runtime_wheels, options, reads.store)
+    explained = explain(built, resolution, collected, reader.ledger(), reads.index_urls)
+    whole = whole_installs(built, resolution, installs, reader, runtime_wheels, options, reads.store)
+    read = reader.ledger()
     return SolveResult(
-        matrix=built.matrix,
+        matrix=explained.matrix,
         resolution=resolution,
         indexes=explained.indexes,
         excluded=collected.excluded,
         near_misses=explained.near_misses,
         problems=explained.problems,
-        unread=tuple(dict.fromkeys(collector.unread_wheels)),
+        unread=read.unread_wheels,
         override=explained.override,
         empty_roles=explained.empty_roles,
         twins=explained.twins,
         installs=whole,
-        range_read=tuple(collector.unverified_files()),
+        range_read=read.range_read,
+        listed=read.listed,
     )

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.facts import WheelFacts, WheelInfo
+
+T = TypeVar("T")
 
 
 class PageOutcome(Protocol):
@@ -77,11 +79,17 @@ class IndexReader(Protocol):
 
 
 class AnalysisStore(Protocol):
-    """Where verdicts and resolutions outlive a run: a warm re-solve simulates no loader."""
+    """Where verdicts and resolutions outlive a run (a warm re-solve simulates no loader), under the one
+    memo rule (``abiprobe.store.reads.WheelReads.memoized``): what is stored under ``key`` when ``decode``
+    takes it (None: stale), else ``compute``'s value, kept as ``encode`` gives it (None: not kept)."""
 
-    def load_analysis(self, key: str) -> list[dict[str, Any]] | None: ...
-
-    def store_analysis(self, key: str, verdicts: list[dict[str, Any]]) -> None: ...
+    def memoized(
+        self,
+        key: str | None,
+        compute: Callable[[], T],
+        encode: Callable[[T], list[dict[str, Any]] | None],
+        decode: Callable[[list[dict[str, Any]]], T | None],
+    ) -> T: ...
 
 
 # a listed wheel's facts (the cache, else a read of the wheel)
@@ -122,16 +130,17 @@ def no_progress(total: int) -> Iterator[WorkProgress]:
 
 @dataclass(frozen=True)
 class SolveReads:
-    """Everything a solve reads, each through its port: the indexes, the wheels' facts (and a runtime
-    wheel's partial facts, and METADATA where no PEP 658 file is offered), where verdicts are stored,
-    how each index is shown (label -> URL) and where reading progress goes."""
+    """Everything a solve reads, each through its port, none optional (a port left out would change what
+    is read, and so the matrix): the indexes, the wheels' facts (a runtime wheel's partial facts, the
+    cheap facts that may rule out a CUDA variant, and METADATA where no PEP 658 file is offered), where
+    verdicts and closures are kept, how each index is shown (label -> URL) and where reading progress goes."""
 
     index: IndexReader
     facts_for: FactsFor
-    store: AnalysisStore | None = None
-    metadata_for: MetadataFor | None = None
-    runtime_facts_for: RuntimeFactsFor | None = None
-    index_urls: Mapping[str, str] = field(default_factory=dict)
-    progress: Progress = no_progress
+    store: AnalysisStore
+    metadata_for: MetadataFor
+    runtime_facts_for: RuntimeFactsFor
+    index_urls: Mapping[str, str]
+    progress: Progress
     # a wheel's stored facts, else its smallest library read alone (a CUDA major it rules out, cheaply)
-    variant_facts_for: VariantFactsFor | None = None
+    variant_facts_for: VariantFactsFor

@@ -131,6 +131,7 @@ class SolveResult:
     installs: Mapping[tuple[str, ...], SetInstall] = field(default_factory=dict)
     # the listed files whose facts came from range reads (the next solve asks whether they still hold)
     range_read: tuple[IndexFile, ...] = ()
+    listed: tuple[str, ...] = ()  # every project the solve listed (the next solve asks about their pages)
 
     # derived once, when the value is made
     chosen_ids: tuple[str, ...] | None = field(init=False, compare=False)  # the chosen set's ids, stack order

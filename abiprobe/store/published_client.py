@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from abiprobe import log
@@ -238,21 +237,6 @@ class PublishedFacts:
                 return None
             self.cache.store_analysis(key, verdicts)
             return verdicts
-
-
-@dataclass(frozen=True)
-class WithPublishedVerdicts:
-    """The cache as a solve's verdict store, a verdict it lacks fetched from published facts first."""
-
-    cache: Cache
-    published: PublishedFacts
-
-    def load_analysis(self, key: str) -> list[dict[str, Any]] | None:
-        hit = self.cache.load_analysis(key)
-        return hit if hit is not None else self.published.fetch_analysis(key)
-
-    def store_analysis(self, key: str, verdicts: list[dict[str, Any]]) -> None:
-        self.cache.store_analysis(key, verdicts)
 
 
 def published_facts(

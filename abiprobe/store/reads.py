@@ -10,8 +10,9 @@ What may answer:
 
 - Facts stored under a sha256 were checked against it (the file hashed whole): they always answer.
 - Facts range-read from a file that was not hashed whole are *unverified*: kept with the sha256 of the
-  central directory they were read through, they answer while the server still serves that directory (one
-  tail request per file and run, ``abiprobe.net.remote_wheel.trusted``), and offline as stored.
+  central directory they were read through, they answer while the index lists the file as before this run
+  or the server still serves that directory (one tail request per file and run), and offline as stored:
+  ``abiprobe.store.trust``, under the run's ``Freshness``.
 - A wheel listed without a sha256 is hashed whole when its facts are read (a lock needs its true sha256,
   and facts are stored under a checked one only); the entry its URL keeps (its METADATA and the central
   directory) then names that sha256, so the next read finds the facts. That binding of URL to bytes
@@ -23,9 +24,10 @@ What may answer:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from abiprobe.binary.objects import looks_like_binary_member
 from abiprobe.binary.wheel_members import dist_info_dir, installed_path
@@ -34,9 +36,10 @@ from abiprobe.host.wheel import select_members
 from abiprobe.model.candidate import IndexFile
 from abiprobe.model.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.net.http import Http
-from abiprobe.net.remote_wheel import RemoteZip, listed_unchanged, served_directory, trusted
+from abiprobe.net.remote_wheel import RemoteZip
 from abiprobe.store.cache import Cache, MetadataEntry
 from abiprobe.store.localstate import local_sha256
+from abiprobe.store.trust import Freshness, ServedDirectories, Trust, never_listed_before
 
 if TYPE_CHECKING:
     from abiprobe.store.published_client import PublishedFacts
@@ -85,28 +88,70 @@ class _Read:
 
 @dataclass(frozen=True)
 class WheelReads:
-    """The reads of listed wheels for one run: ``http`` for range reads, ``cache`` (None: nothing is kept),
-    ``offline`` (the cache alone answers), ``published`` (facts fetched, where the cache has none, before
-    a wheel is read: ``abiprobe.store.published_client``)."""
+    """The read-through store of one run: what a listed wheel says, and what a run derives from wheels.
+
+    ``http`` for range reads, ``cache`` (None: nothing is kept), ``offline`` (the cache alone answers: a
+    miss is ``NotCachedError``), ``published`` (facts fetched, where the cache has none, before a wheel is
+    read: ``abiprobe.store.published_client``), ``listed_as_before`` (the index client's answer: a file
+    listed as before this run; an explicit input of the freshness policy) and ``directories`` (the zip
+    directories served this run, shared with the revalidation that asks for them before a solve). What
+    may answer is :attr:`trust`'s rule; what a run derives is kept by :meth:`memoized`."""
 
     http: Http
     cache: Cache | None
     offline: bool = False
     published: PublishedFacts | None = None
+    listed_as_before: Callable[[IndexFile], bool] = never_listed_before
+    directories: ServedDirectories | None = None
+    trust: Trust = field(init=False)
+
+    def __post_init__(self) -> None:
+        directories = self.directories or ServedDirectories(self.http, self.cache)
+        freshness = Freshness(self.offline, self.http.verify_wheels, self.listed_as_before)
+        object.__setattr__(self, "directories", directories)
+        object.__setattr__(self, "trust", Trust(freshness, directories))
 
     # what may answer
 
     def _trusted(self, entry: WheelFacts | WheelSummary, file: IndexFile) -> bool:
-        return trusted(entry, self.http, file, self.cache, offline=self.offline)
+        return self.trust.facts_answer(entry, file)
 
     def _bound(self, entry: MetadataEntry, file: IndexFile) -> bool:
-        """Whether an entry kept by ``file``'s URL or sha256 answers for it: checked against the sha256,
-        or read through a central directory the index still vouches for (the wheel listed as before this
-        run) or the server still serves (offline: as stored)."""
-        recorded = entry.directory_sha256
-        if recorded is None or self.offline or listed_unchanged(self.http, file):
-            return True
-        return recorded == served_directory(self.http, file, self.cache)
+        """Whether an entry kept by ``file``'s URL or sha256 answers for it."""
+        return self.trust.entry_answers(entry.directory_sha256, file)
+
+    def _through(self, lookup: Callable[[], T | None], read: Callable[[], T], keep: Callable[[T], None],
+                 missing: Callable[[], str]) -> T:  # fmt: skip
+        return cache_first(lookup, read, keep, offline=self.offline, missing=missing)
+
+    def _remote(self, file: IndexFile) -> AbstractContextManager[RemoteZip]:
+        assert self.directories is not None
+        return self.directories.open(file)
+
+    # what a run derives from wheels (stored verdicts, install closures): the one memo rule
+
+    def memoized(
+        self,
+        key: str | None,
+        compute: Callable[[], T],
+        encode: Callable[[T], list[dict[str, Any]] | None],
+        decode: Callable[[list[dict[str, Any]]], T | None],
+    ) -> T:
+        """What is stored under ``key`` (the cache's, else the published one), when ``decode`` takes it
+        (None: stale or damaged); else ``compute``'s value, kept as ``encode`` gives it (None: not kept).
+        Without a key nothing is looked up or kept."""
+        if key is not None:
+            stored = self.cache.load_analysis(key) if self.cache is not None else None
+            if stored is None and self.published is not None:
+                stored = self.published.fetch_analysis(key)
+            hit = decode(stored) if stored is not None else None
+            if hit is not None:
+                return hit
+        value = compute()
+        doc = encode(value) if key is not None else None
+        if key is not None and doc is not None and self.cache is not None:
+            self.cache.store_analysis(key, doc)
+        return value
 
     def _url_entry(self, file: IndexFile) -> MetadataEntry | None:
         """The entry a wheel listed without a sha256 keeps by URL, when it still answers for it."""
@@ -182,7 +227,7 @@ class WheelReads:
     ) -> _Read:
         """A range read of ``file`` (``RemoteZip.facts``); one listed without a sha256 is hashed whole, and
         its METADATA read once more (a few kB) for the entry its URL keeps."""
-        with RemoteZip(self.http, file.url, file.sha256, file.size, self.cache) as remote:
+        with self._remote(file) as remote:
             if file.duplicate:
                 # listed again with other hashes: only the whole file's sha256 says which listing it is
                 remote.open_full()
@@ -223,12 +268,11 @@ class WheelReads:
     def facts(self, file: IndexFile) -> WheelFacts:
         """Complete facts of a listed wheel."""
         self._published_first(file)
-        return cache_first(
+        return self._through(
             lambda: _Read(hit) if (hit := self._stored(file)) is not None else None,
             lambda: self._read(file),
             self._keep,
-            offline=self.offline,
-            missing=lambda: self._missing(file),
+            lambda: self._missing(file),
         ).facts
 
     def info(self, file: IndexFile) -> WheelInfo:
@@ -292,7 +336,7 @@ class WheelReads:
             if full is not None:
                 self._keep(_Read(full, learned))
 
-        return cache_first(lookup, through, keep, offline=self.offline, missing=lambda: self._missing(file))
+        return self._through(lookup, through, keep, lambda: self._missing(file))
 
     def variant_info(self, file: IndexFile) -> WheelInfo | None:
         """What is stored of ``file``, else its facts with only its smallest library read (and its
@@ -302,12 +346,23 @@ class WheelReads:
         its zip directory) where that would not save much: no library, or one that is most of the wheel.
         Offline, only what is stored."""
         self._published_first(file)
-        summary = self._stored_summary(file, partial=True)
-        if summary is not None:
-            return self._lazy(summary, file)
-        if self.offline:
+
+        def lookup() -> WheelInfo | None:
+            summary = self._stored_summary(file, partial=True)
+            return self._lazy(summary, file) if summary is not None else None
+
+        def keep(info: WheelInfo | None) -> None:
+            if info is not None and (full := info.full()) is not None:
+                self._keep(_Read(full))
+
+        try:
+            return self._through(lookup, lambda: self._smallest_library(file), keep, lambda: "")
+        except NotCachedError:
             return None
-        with RemoteZip(self.http, file.url, file.sha256, file.size, self.cache) as remote:
+
+    def _smallest_library(self, file: IndexFile) -> WheelInfo | None:
+        """``file``'s facts with only its smallest library read, where that saves most of the wheel."""
+        with self._remote(file) as remote:
             sizes = remote.compressed_sizes()
             binaries = sorted((n, name) for name, n in sizes.items() if looks_like_binary_member(name))
             if not binaries:
@@ -316,9 +371,7 @@ class WheelReads:
             cost = sum(sizes[n] for n in select_members(list(sizes), lambda p: p == smallest))
             if 2 * cost > sum(sizes.values()):
                 return None
-            facts = remote.facts(file.filename, file.sha256, lambda p: p == smallest)
-        self._keep(_Read(facts))
-        return WheelInfo.of(facts)
+            return WheelInfo.of(remote.facts(file.filename, file.sha256, lambda p: p == smallest))
 
     def metadata(self, file: IndexFile) -> bytes:
         """A wheel's METADATA when its index offers no PEP 658 file: one member read from the wheel (a few
@@ -333,7 +386,7 @@ class WheelReads:
             return MetadataEntry(key, published) if published is not None else None
 
         def through() -> MetadataEntry:
-            with RemoteZip(self.http, file.url, file.sha256, file.size, self.cache) as remote:
+            with self._remote(file) as remote:
                 member = f"{dist_info_dir(remote.names())}/METADATA"
                 verify = file.sha256 is not None and remote.should_verify([member])
                 data = remote.read_members([member], verify=verify)[member].read()
@@ -346,7 +399,7 @@ class WheelReads:
             self.cache.store_metadata(key, entry.data, directory_sha256=entry.directory_sha256)
 
         missing = f"{file.filename}: its METADATA is not in the cache, and --offline forbids fetching it"
-        return cache_first(lookup, through, keep, offline=self.offline, missing=lambda: missing).data
+        return self._through(lookup, through, keep, lambda: missing).data
 
 
 def no_gpu_verdict(path: str) -> bool:
