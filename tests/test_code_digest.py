@@ -100,7 +100,7 @@ def test_the_import_patterns_find_every_import_the_parser_finds_in_every_module(
     root = Path(abiprobe.__file__).parent
     tricky = {
         "abiprobe.solve.x": "if True: import abiprobe.model.facts\n"
-        "from . import (\n    matrix,  # (\n    stack)\n",
+        "from . import (\n    matrix,  # (\n    lock)\n",
         "abiprobe.analyze.y": "x = 1; from abiprobe.model \\\n import target\n"
         "import_module('abiprobe.errors')",
     }
@@ -116,5 +116,5 @@ def test_the_import_patterns_find_every_import_the_parser_finds_in_every_module(
         # THEN the patterns miss nothing (they may find more: a name in a docstring only adds a file)
         assert parsed <= codedigest._imports(name, source, root), name
     assert codedigest._imports("abiprobe.solve.x", tricky["abiprobe.solve.x"], root) >= {
-        "abiprobe.model.facts", "abiprobe.solve.matrix", "abiprobe.solve.stack"
+        "abiprobe.model.facts", "abiprobe.solve.matrix", "abiprobe.solve.lock"
     }  # fmt: skip

@@ -13,6 +13,7 @@ import pytest
 
 from abiprobe.cli import main
 from abiprobe.model.candidate import IndexFile, candidates_from_files
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
 from abiprobe.report.matrix_html import render_html
@@ -22,7 +23,6 @@ from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group, MatrixBuilder
 from abiprobe.solve.resolver import Resolution
 from abiprobe.solve.result import IndexStatus, SolveResult
-from abiprobe.solve.stack import default_stack
 
 TARGET = Target.parse(cuda="13.0", arch="sm120", platform="manylinux_2_28_x86_64", base=Target())
 

@@ -12,6 +12,7 @@ from packaging.version import Version
 from abiprobe.errors import UsageError
 from abiprobe.model.candidate import IndexFile, candidates_from_files
 from abiprobe.model.facts import DistMetadata, ElfFacts, WheelFacts
+from abiprobe.model.stack import default_stack, load_stack_file
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Status
 from abiprobe.solve.candidates import (
@@ -24,7 +25,6 @@ from abiprobe.solve.candidates import (
 )
 from abiprobe.solve.matrix import Group
 from abiprobe.solve.resolver import build_picks, resolve
-from abiprobe.solve.stack import default_stack, load_stack_file
 
 TARGET = Target(cuda=(13, 0), python=(3, 12), platform="manylinux_2_28_x86_64")
 

@@ -12,6 +12,7 @@ from support.stacks import PY_TAG
 from abiprobe.analyze.profiles import profile_for
 from abiprobe.commands.solve import solve_reads
 from abiprobe.index.client import IndexClient
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http
 from abiprobe.probe.jobs import probe_jobs
@@ -20,7 +21,6 @@ from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.outputs import lock_set, output_files
 from abiprobe.solve.pipeline import solve
 from abiprobe.solve.result import CellSelection, SolveResult
-from abiprobe.solve.stack import default_stack
 from abiprobe.store.cache import Cache
 from abiprobe.store.reads import WheelReads
 

@@ -1,5 +1,5 @@
 """A stack file declares how its own packages load their shared objects, as the built-in stack does for
-torch, and the analysis follows it (abiprobe.solve.stack), compared with a real import."""
+torch, and the analysis follows it (abiprobe.model.stack), compared with a real import."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.errors import UsageError
 from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.model.stack import PackageLoading, load_stack_file
 from abiprobe.model.target import Target
-from abiprobe.solve.stack import PackageLoading, load_stack_file
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 TARGET = Target.parse(cuda="13.0", arch="sm120", python=PY, platform="manylinux_2_28_x86_64")

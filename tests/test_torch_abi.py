@@ -31,11 +31,11 @@ from abiprobe.cli import main
 from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.facts import WheelInfo
+from abiprobe.model.stack import Stack, StackMember
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, MatrixBuilder
-from abiprobe.solve.stack import Stack, StackMember
 from abiprobe.store.cache import Cache
 
 SCHEMAS = Path(__file__).parent.parent / "abiprobe" / "schemas"

@@ -36,11 +36,11 @@ from abiprobe.cli import main
 from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.facts import WheelInfo
+from abiprobe.model.stack import Stack, StackMember
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, MatrixBuilder
-from abiprobe.solve.stack import Stack, StackMember
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 TARGET = ["--cuda", "13.0", "--python", PY, "--platform", "manylinux_2_28_x86_64", "--json"]

@@ -40,9 +40,9 @@ from abiprobe.analyze.unit_outcomes import (
 from abiprobe.analyze.units import PlannedUnit, Timing
 from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.model.facts import WheelFacts
+from abiprobe.model.stack import PackageLoading, loading_digest
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import CHECKS, STATUS_ORDER, Status, Verdict, unread_verdicts, unsettled, worst
-from abiprobe.solve.stack import PackageLoading, loading_digest
 
 ANALYSIS_SCHEMA_VERSION = 1
 

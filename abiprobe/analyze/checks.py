@@ -12,9 +12,9 @@ from abiprobe.analyze.layout import Layout, dist_label
 from abiprobe.model.facts import WheelFacts, WheelSummary
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.sonames import cuda_major_of_soname
+from abiprobe.model.stack import CompanionRule, PackageLoading, Stack, default_stack, version_error
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Status, Verdict
-from abiprobe.solve.stack import CompanionRule, PackageLoading, Stack, default_stack, version_error
 
 # Directories several distributions share by design (nvidia-*-cu12 wheels each ship nvidia/__init__.py).
 SHARED_NAMESPACES = frozenset({"nvidia"})

@@ -24,8 +24,8 @@ from abiprobe.analyze.profiles import DRIVER_SONAME, Profile, SystemLibrary, sta
 from abiprobe.analyze.runtime import runtime_values
 from abiprobe.analyze.units import PlannedUnit, plan_units
 from abiprobe.model.facts import ElfFacts, SymbolImport, WheelFacts
+from abiprobe.model.stack import PackageLoading, default_stack
 from abiprobe.model.target import Target
-from abiprobe.solve.stack import PackageLoading, default_stack
 
 # Libraries the interpreter itself has loaded before any import: part of the global scope.
 INTERPRETER_LIBS = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "libutil.so.1")

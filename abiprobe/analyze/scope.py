@@ -16,9 +16,9 @@ from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis
 from abiprobe.analyze.layout import dist_label
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.stack import Stack, default_stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
-from abiprobe.solve.stack import Stack, default_stack
 
 OPTIONAL_NOTE = "optional: loaded only when its module is imported, not by importing the stack"
 

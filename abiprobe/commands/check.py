@@ -204,7 +204,7 @@ def scoped(analysis: SetAnalysis, wheels: Sequence[WheelFacts], args: argparse.N
     from packaging.utils import canonicalize_name
 
     from abiprobe.analyze.scope import mark_optional, requirement_closure, restrict, stack_roots
-    from abiprobe.solve.stack import default_stack
+    from abiprobe.model.stack import default_stack
 
     present = {canonicalize_name(w.metadata.name) for w in wheels}
     if args.package:

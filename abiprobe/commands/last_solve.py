@@ -20,9 +20,9 @@ from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexSource
 from abiprobe.model.candidate import IndexFile
 from abiprobe.model.hosts import concrete, neutral
+from abiprobe.model.stack import Stack
 from abiprobe.net.http import Http, display_url
 from abiprobe.net.remote_wheel import served_directory
-from abiprobe.solve.stack import Stack
 from abiprobe.store.cache import Cache
 
 

@@ -20,11 +20,11 @@ from abiprobe.errors import UsageError
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, load_index_config
 from abiprobe.model.candidate import parse_upload_time
+from abiprobe.model.stack import Stack, default_stack, load_stack_file
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http, display_url
 from abiprobe.report.jsondoc import json_text
 from abiprobe.solve.ports import Progress, SolveReads, no_progress
-from abiprobe.solve.stack import Stack, default_stack, load_stack_file
 from abiprobe.store.cache import Cache, default_cache_root
 from abiprobe.store.primitives import write_text_atomic
 

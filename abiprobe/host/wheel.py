@@ -59,7 +59,7 @@ def is_package_source(member: str, info: str) -> bool:
 
 @functools.cache
 def _unread_source_packages() -> frozenset[str]:
-    from abiprobe.solve.stack import default_stack
+    from abiprobe.model.stack import default_stack
 
     return frozenset(r.package for r in default_stack().loading() if not r.read_source)
 

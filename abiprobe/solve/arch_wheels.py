@@ -25,8 +25,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from abiprobe.binary.cuda_arch import GpuArch, parse_arch, sass_runs_on
 from abiprobe.errors import UsageError
 from abiprobe.model.facts import GpuCode
+from abiprobe.model.stack import ArchWheels
 from abiprobe.solve.candidates import StackCandidate
-from abiprobe.solve.stack import ArchWheels
 
 ArchMatch = Literal["exact", "family", "unsuffixed"]
 _KINDS: dict[str, ArchMatch] = {"a": "exact", "f": "family", "": "unsuffixed"}

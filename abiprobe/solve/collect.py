@@ -17,6 +17,7 @@ from abiprobe.errors import AbiprobeError
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.facts import WheelFacts, WheelInfo
 from abiprobe.model.requirements import requires_dist_of
+from abiprobe.model.stack import Stack
 from abiprobe.model.target import Target
 from abiprobe.solve.arch_wheels import ArchWheelChoice, choose_arch_wheel, named_tags, ranked_arch_wheels
 from abiprobe.solve.candidates import (
@@ -42,7 +43,6 @@ from abiprobe.solve.ports import (
     VariantFactsFor,
     no_progress,
 )
-from abiprobe.solve.stack import Stack
 from abiprobe.solve.unread import UnreadWheel
 
 # wheels whose facts are read at once: a cold read is CPU-bound (TLS, inflate, hashing), and reads

@@ -24,13 +24,13 @@ from abiprobe.analyze.profiles import Profile
 from abiprobe.analyze.torch_abi import TorchRelease, releases_of, torch_range_verdicts
 from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.model.facts import WheelFacts, WheelSummary
+from abiprobe.model.stack import PackageLoading, loading_digest
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict, unread_verdicts, unsettled
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.codedigest import code_digest
 from abiprobe.solve.matrix import Group
 from abiprobe.solve.ports import AnalysisStore
-from abiprobe.solve.stack import PackageLoading, loading_digest
 
 RuntimeFor = Callable[[Group], Sequence[WheelFacts]]
 RuntimeKeys = Callable[[Group], Sequence[WheelSummary]]

@@ -24,6 +24,7 @@ from packaging.version import Version
 
 from abiprobe.analyze.profiles import Profile
 from abiprobe.model.candidate import NOT_CACHED
+from abiprobe.model.stack import Stack, default_stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import STATUS_ORDER
 from abiprobe.solve.candidates import Exclusion, FilterOptions, StackCandidate, public_version
@@ -36,7 +37,6 @@ from abiprobe.solve.ports import AnalysisStore, PageOutcome, SolveReads
 from abiprobe.solve.resolver import Resolution, build_picks, resolve, rules_out
 from abiprobe.solve.result import CellSelection, EmptyRole, IndexStatus, NearMiss, SetInstall, SolveResult
 from abiprobe.solve.runtime_wheels import RuntimeWheels
-from abiprobe.solve.stack import Stack, default_stack
 from abiprobe.solve.twins import TwinFile, twin_report
 
 
