@@ -235,7 +235,7 @@ def first_use_gpu_verdicts(wheel: WheelFacts, target: Target, judged: Collection
     """``gpu_arch`` of the libraries a package loads on first use, not at import (the modules of the
     jit-cache provider flashinfer picks for the GPU): their kernels must run on that GPU all the same.
     Objects in ``judged`` (extensions the loader simulation already checked) are skipped."""
-    from abiprobe.binary.cuda import arch_verdict
+    from abiprobe.model.cuda_arch import arch_verdict
 
     if target.arch is None:
         return []

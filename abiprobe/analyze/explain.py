@@ -204,7 +204,7 @@ def _same_qualified(layout: Layout, mangled: str, qualified: str) -> list[tuple[
 
 def gpu_verdicts(objects: Sequence[InstalledObject], target: Target) -> list[Verdict]:
     """``gpu_arch`` per object carrying GPU code: native ok, PTX JIT only warn, nothing runnable fail."""
-    from abiprobe.binary.cuda import arch_verdict
+    from abiprobe.model.cuda_arch import arch_verdict
 
     out: list[Verdict] = []
     if target.arch is None:

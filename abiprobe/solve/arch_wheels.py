@@ -22,8 +22,8 @@ from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from abiprobe.binary.cuda_arch import GpuArch, parse_arch, sass_runs_on
 from abiprobe.errors import UsageError
+from abiprobe.model.cuda_arch import GpuArch, parse_arch, sass_runs_on
 from abiprobe.model.facts import GpuCode
 from abiprobe.model.stack import ArchWheels
 from abiprobe.solve.candidates import StackCandidate
