@@ -20,7 +20,7 @@ from abiprobe.solve.evaluate import VERDICT_ENTRY
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 # The modules the issue found missing from the old hand list: the closure must hold each.
-ONCE_MISSED = ("abiprobe.binary.cxxnames", "abiprobe.model.facts", "abiprobe.binary.wheel_members",
+ONCE_MISSED = ("abiprobe.model.cxxnames", "abiprobe.model.facts", "abiprobe.binary.wheel_members",
                "abiprobe.model.requirements", "abiprobe.model.target",
                "abiprobe.model.candidate")  # fmt: skip
 OFF_PATH = ("abiprobe.report.ticket_html", "abiprobe.commands.probe", "abiprobe.host.wheel")

@@ -13,7 +13,7 @@ from abiprobe.analyze.layout import InstalledObject, Layout
 from abiprobe.analyze.loader import LoadResult, MissingSymbol
 from abiprobe.analyze.profiles import Profile
 from abiprobe.analyze.system_packages import system_packages
-from abiprobe.binary.cxxnames import abi_tag_kind, cxx, split_signature
+from abiprobe.model.cxxnames import abi_tag_kind, cxx, split_signature
 from abiprobe.model.sonames import cuda_major_of_soname, providing_wheel, split_soname
 from abiprobe.model.target import CUDA_DRIVER_TABLE, Target
 from abiprobe.model.verdict import Status, Verdict
