@@ -11,18 +11,12 @@ from packaging.version import Version
 
 from abiprobe.errors import UsageError
 from abiprobe.model.candidate import IndexFile, candidates_from_files
+from abiprobe.model.cuda_variant import infer_variant, variant_from_label, variant_from_requirements
 from abiprobe.model.facts import DistMetadata, ElfFacts, WheelFacts
 from abiprobe.model.stack import default_stack, load_stack_file
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Status
-from abiprobe.solve.candidates import (
-    FilterOptions,
-    StackCandidate,
-    infer_variant,
-    prefilter,
-    variant_from_label,
-    variant_from_requirements,
-)
+from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter
 from abiprobe.solve.matrix import Group
 from abiprobe.solve.resolver import build_picks, resolve
 

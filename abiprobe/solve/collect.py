@@ -15,18 +15,16 @@ from packaging.version import Version
 
 from abiprobe.errors import AbiprobeError
 from abiprobe.model.candidate import Candidate, IndexFile
+from abiprobe.model.cuda_variant import CudaVariant, declared_variant, infer_variant
 from abiprobe.model.facts import WheelFacts, WheelInfo
 from abiprobe.model.requirements import requires_dist_of
 from abiprobe.model.stack import Stack
 from abiprobe.model.target import Target
 from abiprobe.solve.arch_wheels import ArchWheelChoice, choose_arch_wheel, named_tags, ranked_arch_wheels
 from abiprobe.solve.candidates import (
-    CudaVariant,
     Exclusion,
     FilterOptions,
     StackCandidate,
-    declared_variant,
-    infer_variant,
     matching_companions,
     prefilter,
     public_version,

@@ -9,16 +9,11 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from abiprobe.errors import AbiprobeError
+from abiprobe.model.cuda_variant import infer_variant
 from abiprobe.model.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.target import Target
-from abiprobe.solve.candidates import (
-    FilterOptions,
-    StackCandidate,
-    infer_variant,
-    prefilter,
-    select_window,
-)
+from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter, select_window
 from abiprobe.solve.closure import resolve_closure
 from abiprobe.solve.collect import Collector
 from abiprobe.solve.matrix import Group
