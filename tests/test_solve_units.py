@@ -225,8 +225,8 @@ def test_kernel_role_falls_back_to_the_old_name_when_the_new_one_fails() -> None
 
 
 def test_providers_rank_exact_then_family_then_unsuffixed_nearest_first() -> None:
+    from abiprobe.model.arch_ranking import ranked_arch_wheels
     from abiprobe.model.cuda_arch import parse_arch
-    from abiprobe.solve.arch_wheels import ranked_arch_wheels
 
     tags = ["sm80", "sm89", "sm90a", "sm100a", "sm103a", "sm120", "sm120f", "sm121", "sm121a"]
     assert [p.tag for p in ranked_arch_wheels(tags, parse_arch("sm_121"))] == [

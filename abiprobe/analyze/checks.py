@@ -259,9 +259,9 @@ def provider_verdicts(
     wheels: Sequence[WheelFacts], target: Target, judged: Collection[str], stack: Stack | None = None
 ) -> list[Verdict]:
     """For each shim of the set with per-architecture providers beside it: the GPU code of the provider
-    the target loads (flashinfer's own order, :func:`abiprobe.solve.arch_wheels.ranked_arch_wheels`), or a
+    the target loads (flashinfer's own order, :func:`abiprobe.model.arch_ranking.ranked_arch_wheels`), or a
     warning that none of them serves the target's GPU."""
-    from abiprobe.solve.arch_wheels import ranked_arch_wheels
+    from abiprobe.model.arch_ranking import ranked_arch_wheels
 
     stack = stack if stack is not None else default_stack()
     names = {canonicalize_name(w.metadata.name) for w in wheels}
