@@ -151,7 +151,7 @@ def test_matrix_show_refuses_a_foreign_json(tmp_path: Path) -> None:
 
 def test_written_renderings_say_the_registry_in_words_never_its_host() -> None:
     from abiprobe.model.hosts import REGISTRY, REGISTRY_FILES, concrete
-    from abiprobe.solve.outputs import readable_renderings
+    from abiprobe.report.outputs import readable_renderings
 
     # GIVEN a matrix whose index line and a wheel URL name the default registry (by host, as read)
     doc = sample_document()

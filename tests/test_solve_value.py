@@ -17,8 +17,8 @@ from abiprobe.model.target import Target
 from abiprobe.net.http import Http
 from abiprobe.probe.jobs import probe_jobs
 from abiprobe.report.matrix_json import matrix_document
+from abiprobe.report.outputs import lock_set, output_files
 from abiprobe.solve.candidates import FilterOptions
-from abiprobe.solve.outputs import lock_set, output_files
 from abiprobe.solve.pipeline import solve
 from abiprobe.solve.result import CellSelection, SolveResult
 from abiprobe.store.cache import Cache

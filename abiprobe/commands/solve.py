@@ -281,7 +281,7 @@ def run(args: argparse.Namespace) -> int:
                 asked.result()
             client.settle()
     from abiprobe.report.matrix_json import matrix_document
-    from abiprobe.solve.outputs import output_files
+    from abiprobe.report.outputs import output_files
 
     if last is not None:
         last.remember(client.listed, result.range_read)
