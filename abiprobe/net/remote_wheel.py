@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import IO, TYPE_CHECKING, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from abiprobe.binary.zipdir import (
     CentralDirectory,
@@ -39,7 +39,6 @@ from abiprobe.net.http import Http, RetryableError, display_url
 if TYPE_CHECKING:
     from abiprobe.model.candidate import IndexFile
     from abiprobe.model.facts import ElfFacts, WheelFacts, WheelSummary
-    from abiprobe.store.cache import Cache
 
 TAIL_SIZE = 64 * 1024
 COALESCE_GAP = 64 * 1024
@@ -49,6 +48,15 @@ VERIFY_SMALL = 256 << 10  # a file this small is always read whole and hashed
 NOTE_IGNORES_RANGES = "ignores-ranges"
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+)")
 _IDENTITY = {"Accept-Encoding": "identity"}
+
+
+class HostNotes(Protocol):
+    """Where notes about a host are kept between runs (the store's cache keeps them): here, that the host
+    ignores range requests."""
+
+    def host_note(self, where: str, key: str) -> object | None: ...
+
+    def set_host_note(self, where: str, key: str, value: object) -> None: ...
 
 
 class _ChunkReader:
@@ -196,7 +204,7 @@ class RemoteZip:
         url: str,
         expected_sha256: str | None = None,
         size: int | None = None,
-        cache: Cache | None = None,
+        cache: HostNotes | None = None,
         *,
         tail_size: int = TAIL_SIZE,
         coalesce_gap: int = COALESCE_GAP,
@@ -568,7 +576,7 @@ def listed_unchanged(http: Http, file: IndexFile) -> bool:
     return judge is not None and judge(file)
 
 
-def served_directory(http: Http, file: IndexFile, cache: Cache | None = None) -> str | None:
+def served_directory(http: Http, file: IndexFile, cache: HostNotes | None = None) -> str | None:
     """The sha256 of the central directory the server serves for ``file`` now: one tail request, once per
     client; None for a host that ignores ranges (the file was downloaded whole instead)."""
     shown = display_url(file.url)
@@ -585,7 +593,7 @@ def served_directory(http: Http, file: IndexFile, cache: Cache | None = None) ->
 
 
 def trusted(
-    entry: WheelFacts | WheelSummary, http: Http, file: IndexFile, cache: Cache | None, *, offline: bool
+    entry: WheelFacts | WheelSummary, http: Http, file: IndexFile, cache: HostNotes | None, *, offline: bool
 ) -> bool:
     """Whether stored facts may answer for ``file``: verified ones always; range-read ones (offline: as
     stored) without a request while the index lists the file as it did before this run (same URL, same
