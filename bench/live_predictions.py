@@ -137,8 +137,8 @@ def check(
     layer's wheels are read once and shared by every set of the run."""
     from abiprobe.analyze.analysis import analyze_set
     from abiprobe.analyze.profiles import builtin_profile, load_profile
+    from abiprobe.binary.wheel import wheel_facts_from_path
     from abiprobe.commands.check import exit_code
-    from abiprobe.host.wheel import wheel_facts_from_path
     from abiprobe.model.target import Target
 
     start = time.monotonic()

@@ -20,7 +20,7 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import SetAnalysis, analyze_set
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
 

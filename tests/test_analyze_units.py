@@ -14,7 +14,7 @@ from support.loading_wheels import LoadingWheels, build_loading_wheels
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
 

@@ -23,7 +23,7 @@ NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 ONCE_MISSED = ("abiprobe.model.cxxnames", "abiprobe.model.facts", "abiprobe.binary.wheel_members",
                "abiprobe.model.requirements", "abiprobe.model.target",
                "abiprobe.model.candidate")  # fmt: skip
-OFF_PATH = ("abiprobe.report.ticket_html", "abiprobe.commands.probe", "abiprobe.host.wheel")
+OFF_PATH = ("abiprobe.report.ticket_html", "abiprobe.commands.probe", "abiprobe.binary.wheel")
 
 # Runs inside the copy: one warm solve per edited module (the digest's memo cleared, as a new process
 # would have it), printing how many analyses each solve ran.

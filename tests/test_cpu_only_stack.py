@@ -16,8 +16,8 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.cli import main
-from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
 
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]

@@ -15,9 +15,9 @@ from support.cbuild import build_shared
 from support.indexserver import IndexServer
 from support.wheelbuild import build_wheel
 
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.binary.zipdir import locate_central_directory, parse_central_directory
 from abiprobe.errors import FetchError, HashMismatchError, WheelFormatError
-from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.index.client import IndexClient
 from abiprobe.net.http import Http
 from abiprobe.net.remote_wheel import NOTE_IGNORES_RANGES, RemoteZip

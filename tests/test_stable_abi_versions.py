@@ -10,7 +10,7 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile, stable_abi_added, stable_abi_names
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
 
 T = Target.parse(cuda="13.0", python="cp312", platform="manylinux_2_28_x86_64")

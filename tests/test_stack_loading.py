@@ -15,8 +15,8 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.errors import UsageError
-from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.stack import PackageLoading, load_stack_file
 from abiprobe.model.target import Target
 

@@ -15,10 +15,10 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.cli import main
 from abiprobe.host.ldconfig import profile_from_host
 from abiprobe.host.loader_inputs import HostLoader
-from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"

@@ -32,8 +32,8 @@ from abiprobe.analyze.torch_abi import (
     wheel_torch_range,
 )
 from abiprobe.analyze.torch_build import pinned_minor, recorded_build_torch
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.cli import main
-from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.facts import WheelInfo
 from abiprobe.model.stack import Stack, StackMember

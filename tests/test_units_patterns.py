@@ -14,7 +14,7 @@ from support.pattern_wheels import PatternWheels, build_pattern_wheels
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_extension, analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"

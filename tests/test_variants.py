@@ -15,8 +15,8 @@ from support.wheelbuild import build_wheel
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.analyze.variants import parse_variant_json
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.cli import main
-from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "abiprobe/schemas/inspect.schema.json").read_text())

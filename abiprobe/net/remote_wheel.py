@@ -488,15 +488,15 @@ class RemoteZip:
         *,
         tables_only: Callable[[str], bool] | None = None,
     ) -> WheelFacts:
-        """WheelFacts from the members ``abiprobe.host.wheel.select_members`` picks; nothing else is fetched.
+        """WheelFacts from the members ``abiprobe.binary.wheel.select_members`` picks; nothing else fetched.
 
         ``read`` (installed path -> bool) limits the binaries read; the rest are listed as unread.
         ``tables_only`` (installed path -> bool): where the file is not read whole to be verified anyway,
         each accepted ELF member is inflated only up to the end of its loader tables and its dynamic
         section, and its GPU code is left unread (``ElfFacts.gpu_unread``): for libraries no GPU-code
         verdict looks at."""
+        from abiprobe.binary.wheel import facts_from_members, select_members
         from abiprobe.binary.wheel_members import installed_path
-        from abiprobe.host.wheel import facts_from_members, select_members
 
         names = self.names()
         selected = select_members(names, read)

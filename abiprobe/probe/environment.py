@@ -17,9 +17,9 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from abiprobe.binary.wheel import importable
 from abiprobe.errors import UsageError
 from abiprobe.host.installed import InstalledDist, installed_distributions
-from abiprobe.host.wheel import importable
 from abiprobe.model.stack import default_stack
 from abiprobe.probe.execute import PreparedSet, RunContext, run_fresh
 from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from abiprobe.binary.objects import looks_like_binary_member
+from abiprobe.binary.wheel import select_members
 from abiprobe.binary.wheel_members import dist_info_dir, installed_path
 from abiprobe.errors import NotCachedError, WheelFormatError
-from abiprobe.host.wheel import select_members
 from abiprobe.model.candidate import IndexFile
 from abiprobe.model.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.net.http import Http
@@ -414,6 +414,6 @@ def cached_wheel_facts(path: Path, cache: Cache | None = None) -> WheelFacts:
 
 
 def _local_facts(path: Path, digest: str) -> WheelFacts:
-    from abiprobe.host.wheel import wheel_facts_from_path
+    from abiprobe.binary.wheel import wheel_facts_from_path
 
     return wheel_facts_from_path(path, known_sha256=digest)
