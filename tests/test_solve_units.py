@@ -20,6 +20,8 @@ from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter
 from abiprobe.solve.matrix import Group
 from abiprobe.solve.resolver import build_picks, resolve
 
+BUILT_IN_STACK = default_stack()
+
 TARGET = Target(cuda=(13, 0), python=(3, 12), platform="manylinux_2_28_x86_64")
 
 
@@ -302,5 +304,5 @@ def test_an_installed_environment_scope_roots_at_the_stack_and_its_installed_pro
         facts("mpilike", "4.0"),
     ]
     # THEN the check's scope holds flashinfer, its shim and that provider (by the shim's prefix), not mpilike
-    scope = requirement_closure(wheels, stack_roots(wheels), Target.parse(cuda="13.0"))
+    scope = requirement_closure(wheels, stack_roots(wheels, BUILT_IN_STACK), Target.parse(cuda="13.0"))
     assert sorted(scope) == ["flashinfer-jit-cache", "flashinfer-jit-cache-sm107a", "flashinfer-python"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.errors import UsageError
-from abiprobe.model.stack import PackageLoading, load_stack_file
+from abiprobe.model.stack import PackageLoading, default_stack, load_stack_file
 from abiprobe.model.target import Target
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
@@ -63,12 +64,15 @@ def test_a_stack_files_loading_data_is_followed_and_agrees_with_a_real_import(
     assert torch.package == "torch"
     assert own == PackageLoading("globdep", preload=("globdep/lib/libdep.so",), read_source=False)
     facts = [wheel_facts_from_path(globdep)]
-    # WHEN the set is judged with the stack's loading data
-    followed = analyze_set(facts, TARGET, PROFILE, rules=stack.loading())
+    # WHEN the set is judged with the stack's loading data (on no GPU: the stack's CPU-only member would
+    # fail gpu_arch on one, now that the whole stack file reaches the analysis)
+    followed = analyze_set(facts, replace(TARGET, arch=None), PROFILE, stack=stack)
     # THEN the extension binds dep_fn to the preloaded library and the set loads
     assert (followed.import_status, followed.status) == ("ok", "ok")
     # AND without it the extension's symbol stays unbound (the library is loaded RTLD_LOCAL by ctypes)
-    assert analyze_set(facts, TARGET, PROFILE).import_status == "fail"
+    assert (
+        analyze_set(facts, replace(TARGET, arch=None), PROFILE, stack=default_stack()).import_status == "fail"
+    )
     # AND a real import agrees with the stack's data
     site = tmp_path / "site"
     zipfile.ZipFile(globdep).extractall(site)

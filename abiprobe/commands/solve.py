@@ -262,7 +262,10 @@ def run(args: argparse.Namespace) -> int:
             from abiprobe.ui.progress import wheel_work
 
             published = published_facts(http, cache, disabled=args.no_published_facts, offline=args.offline)
-            wheels = WheelReads(http, cache, offline=args.offline, published=published)
+            from abiprobe.analyze.preloads import preload_pattern
+
+            preloaded = preload_pattern(stack.loading())
+            wheels = WheelReads(http, cache, offline=args.offline, published=published, preloaded=preloaded)
             reads = solve_reads(client, wheels, cache, wheel_work)
             if published is not None:
                 reads = dataclasses.replace(reads, store=WithPublishedVerdicts(cache, published))

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from abiprobe.analyze.preloads import preload_pattern
 from abiprobe.analyze.profiles import Profile
 from abiprobe.model.candidate import NOT_CACHED
-from abiprobe.model.stack import Stack, default_stack
+from abiprobe.model.stack import Stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import STATUS_ORDER
 from abiprobe.solve.candidates import Exclusion, FilterOptions, StackCandidate, public_version
@@ -199,7 +200,6 @@ def build_matrix(
     """The groups' pairwise analyses on the target (with ``runtime``, the runtime wheels their base pins
     loaded beside them), as the matrix."""
     torch_rows = [g.core for g in collected.groups.get(stack.roles[0], ())]
-    rules = stack.loading() if stack.loading() != default_stack().loading() else None  # a stack file's own
     if runtime is not None:
         evaluator = StaticEvaluator(
             target,
@@ -210,7 +210,7 @@ def build_matrix(
             torch_candidates=torch_rows,
             unread=collector.unread,
             runtime_unread=runtime.unread,
-            rules=rules,
+            stack=stack,
         )
     else:
         evaluator = StaticEvaluator(
@@ -220,7 +220,7 @@ def build_matrix(
             store=store,
             torch_candidates=torch_rows,
             unread=collector.unread,
-            rules=rules,
+            stack=stack,
         )
     builder = MatrixBuilder(stack, target, evaluator)
     return Built(builder.build(collected.groups), builder, evaluator)
@@ -279,7 +279,8 @@ def solve(
         reads.progress,
         variant_facts_for=reads.variant_facts_for,
     )
-    runtime_wheels = RuntimeWheels(collector, options, reads.store) if runtime else None
+    preloaded = preload_pattern(stack.loading())
+    runtime_wheels = RuntimeWheels(collector, options, reads.store, preloaded) if runtime else None
     collected = collect(stack, collector, options, window)
     built = build_matrix(collected, stack, target, profile, collector, runtime_wheels, reads.store)
     resolution = resolve_matrix(built)

@@ -22,8 +22,9 @@ What may answer:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -87,12 +88,20 @@ class _Read:
 class WheelReads:
     """The reads of listed wheels for one run: ``http`` for range reads, ``cache`` (None: nothing is kept),
     ``offline`` (the cache alone answers), ``published`` (facts fetched, where the cache has none, before
-    a wheel is read: ``abiprobe.store.published_client``)."""
+    a wheel is read: ``abiprobe.store.published_client``), ``preloaded`` (the installed paths of the
+    libraries the stack's packages preload, ``abiprobe.analyze.preloads.preload_pattern``: of a runtime
+    wheel only those are read for their GPU code, the only ones a GPU-code verdict looks at)."""
 
     http: Http
     cache: Cache | None
     offline: bool = False
     published: PublishedFacts | None = None
+    preloaded: re.Pattern[str] = field(kw_only=True)
+
+    def _no_gpu_verdict(self, path: str) -> bool:
+        """Whether no GPU-code verdict looks at the runtime library installed at ``path``: only the units
+        (libraries the stack's packages preload) are judged for their GPU code, what they need is not."""
+        return not self.preloaded.match(path)
 
     # what may answer
 
@@ -280,7 +289,9 @@ class WheelReads:
         def through() -> WheelInfo:
             nonlocal learned
             wanted = set(known.unread) if known is not None else None
-            got = self._read(file, lambda p: read(p) and (wanted is None or p in wanted), no_gpu_verdict)
+            got = self._read(
+                file, lambda p: read(p) and (wanted is None or p in wanted), self._no_gpu_verdict
+            )
             facts, learned = got.facts, got.url_entry
             # what was known is kept unless the server changed the file between the two reads
             if known is not None and known.directory_sha256 in (None, facts.directory_sha256):
@@ -347,14 +358,6 @@ class WheelReads:
 
         missing = f"{file.filename}: its METADATA is not in the cache, and --offline forbids fetching it"
         return cache_first(lookup, through, keep, offline=self.offline, missing=lambda: missing).data
-
-
-def no_gpu_verdict(path: str) -> bool:
-    """Whether no GPU-code verdict looks at the runtime library installed at ``path``: only the units
-    (libraries torch preloads) are judged for their GPU code, what they need by DT_NEEDED is not."""
-    from abiprobe.analyze.loader import PRELOADED  # the loader's rules: not loaded with the index client
-
-    return not PRELOADED.match(path)
 
 
 # local wheels: always hashed, so their stored facts always answer; nothing to be offline about
