@@ -24,7 +24,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from support.cxxcorpus import cached_wheel_symbols, libstdcxx_demangler  # noqa: E402
 
-from abiprobe.binary import cxxnames  # noqa: E402
+from abiprobe.model import cxxnames  # noqa: E402
 
 
 def _timed(fn: Callable[[str], str | None], names: list[str]) -> tuple[list[str | None], list[float]]:

@@ -24,7 +24,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from live_predictions import fetch, lock  # noqa: E402
 
-from abiprobe.host.wheel import wheel_facts_from_path  # noqa: E402
+from abiprobe.binary.wheel import wheel_facts_from_path  # noqa: E402
 from abiprobe.probe import ProbeOptions, ProbeSet, probe_sets  # noqa: E402
 from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver  # noqa: E402
 

@@ -152,6 +152,7 @@ def naive_installs(
     shared between them, and as the union of distinct wheels (uv's cache shared by all cells); the
     union again over ``installable``, the (row, column) cells whose requirements agree in the matrix the
     solve wrote (those uv's resolver would install at all)."""
+    from abiprobe.analyze.preloads import preload_pattern
     from abiprobe.analyze.profiles import profile_for
     from abiprobe.cli import build_parser
     from abiprobe.commands.solve import build_stack, index_config, solve_reads
@@ -174,7 +175,7 @@ def naive_installs(
     store = Cache(cache)
     with Http(progress=False) as http:
         client = IndexClient(config.sources, store, http, offline=True)
-        wheels = WheelReads(http, store, offline=True)
+        wheels = WheelReads(http, store, offline=True, preloaded=preload_pattern(stack.loading()))
         reads = solve_reads(client, wheels)
         result = solve(
             stack, target, profile_for(target.machine, target.glibc), reads, FilterOptions(),

@@ -32,6 +32,10 @@ except ModuleNotFoundError:  # Python 3.10
 
 import httpx
 
+from abiprobe.model.stack import default_stack
+
+BUILT_IN_STACK = default_stack()
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -137,8 +141,8 @@ def check(
     layer's wheels are read once and shared by every set of the run."""
     from abiprobe.analyze.analysis import analyze_set
     from abiprobe.analyze.profiles import builtin_profile, load_profile
+    from abiprobe.binary.wheel import wheel_facts_from_path
     from abiprobe.commands.check import exit_code
-    from abiprobe.host.wheel import wheel_facts_from_path
     from abiprobe.model.target import Target
 
     start = time.monotonic()
@@ -149,7 +153,7 @@ def check(
             _FACTS[f] = wheel_facts_from_path(Path(f))
     target = Target.parse(cuda=cuda, arch=arch, python="3.12", platform="manylinux_2_28_x86_64")
     prof = builtin_profile("manylinux_2_28_x86_64") if profile is None else load_profile(profile)
-    analysis = analyze_set([_FACTS[f] for f in files], target, prof)
+    analysis = analyze_set([_FACTS[f] for f in files], target, prof, stack=BUILT_IN_STACK)
     return exit_code(analysis), analysis.to_json(), time.monotonic() - start
 
 

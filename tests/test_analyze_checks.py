@@ -10,8 +10,11 @@ from support.stacks import FixtureStacks, fixture_stacks
 from abiprobe.analyze.analysis import SetAnalysis, analyze_set
 from abiprobe.analyze.checks import runtime_selection
 from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
+
+BUILT_IN_STACK = default_stack()
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 T = Target.parse(cuda="13.0", arch="sm120", python=PY, platform="manylinux_2_28_x86_64")
@@ -24,7 +27,7 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> FixtureStacks:
 
 
 def _analyze(stacks: FixtureStacks, *keys: str, target: Target = T) -> SetAnalysis:
-    return analyze_set(stacks.facts(*keys), target, P228)
+    return analyze_set(stacks.facts(*keys), target, P228, stack=BUILT_IN_STACK)
 
 
 def _only(a: SetAnalysis, check: str, status: str) -> list[Verdict]:
@@ -108,7 +111,7 @@ def test_wheel_tag_for_a_newer_glibc_does_not_install(stacks: FixtureStacks) -> 
 
 def test_sgl_kernel_picks_sm90_only_on_hopper() -> None:
     hopper = Target.parse(cuda="13.0", arch="sm90", python="cp312", platform="manylinux_2_28_x86_64")
-    assert runtime_selection("sgl_kernel/sm90/common_ops.abi3.so", hopper) is True
-    assert runtime_selection("sgl_kernel/sm100/common_ops.abi3.so", hopper) is False
-    assert runtime_selection("sgl_kernel/sm100/common_ops.abi3.so", T) is True
-    assert runtime_selection("flashinfer/x.so", T) is None
+    assert runtime_selection("sgl_kernel/sm90/common_ops.abi3.so", hopper, BUILT_IN_STACK.loading()) is True
+    assert runtime_selection("sgl_kernel/sm100/common_ops.abi3.so", hopper, BUILT_IN_STACK.loading()) is False
+    assert runtime_selection("sgl_kernel/sm100/common_ops.abi3.so", T, BUILT_IN_STACK.loading()) is True
+    assert runtime_selection("flashinfer/x.so", T, BUILT_IN_STACK.loading()) is None

@@ -20,9 +20,12 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import SetAnalysis, analyze_set
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
+
+BUILT_IN_STACK = default_stack()
 
 P228 = builtin_profile("manylinux_2_28_x86_64")
 T312 = Target.parse(cuda="13.0", arch="sm90", python="cp312", platform="manylinux_2_28_x86_64")
@@ -53,7 +56,7 @@ def test_other_cpython_module_in_an_installable_wheel_is_a_warning(old_ext_wheel
     # GIVEN a cp310-abi3 wheel (installs on 3.12) shipping a cpython-310 module with a missing soname
     facts = wheel_facts_from_path(old_ext_wheels["abi3"])
     # WHEN the set is analysed for CPython 3.12
-    a = analyze_set([facts], T312, P228)
+    a = analyze_set([facts], T312, P228, stack=BUILT_IN_STACK)
     # THEN nothing fails: 3.12 never imports that file, so the loader never opens it
     verdicts = _unit_verdicts(a, OLD_EXT)
     assert a.ok
@@ -69,7 +72,7 @@ def test_other_cpython_module_in_a_wheel_that_does_not_install_still_fails(
     # GIVEN the same module in a cp310-cp310 wheel (does not install on 3.12)
     facts = wheel_facts_from_path(old_ext_wheels["cp310"])
     # WHEN analysed for CPython 3.12 THEN the module's tags verdict still fails
-    a = analyze_set([facts], T312, P228)
+    a = analyze_set([facts], T312, P228, stack=BUILT_IN_STACK)
     assert _unit_verdicts(a, OLD_EXT)["tags"].status == "fail"
 
 

@@ -12,8 +12,11 @@ from abiprobe.analyze.analysis import SetAnalysis, analyze_extension, analyze_se
 from abiprobe.analyze.loader import LoaderSimulation, provider_name
 from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.model.facts import SymbolImport
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
+
+BUILT_IN_STACK = default_stack()
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 P228 = builtin_profile("manylinux_2_28_x86_64")
@@ -28,7 +31,7 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> FixtureStacks:
 
 
 def _analyze(stacks: FixtureStacks, *keys: str, target: Target = T, profile=P228) -> SetAnalysis:  # type: ignore[no-untyped-def]
-    return analyze_set(stacks.facts(*keys), target, profile)
+    return analyze_set(stacks.facts(*keys), target, profile, stack=BUILT_IN_STACK)
 
 
 def _verdict(a: SetAnalysis, check: str, subject: str) -> Verdict:
@@ -99,7 +102,7 @@ def test_cuda_runtime_missing_from_the_set_names_the_wheel_to_add(stacks: Fixtur
 
 def test_runtime_library_resolves_through_torchs_global_preload(stacks: FixtureStacks) -> None:
     # GIVEN the kernel has no RPATH WHEN loaded after torch THEN libcudart.so.13 comes from the preloaded set
-    sim = LoaderSimulation(stacks.facts(*CORE, "sgl_kernel_v1"), T, P228)
+    sim = LoaderSimulation(stacks.facts(*CORE, "sgl_kernel_v1"), T, P228, BUILT_IN_STACK.loading())
     result = sim.load_extension("sgl_kernel/common_ops.abi3.so")
     how = {n.soname: (n.provider, n.how) for n in result.needed}
     assert how["libcudart.so.13"] == ("nvidia/cu13/lib/libcudart.so.13", "loaded")
@@ -108,7 +111,7 @@ def test_runtime_library_resolves_through_torchs_global_preload(stacks: FixtureS
 
 def test_torch_extension_finds_its_libs_through_runpath_origin(stacks: FixtureStacks) -> None:
     # GIVEN torch alone (its libs are preloaded globally) WHEN _C loads THEN every soname is found
-    sim = LoaderSimulation(stacks.facts("torch_v1"), T, P228)
+    sim = LoaderSimulation(stacks.facts("torch_v1"), T, P228, BUILT_IN_STACK.loading())
     ext = next(o.path for o in sim.layout.extensions())
     assert ext.startswith("torch/_C.")
     assert sim.load_extension(ext).missing_sonames == ()
@@ -116,7 +119,7 @@ def test_torch_extension_finds_its_libs_through_runpath_origin(stacks: FixtureSt
 
 def test_runpath_origin_is_resolved_in_the_layout_without_a_preload(stacks: FixtureStacks) -> None:
     # GIVEN libtorch_cpu.so WHEN its RUNPATH $ORIGIN is resolved THEN it names torch/lib
-    sim = LoaderSimulation(stacks.facts("torch_v1"), T, P228)
+    sim = LoaderSimulation(stacks.facts("torch_v1"), T, P228, BUILT_IN_STACK.loading())
     cpu = sim.layout.objects["torch/lib/libtorch_cpu.so"]
     assert sim.layout.search_dirs(cpu, cpu.facts.runpath) == ["torch/lib"]
 
@@ -168,7 +171,7 @@ def test_driver_api_symbol_passes_with_a_new_enough_driver(stacks: FixtureStacks
 
 def test_libcuda_loaded_by_an_earlier_unit_is_still_the_drivers(stacks: FixtureStacks) -> None:
     # GIVEN an extension that needs libcuda.so.1, loaded once (the driver's library stays in the process)
-    sim = LoaderSimulation(stacks.facts("driver_user"), T, P228)
+    sim = LoaderSimulation(stacks.facts("driver_user"), T, P228, BUILT_IN_STACK.loading())
     sim.load_extension("driver_user/_ext.abi3.so")
     # WHEN a later unit needs libcuda.so.1 again
     again = sim.load_extension("driver_user/_ext.abi3.so")
@@ -231,8 +234,8 @@ def test_pairwise_form_reuses_the_torch_layer_and_caches_by_sha256(stacks: Fixtu
     cache: dict = {}  # type: ignore[type-arg]
     providers = stacks.facts(*CORE)
     (kernel,) = stacks.facts("sgl_kernel_v1")
-    first = analyze_extension(kernel, providers, T, P228, cache)
-    again = analyze_extension(kernel, providers, T, P228, cache)
+    first = analyze_extension(kernel, providers, T, P228, cache, BUILT_IN_STACK.loading())
+    again = analyze_extension(kernel, providers, T, P228, cache, BUILT_IN_STACK.loading())
     assert again is first and len(cache) == 1
     assert [u.path for u in first] == ["sgl_kernel/common_ops.abi3.so"]
     assert first[0].status == "ok"
@@ -241,7 +244,7 @@ def test_pairwise_form_reuses_the_torch_layer_and_caches_by_sha256(stacks: Fixtu
 def test_pairwise_form_agrees_with_the_full_analysis(stacks: FixtureStacks) -> None:
     providers = stacks.facts("torch_v2", "cuda13_runtime")
     (kernel,) = stacks.facts("sgl_kernel_v1")
-    units = analyze_extension(kernel, providers, T, P228)
+    units = analyze_extension(kernel, providers, T, P228, None, BUILT_IN_STACK.loading())
     full = _analyze(stacks, "torch_v2", "cuda13_runtime", "sgl_kernel_v1")
     assert units[0].verdicts == next(u for u in full.units if u.path == units[0].path).verdicts
 
@@ -276,7 +279,7 @@ def test_no_native_module_at_all_keeps_the_failure(stacks: FixtureStacks) -> Non
 
 def test_a_symbol_binds_to_the_library_that_defines_it_not_to_libc(stacks: FixtureStacks) -> None:
     # GIVEN torch's libraries and the CUDA runtime preloaded globally, after the interpreter's libc
-    sim = LoaderSimulation(stacks.facts(*CORE, "sgl_kernel_v1"), T, P228)
+    sim = LoaderSimulation(stacks.facts(*CORE, "sgl_kernel_v1"), T, P228, BUILT_IN_STACK.loading())
     ops = sim.layout.objects["sgl_kernel/common_ops.abi3.so"]
     imports = {i.name: i for i in ops.facts.imports}
     # WHEN the kernel's imports are looked up THEN each names the object ld.so binds it to

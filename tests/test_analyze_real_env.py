@@ -10,8 +10,11 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
+
+BUILT_IN_STACK = default_stack()
 
 T = Target.parse(cuda="13.0", arch="sm90", python="cp312", platform="manylinux_2_28_x86_64")
 P228 = builtin_profile("manylinux_2_28_x86_64")
@@ -35,7 +38,7 @@ def pure_wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _files(wheels: dict[str, Path], *keys: str) -> list[tuple[str, str]]:
-    a = analyze_set([wheel_facts_from_path(wheels[k]) for k in keys], T, P228)
+    a = analyze_set([wheel_facts_from_path(wheels[k]) for k in keys], T, P228, stack=BUILT_IN_STACK)
     return [(v.status, v.explanation) for v in a.set_verdicts if v.check == "files"]
 
 
@@ -77,7 +80,7 @@ def zlib_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_unversioned_zlib_imports_bind_to_the_profiles_libz(zlib_wheel: Path) -> None:
     facts = wheel_facts_from_path(zlib_wheel)
     imports = {(i.name, i.version) for i in facts.elf[0].imports if i.name in ("inflate", "compressBound")}
-    a = analyze_set([facts], T, P228)
+    a = analyze_set([facts], T, P228, stack=BUILT_IN_STACK)
     (unit,) = a.units
     assert imports == {("inflate", None), ("compressBound", "ZLIB_1.2.0")}
     assert [(v.check, v.status) for v in unit.verdicts if v.check in ("sonames", "symbols")] == [
@@ -145,7 +148,7 @@ def cuda_wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _units(wheels: dict[str, Path], *keys: str) -> dict[str, list[tuple[str, str]]]:
-    a = analyze_set([wheel_facts_from_path(wheels[k]) for k in keys], T, P228)
+    a = analyze_set([wheel_facts_from_path(wheels[k]) for k in keys], T, P228, stack=BUILT_IN_STACK)
     return {u.path: [(v.check, v.status) for v in u.verdicts if v.status != "ok"] for u in a.units}
 
 

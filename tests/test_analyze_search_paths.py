@@ -10,8 +10,11 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
+
+BUILT_IN_STACK = default_stack()
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 T = Target.parse(cuda="13.0", python=PY, platform="manylinux_2_28_x86_64")
@@ -23,7 +26,9 @@ def test_unversioned_libm_reference_binds_to_the_interpreters_libm(tmp_path: Pat
     so = build_shared(tmp_path, "_m.abi3.so", "double sin(double);\ndouble f(double x) { return sin(x); }")
     wheel = build_wheel(tmp_path / "w", "uses-sin", "1.0", {"uses_sin/_m.abi3.so": so}, tag=TAG)
     # WHEN analysed THEN libm.so.6, loaded by the interpreter, provides it
-    a = analyze_set([wheel_facts_from_path(wheel)], T, builtin_profile("manylinux_2_28_x86_64"))
+    a = analyze_set(
+        [wheel_facts_from_path(wheel)], T, builtin_profile("manylinux_2_28_x86_64"), stack=BUILT_IN_STACK
+    )
     assert [v.status for v in a.verdicts if v.check == "symbols"] == ["ok"]
 
 
@@ -43,7 +48,9 @@ def test_rpath_of_the_loading_extension_serves_its_dependencies(tmp_path: Path) 
     files = {"pkg/_e.abi3.so": ext, "pkg.libs/liba.so": liba, "pkg.libs/libb.so": libb}
     wheel = build_wheel(tmp_path / "w", "pkg", "1.0", files, tag=TAG)
     # WHEN analysed THEN libb.so is found through the extension's RPATH (the loader chain)
-    a = analyze_set([wheel_facts_from_path(wheel)], T, builtin_profile("manylinux_2_28_x86_64"))
+    a = analyze_set(
+        [wheel_facts_from_path(wheel)], T, builtin_profile("manylinux_2_28_x86_64"), stack=BUILT_IN_STACK
+    )
     assert [(v.check, v.status) for v in a.verdicts if v.check in ("sonames", "symbols")] == [
         ("sonames", "ok"),
         ("symbols", "ok"),

@@ -12,8 +12,11 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
+
+BUILT_IN_STACK = default_stack()
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 EXT = sysconfig.get_config_var("EXT_SUFFIX")
@@ -59,7 +62,10 @@ def test_a_torch_lib_library_nothing_needs_is_not_judged(torch_wheel: Path) -> N
     # GIVEN torch whose torch/lib also holds libgfortran.so.5 (needing a library the target lacks),
     # which neither torch._C nor its dependencies need
     analysis = analyze_set(
-        [wheel_facts_from_path(torch_wheel)], TARGET, builtin_profile("manylinux_2_28_x86_64")
+        [wheel_facts_from_path(torch_wheel)],
+        TARGET,
+        builtin_profile("manylinux_2_28_x86_64"),
+        stack=BUILT_IN_STACK,
     )
     # THEN importing torch is predicted to work, and the stray library is no unit of the analysis
     assert analysis.ok, [v.to_json() for v in analysis.failures()]
@@ -74,6 +80,11 @@ def test_a_library_torch_c_needs_is_still_judged(torch_wheel: Path, tmp_path: Pa
         members = {n: zf.read(n) for n in zf.namelist() if ".dist-info/" not in n}
     members["torch/lib/libtorch_cpu.so"] = members["torch/lib/libgfortran.so.5"]
     broken = build_wheel(tmp_path, "torch", "2.15.1", members, tag=f"{PY}-{PY}-manylinux_2_28_x86_64")
-    analysis = analyze_set([wheel_facts_from_path(broken)], TARGET, builtin_profile("manylinux_2_28_x86_64"))
+    analysis = analyze_set(
+        [wheel_facts_from_path(broken)],
+        TARGET,
+        builtin_profile("manylinux_2_28_x86_64"),
+        stack=BUILT_IN_STACK,
+    )
     # THEN the missing soname behind torch._C fails the set
     assert any("libabsent.so.0 not found" in v.explanation for v in analysis.failures())

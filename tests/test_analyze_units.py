@@ -14,9 +14,12 @@ from support.loading_wheels import LoadingWheels, build_loading_wheels
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
+
+BUILT_IN_STACK = default_stack()
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 TARGET = Target.parse(cuda="13.0", arch="sm120", python=PY, platform="manylinux_2_28_x86_64")
@@ -35,7 +38,12 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> LoadingWheels:
 
 
 def _analyze(wheels: LoadingWheels, name: str) -> SetAnalysis:
-    return analyze_set([wheel_facts_from_path(getattr(wheels, k)) for k in SETS[name][0]], TARGET, PROFILE)
+    return analyze_set(
+        [wheel_facts_from_path(getattr(wheels, k)) for k in SETS[name][0]],
+        TARGET,
+        PROFILE,
+        stack=BUILT_IN_STACK,
+    )
 
 
 def _unit(a: SetAnalysis, path: str) -> UnitAnalysis:

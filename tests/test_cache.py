@@ -32,8 +32,9 @@ from abiprobe.model.facts import (
     VersionNeed,
     WheelFacts,
 )
+from abiprobe.net.urls import _strip_credentials_parsed
 from abiprobe.store.cache import Cache, CachedPage, default_cache_root, is_stale, strip_credentials
-from abiprobe.store.primitives import _strip_credentials_parsed, canonical_json, pretty_json, sha256_hex
+from abiprobe.store.primitives import canonical_json, pretty_json, sha256_hex
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE_URL = "https://download.pytorch.org/whl/cu130/torch/"

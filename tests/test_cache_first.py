@@ -19,14 +19,18 @@ from support.indexserver import IndexServer
 from support.stacks import PY_TAG
 from support.wheelbuild import build_wheel
 
+from abiprobe.analyze.preloads import preload_pattern
 from abiprobe.cli import main
 from abiprobe.commands.items import ItemSource, resolve_item
 from abiprobe.index.client import IndexClient
 from abiprobe.index.remote_items import index_file_from_url
 from abiprobe.model.candidate import IndexFile
+from abiprobe.model.stack import default_stack
 from abiprobe.net.http import Http
 from abiprobe.store.cache import Cache
 from abiprobe.store.reads import WheelReads
+
+BUILT_IN_PRELOADS = preload_pattern(default_stack().loading())
 
 TARGET = ["--cuda", "13.0", "--arch", "sm120", "--python", PY_TAG, "--platform", "manylinux_2_28_x86_64"]
 PAD = 1 << 20  # random bytes that make the library a small share of the file (range-read, not hashed)
@@ -130,7 +134,7 @@ def test_metadata_and_facts_of_an_unhashed_wheel_are_kept_by_one_url_entry(
     file = index_file_from_url(server.file_url(served.filename))
     cache = Cache(tmp_path / "cache")
     with Http(progress=False) as http:
-        reads = WheelReads(http, cache)
+        reads = WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS)
         # WHEN its METADATA alone is read THEN it is range-read, not downloaded whole
         metadata = reads.metadata(file)
         assert b"Name: mykernel" in metadata
@@ -143,7 +147,7 @@ def test_metadata_and_facts_of_an_unhashed_wheel_are_kept_by_one_url_entry(
     # WHEN both are asked for offline, by a new run THEN the one URL entry answers both
     server.reset_counts()
     with Http(progress=False) as http:
-        offline = WheelReads(http, cache, offline=True)
+        offline = WheelReads(http, cache, offline=True, preloaded=BUILT_IN_PRELOADS)
         assert (offline.metadata(file), offline.facts(file)) == (metadata, facts)
         assert offline.info(file).summary == facts.summary()
     assert server.requests[served.path] == 0
@@ -184,12 +188,14 @@ def test_every_read_of_a_listed_wheel_finds_what_another_stored(server: IndexSer
     with Http(progress=False) as http:
         (candidate,) = IndexClient([server.index_url], cache, http).list_project("mykernel").candidates
         file: IndexFile = candidate.file
-        part = WheelReads(http, cache).runtime_info(file, lambda path: path.endswith("libk.so"))
+        part = WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS).runtime_info(
+            file, lambda path: path.endswith("libk.so")
+        )
         assert part.summary.sha256 == served.sha256
     # WHEN a new offline run asks the other paths THEN each finds it: summary, facts, runtime facts
     server.reset_counts()
     with Http(progress=False) as http:
-        offline = WheelReads(http, cache, offline=True)
+        offline = WheelReads(http, cache, offline=True, preloaded=BUILT_IN_PRELOADS)
         assert offline.info(file).summary == part.summary
         assert offline.facts(file).sha256 == served.sha256
         assert offline.runtime_info(file, lambda path: True).summary == part.summary

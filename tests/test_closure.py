@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.wheelbuild import build_wheel
 
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.model.candidate import Candidate, IndexFile, candidates_from_files
 from abiprobe.model.facts import WheelInfo
 from abiprobe.model.target import Target

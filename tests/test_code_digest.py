@@ -20,10 +20,10 @@ from abiprobe.solve.evaluate import VERDICT_ENTRY
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 # The modules the issue found missing from the old hand list: the closure must hold each.
-ONCE_MISSED = ("abiprobe.binary.cxxnames", "abiprobe.model.facts", "abiprobe.binary.wheel_members",
+ONCE_MISSED = ("abiprobe.model.cxxnames", "abiprobe.model.facts", "abiprobe.binary.wheel_members",
                "abiprobe.model.requirements", "abiprobe.model.target",
                "abiprobe.model.candidate")  # fmt: skip
-OFF_PATH = ("abiprobe.report.ticket_html", "abiprobe.commands.probe", "abiprobe.host.wheel")
+OFF_PATH = ("abiprobe.report.ticket_html", "abiprobe.commands.probe", "abiprobe.binary.wheel")
 
 # Runs inside the copy: one warm solve per edited module (the digest's memo cleared, as a new process
 # would have it), printing how many analyses each solve ran.
@@ -100,7 +100,7 @@ def test_the_import_patterns_find_every_import_the_parser_finds_in_every_module(
     root = Path(abiprobe.__file__).parent
     tricky = {
         "abiprobe.solve.x": "if True: import abiprobe.model.facts\n"
-        "from . import (\n    matrix,  # (\n    stack)\n",
+        "from . import (\n    matrix,  # (\n    lock)\n",
         "abiprobe.analyze.y": "x = 1; from abiprobe.model \\\n import target\n"
         "import_module('abiprobe.errors')",
     }
@@ -116,5 +116,5 @@ def test_the_import_patterns_find_every_import_the_parser_finds_in_every_module(
         # THEN the patterns miss nothing (they may find more: a name in a docstring only adds a file)
         assert parsed <= codedigest._imports(name, source, root), name
     assert codedigest._imports("abiprobe.solve.x", tricky["abiprobe.solve.x"], root) >= {
-        "abiprobe.model.facts", "abiprobe.solve.matrix", "abiprobe.solve.stack"
+        "abiprobe.model.facts", "abiprobe.solve.matrix", "abiprobe.solve.lock"
     }  # fmt: skip

@@ -16,9 +16,12 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.cli import main
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
+
+BUILT_IN_STACK = default_stack()
 
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
@@ -47,7 +50,7 @@ def cpu_torch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _gpu_arch(wheel: Path, arch: str | None) -> list[tuple[str, str]]:
     target = Target.parse(cuda="13.0", arch=arch, python=PY, platform="manylinux_2_28_x86_64")
-    a = analyze_set([wheel_facts_from_path(wheel)], target, P228)
+    a = analyze_set([wheel_facts_from_path(wheel)], target, P228, stack=BUILT_IN_STACK)
     return [(v.status, v.explanation) for v in a.verdicts if v.check == "gpu_arch"]
 
 

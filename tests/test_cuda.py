@@ -17,15 +17,9 @@ from support.cbuild import build_shared
 from support.nvbuild import CudaFixtures, cuda_fixtures, need_nvcc
 
 from abiprobe.binary.bounded import ByteSource
-from abiprobe.binary.cuda import (
-    GpuArch,
-    arch_verdict,
-    gpu_code_of_elf,
-    parse_arch,
-    parse_fatbin,
-    read_cubin,
-)
+from abiprobe.binary.cuda import gpu_code_of_elf, parse_fatbin, read_cubin
 from abiprobe.errors import ElfFormatError, FatbinFormatError, UsageError
+from abiprobe.model.cuda_arch import GpuArch, arch_verdict, parse_arch
 from abiprobe.model.facts import GpuCode
 
 Row = tuple[str, int, str, str | None, str | None, str]

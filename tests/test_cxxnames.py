@@ -22,7 +22,7 @@ from support.cbuild import build_shared
 from support.cxxcorpus import cached_wheel_symbols, fixture_names, libstdcxx_demangler
 from support.tools import missing
 
-from abiprobe.binary.cxxnames import (
+from abiprobe.model.cxxnames import (
     abi_tag_kind,
     cxx,
     demangle,

@@ -12,9 +12,12 @@ from support.first_error_wheels import FirstErrorWheels, build_first_error_wheel
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
+
+BUILT_IN_STACK = default_stack()
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 TARGET = Target.parse(cuda="13.0", arch="sm120", python=PY, platform="manylinux_2_28_x86_64")
@@ -33,7 +36,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> FirstErrorWheels:
 
 
 def _predicted(wheel: Path) -> str | None:
-    analysis = analyze_set([wheel_facts_from_path(wheel)], TARGET, PROFILE)
+    analysis = analyze_set([wheel_facts_from_path(wheel)], TARGET, PROFILE, stack=BUILT_IN_STACK)
     first = analysis.first_error
     return first.text if first is not None else None
 
@@ -61,7 +64,7 @@ def test_predicted_first_message_is_the_loaders(
 
 
 def test_the_full_list_still_names_every_failure(wheels: FirstErrorWheels) -> None:
-    analysis = analyze_set([wheel_facts_from_path(wheels.symbol)], TARGET, PROFILE)
+    analysis = analyze_set([wheel_facts_from_path(wheels.symbol)], TARGET, PROFILE, stack=BUILT_IN_STACK)
     (symbols,) = [v for v in analysis.verdicts if v.check == "symbols"]
     named = {m["symbol"] for m in symbols.evidence["missing"]}
     assert named == {"aardvark_missing", "alpha_fn", "zeta_data"}

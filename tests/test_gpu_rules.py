@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from support.nvbuild import need_nvcc
 
-from abiprobe.binary.cuda import GpuArch, arch_verdict, gpu_code_of_elf
+from abiprobe.binary.cuda import gpu_code_of_elf
+from abiprobe.model.cuda_arch import GpuArch, arch_verdict
 from abiprobe.model.target import cuda_ptx_isa
 
 pytestmark = pytest.mark.gpu

@@ -1,55 +1,75 @@
-"""The import contract: the pure core never imports an edge (network, cache, host, probe, CLI).
+"""The import contract: layers declared in order, each importing only its own layer and those below it.
 
-The layers are data (``CORE`` and ``EDGE`` below); every abiprobe module is in exactly one of them or in
-``SHARED`` (leaf helpers both sides use). Imports are read with ``ast`` from the source, function-level
-and ``TYPE_CHECKING`` imports included, so a lazy import cannot hide an edge. ``ALLOWED`` names each
-violation still standing, with why; it may only shrink: an entry that no longer occurs fails the test.
+The layers are data (``LAYERS`` below, lowest first): the shared leaf helpers, then the pure core (``model``
+-> ``binary`` -> ``analyze`` -> ``solve`` -> ``report``), then the edges (``installers`` -> ``ui`` ->
+``net`` -> ``store`` -> ``index`` -> ``host`` -> ``probe`` -> ``cli`` -> ``commands`` -> ``__main__``).
+Every abiprobe module is in exactly one of them. Imports are read with ``ast`` from the source,
+function-level and ``TYPE_CHECKING`` imports included, so a lazy import cannot hide an upward one; and the
+packages' import graph has no cycle. ``ALLOWED`` names each upward import still standing, with why; it may
+only shrink: an entry that no longer occurs fails the test.
+
+Why the edges are in this order (each imports only those before it):
+
+- ``installers``: the user's pip and uv configuration, read from files and the environment; nothing else.
+- ``ui``: the terminal (console, progress display, help layout) and how a signal stops the run, which
+  every edge that makes temporary files or child processes uses (``store.primitives``, ``net.http``).
+- ``net``: HTTP, ``file://``, range reads of remote wheels (the installer's proxy and TLS settings).
+- ``store``: ``wheel_index_cache/`` and this machine's state; what it keeps is read through ``net``.
+- ``index``: index pages, fetched through ``net`` and kept in ``store``.
+- ``host``: this machine's installed environments, local wheel files (their facts kept in ``store``),
+  snapshots (which name the default ``index``).
+- ``probe``: venvs and subprocesses over what ``host``, ``net`` and ``store`` give it.
+- ``cli``: argv; it finds a command module by name at run time (``importlib``), so it imports none of them.
+- ``commands``: one module per command, wiring the edges into the core; ``__main__`` runs ``cli``.
 """
 
 from __future__ import annotations
 
 import ast
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "abiprobe"
 
-# Module prefixes: "abiprobe.analyze" covers the package and every module under it.
-CORE: tuple[str, ...] = (
-    "abiprobe.model",  # frozen values: facts, verdicts, target, candidates, requirements, hosts
-    "abiprobe.binary",  # pure readers over bytes or a bounded stream: ELF, CUDA, zip, Python source
-    "abiprobe.analyze",  # loader simulation, checks, explanations
-    "abiprobe.solve",  # candidates, matrix, resolver, closure, lock; reads through the ports it declares
-    "abiprobe.report",  # documents -> JSON / Markdown / HTML / rich renderables
+# (layer, module prefixes), lowest first. "abiprobe.analyze" covers the package and every module under it;
+# the longest prefix that covers a module decides its layer.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # leaf helpers with no I/O of their own that every layer uses: TOML text -> dict (config and stack
+    # files), and pip's default registry, asked of a pip (the hosts model.hosts tokenises)
+    (
+        "shared",
+        (
+            "abiprobe",
+            "abiprobe.errors",
+            "abiprobe.log",
+            "abiprobe.installers.toml",
+            "abiprobe.installers.registry",
+        ),
+    ),
+    # the core, pure: given values, never readers
+    ("model", ("abiprobe.model",)),  # frozen values: facts, verdicts, target, stack, arch rules, CUDA variant
+    ("binary", ("abiprobe.binary",)),  # readers over bytes or a bounded stream: ELF, CUDA, zip, wheels
+    ("analyze", ("abiprobe.analyze",)),  # loader simulation, checks, explanations
+    ("solve", ("abiprobe.solve",)),  # candidates, matrix, resolver, closure, lock; reads through its ports
+    ("report", ("abiprobe.report",)),  # documents -> JSON / Markdown / HTML / TOML / rich renderables
+    # the edges
+    ("installers", ("abiprobe.installers",)),
+    ("ui", ("abiprobe.ui",)),
+    ("net", ("abiprobe.net",)),
+    ("store", ("abiprobe.store",)),
+    ("index", ("abiprobe.index",)),
+    ("host", ("abiprobe.host",)),
+    ("probe", ("abiprobe.probe",)),
+    ("cli", ("abiprobe.cli",)),
+    ("commands", ("abiprobe.commands",)),
+    ("main", ("abiprobe.__main__",)),
 )
+CORE = ("model", "binary", "analyze", "solve", "report")
 
-EDGE: tuple[str, ...] = (
-    "abiprobe.net",  # HTTP, range reads, file:// transport, TLS/proxy configuration
-    "abiprobe.store",  # wheel_index_cache/ with its one cache-first read, and this machine's own state
-    "abiprobe.index",  # index pages, the index client, picking an item's wheel from a listing
-    "abiprobe.installers",  # pip and uv configuration
-    "abiprobe.host",  # installed environments, local wheels and trees, ldconfig, snapshots
-    "abiprobe.probe",  # venvs, subprocesses, jobs
-    "abiprobe.ui",  # the terminal: console, progress, help layout
-    "abiprobe.cli",  # argv
-    "abiprobe.commands",  # wiring and printing, one module per command
-    "abiprobe.__main__",
-)
-
-# Leaf helpers with no I/O of their own that both sides use.
-SHARED: tuple[str, ...] = (
-    "abiprobe",
-    "abiprobe.errors",
-    "abiprobe.log",
-    "abiprobe.installers.toml",  # TOML text -> dict, the one TOML reader (config files and stack files)
-    # pip's default registry, asked of a pip (here, else one on PATH): the hosts model.hosts tokenises
-    "abiprobe.installers.registry",
-)
-
-# (core module, edge module it imports): each a violation still standing. May only shrink.
+# (module, module of a higher layer it imports): each a violation still standing, with why. May only shrink.
 ALLOWED: frozenset[tuple[str, str]] = frozenset()
 
 
@@ -57,15 +77,13 @@ def _within(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
 
-def layer_of(module: str, core: tuple[str, ...] = CORE, edge: tuple[str, ...] = EDGE) -> str | None:
-    """The layer a module belongs to: the longest declared prefix that covers it wins."""
-    if module == "abiprobe":
-        return "shared"
+def layer_of(module: str, layers: tuple[tuple[str, tuple[str, ...]], ...] = LAYERS) -> int | None:
+    """The rank (0 lowest) of the layer a module belongs to: the longest declared prefix that covers it."""
     covering = [
-        (len(prefix), layer)
-        for layer, prefixes in (("core", core), ("edge", edge), ("shared", SHARED))
+        (len(prefix), rank)
+        for rank, (_name, prefixes) in enumerate(layers)
         for prefix in prefixes
-        if prefix != "abiprobe" and _within(module, prefix)
+        if (prefix == module if prefix == "abiprobe" else _within(module, prefix))
     ]
     return max(covering)[1] if covering else None
 
@@ -86,11 +104,12 @@ def _resolve_relative(module: str, is_package: bool, level: int, target: str | N
     return ".".join(base + ([target] if target else []))
 
 
-def imported_modules(root: Path, path: Path) -> Iterator[tuple[str, int]]:
+def imported_modules(root: Path, path: Path, known: set[str] | None = None) -> Iterator[tuple[str, int]]:
     """Every abiprobe module ``path`` imports, anywhere in its body, with the line."""
     module = module_name(root, path)
     is_package = path.name == "__init__.py"
-    known = {module_name(root, p) for p in root.rglob("*.py")}
+    if known is None:
+        known = {module_name(root, p) for p in root.rglob("*.py")}
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -109,31 +128,50 @@ def imported_modules(root: Path, path: Path) -> Iterator[tuple[str, int]]:
                 yield (sub if sub in known else base), node.lineno
 
 
+def import_graph(root: Path = PACKAGE_ROOT) -> dict[str, set[str]]:
+    """Module -> the abiprobe modules it imports (lazy imports too), itself left out."""
+    paths = sorted(root.rglob("*.py"))
+    known = {module_name(root, p) for p in paths}
+    return {
+        module_name(root, p): {m for m, _ in imported_modules(root, p, known)} - {module_name(root, p)}
+        for p in paths
+    }
+
+
 def violations(
-    root: Path = PACKAGE_ROOT, core: tuple[str, ...] = CORE, edge: tuple[str, ...] = EDGE
+    root: Path = PACKAGE_ROOT, layers: tuple[tuple[str, tuple[str, ...]], ...] = LAYERS
 ) -> set[tuple[str, str]]:
-    """(core module, edge module) for each import of an edge from the core."""
+    """(module, imported module) for each import of a higher layer than the importer's."""
     found: set[tuple[str, str]] = set()
-    for path in sorted(root.rglob("*.py")):
-        importer = module_name(root, path)
-        if layer_of(importer, core, edge) != "core":
-            continue
-        for imported, _line in imported_modules(root, path):
-            if layer_of(imported, core, edge) == "edge":
-                found.add((importer, imported))
+    for importer, imported in import_graph(root).items():
+        rank = layer_of(importer, layers)
+        for target in imported:
+            other = layer_of(target, layers)
+            if rank is not None and other is not None and other > rank:
+                found.add((importer, target))
     return found
 
 
-def import_cycles(root: Path = PACKAGE_ROOT) -> list[list[str]]:
-    """The strongly connected groups of two or more modules in the import graph (lazy imports too)."""
-    graph = {
-        module_name(root, p): {m for m, _ in imported_modules(root, p)} - {module_name(root, p)}
-        for p in root.rglob("*.py")
-    }
+def package_of(module: str) -> str:
+    """``abiprobe.solve.matrix`` -> ``abiprobe.solve``; a top-level module (``abiprobe.cli``) is its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(root: Path = PACKAGE_ROOT) -> dict[str, set[str]]:
+    """Package -> the packages its modules import (not the root package: it holds only the version)."""
+    graph: dict[str, set[str]] = {}
+    for importer, imported in import_graph(root).items():
+        here = package_of(importer)
+        graph.setdefault(here, set()).update(package_of(m) for m in imported)
+    return {p: deps - {p, root.name} for p, deps in graph.items() if p != root.name}
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of two or more nodes of ``graph`` (Tarjan), each sorted."""
     order: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
-    cycles: list[list[str]] = []
+    found: list[list[str]] = []
 
     def visit(node: str) -> None:
         order[node] = low[node] = len(order)
@@ -148,46 +186,78 @@ def import_cycles(root: Path = PACKAGE_ROOT) -> list[list[str]]:
             group = stack[stack.index(node) :]
             del stack[stack.index(node) :]
             if len(group) > 1:
-                cycles.append(sorted(group))
+                found.append(sorted(group))
 
     for node in sorted(graph):
         if node not in order:
             visit(node)
-    return cycles
+    return found
+
+
+def import_cycles(root: Path = PACKAGE_ROOT) -> list[list[str]]:
+    """Modules that import each other back, directly or through others."""
+    return cycles(import_graph(root))
+
+
+def package_cycles(root: Path = PACKAGE_ROOT) -> list[list[str]]:
+    """Packages that import each other back, directly or through others."""
+    return cycles(package_graph(root))
+
+
+def _copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "abiprobe"
+    shutil.copytree(PACKAGE_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data", "schemas"))
+    return copy
+
+
+def _plant(copy: Path, module: str, statement: str) -> None:
+    victim = copy / f"{module}.py"
+    victim.write_text(victim.read_text(encoding="utf-8") + "\n" + statement, encoding="utf-8")
 
 
 def test_every_module_has_a_layer() -> None:
     # GIVEN every module of the package
     modules = {module_name(PACKAGE_ROOT, p) for p in PACKAGE_ROOT.rglob("*.py")}
-    # THEN each is declared core, edge or shared, so a new module cannot slip past the contract
+    # THEN each is in a declared layer, so a new module cannot slip past the contract
     assert sorted(m for m in modules if layer_of(m) is None) == []
 
 
-def test_the_core_imports_no_edge_beyond_the_allow_list() -> None:
-    # GIVEN the package as it is WHEN every import of every core module is read
+def test_the_core_comes_first_and_in_order() -> None:
+    # GIVEN the declared layers THEN the core's are model, binary, analyze, solve, report, in that order,
+    # right after the shared helpers, so no core module may import an edge
+    assert tuple(name for name, _ in LAYERS[1:6]) == CORE
+
+
+def test_no_module_imports_a_higher_layer_beyond_the_allow_list() -> None:
+    # GIVEN the package as it is WHEN every import of every module is read
     found = violations()
-    # THEN nothing outside the allow-list imports an edge, and every allow-list entry still occurs
+    # THEN nothing outside the allow-list imports a higher layer, and every allow-list entry still occurs
     assert sorted(found - ALLOWED) == []
     assert sorted(ALLOWED - found) == [], "fixed violations must leave the allow-list"
 
 
 @pytest.mark.parametrize(
-    "statement",
+    ("module", "statement"),
     [
-        "from abiprobe.net.http import Http\n",
-        "import abiprobe.store.cache\n",
-        "def later() -> None:\n    from abiprobe.probe import runner\n",
-        "from ..commands import solve\n",
+        ("analyze/checks", "from abiprobe.net.http import Http\n"),  # core -> edge
+        ("analyze/checks", "from abiprobe.solve import matrix\n"),  # core -> a higher core layer
+        ("model/verdict", "import abiprobe.binary.elf\n"),
+        ("solve/matrix", "def later() -> None:\n    from abiprobe.report import matrix_md\n"),  # lazy
+        ("analyze/checks", "from ..commands import solve\n"),  # relative
+        (
+            "net/http",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from abiprobe.store import cache\n",
+        ),
+        ("store/cache", "from abiprobe.index import client\n"),  # edge -> a higher edge
     ],
 )
-def test_a_deliberate_violation_is_caught(tmp_path: Path, statement: str) -> None:
-    # GIVEN a copy of the package in which a core module imports an edge (top-level, lazy or relative)
-    copy = tmp_path / "abiprobe"
-    shutil.copytree(PACKAGE_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data", "schemas"))
-    victim = copy / "analyze" / "checks.py"
-    victim.write_text(victim.read_text(encoding="utf-8") + "\n" + statement, encoding="utf-8")
-    # WHEN the contract is checked on the copy THEN the new import is reported
-    assert violations(copy) - violations(PACKAGE_ROOT)
+def test_a_deliberate_upward_import_is_caught(tmp_path: Path, module: str, statement: str) -> None:
+    # GIVEN a copy of the package in which one module imports a higher layer (top-level, lazy, relative or
+    # for type checking only)
+    copy = _copy(tmp_path)
+    _plant(copy, module, statement)
+    # WHEN the contract is checked on the copy THEN the new import is reported, and nothing else
+    assert len(violations(copy) - violations(PACKAGE_ROOT)) == 1
 
 
 def test_no_module_imports_itself_back() -> None:
@@ -195,11 +265,31 @@ def test_no_module_imports_itself_back() -> None:
     assert import_cycles() == []
 
 
-def test_a_deliberate_cycle_is_caught(tmp_path: Path) -> None:
+def test_no_package_imports_itself_back() -> None:
+    # GIVEN the packages' import graph (a package imports another when one of its modules does) THEN it has
+    # no cycle: no two packages lean on each other, even through modules that do not form a cycle
+    assert package_cycles() == []
+
+
+def test_a_deliberate_module_cycle_is_caught(tmp_path: Path) -> None:
     # GIVEN a copy in which the job runner imports the probe command that imports it
-    copy = tmp_path / "abiprobe"
-    shutil.copytree(PACKAGE_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data", "schemas"))
-    victim = copy / "probe" / "job_runner.py"
-    victim.write_text(victim.read_text(encoding="utf-8") + "\nfrom abiprobe.commands import probe\n")
+    copy = _copy(tmp_path)
+    _plant(copy, "probe/job_runner", "from abiprobe.commands import probe\n")
     # THEN the cycle is reported
     assert ["abiprobe.commands.probe", "abiprobe.probe.job_runner"] in import_cycles(copy)
+
+
+def test_a_deliberate_package_cycle_is_caught(tmp_path: Path) -> None:
+    # GIVEN a copy in which the HTTP client imports the store's page cache, while the store reads through
+    # the HTTP client: no module imports itself back (cache.py does not import http.py), the packages do
+    copy = _copy(tmp_path)
+    _plant(copy, "net/http", "def later() -> None:\n    from abiprobe.store import cache\n")
+    assert import_cycles(copy) == import_cycles(PACKAGE_ROOT)
+    # THEN the packages' cycle is reported, and so is the upward import that makes it
+    assert ["abiprobe.net", "abiprobe.store"] in package_cycles(copy)
+    assert ("abiprobe.net.http", "abiprobe.store.cache") in violations(copy)
+
+
+def test_a_package_cycle_within_one_layer_is_caught() -> None:
+    # GIVEN a graph of two packages of one layer that lean on each other THEN the checker names them
+    assert cycles({"a": {"b"}, "b": {"a", "c"}, "c": set()}) == [["a", "b"]]

@@ -13,6 +13,7 @@ import pytest
 
 from abiprobe.cli import main
 from abiprobe.model.candidate import IndexFile, candidates_from_files
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
 from abiprobe.report.matrix_html import render_html
@@ -22,7 +23,6 @@ from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.matrix import Group, MatrixBuilder
 from abiprobe.solve.resolver import Resolution
 from abiprobe.solve.result import IndexStatus, SolveResult
-from abiprobe.solve.stack import default_stack
 
 TARGET = Target.parse(cuda="13.0", arch="sm120", platform="manylinux_2_28_x86_64", base=Target())
 
@@ -151,7 +151,7 @@ def test_matrix_show_refuses_a_foreign_json(tmp_path: Path) -> None:
 
 def test_written_renderings_say_the_registry_in_words_never_its_host() -> None:
     from abiprobe.model.hosts import REGISTRY, REGISTRY_FILES, concrete
-    from abiprobe.solve.outputs import readable_renderings
+    from abiprobe.report.outputs import readable_renderings
 
     # GIVEN a matrix whose index line and a wheel URL name the default registry (by host, as read)
     doc = sample_document()

@@ -49,7 +49,7 @@ def test_probe_of_a_wheel_with_vendored_libraries_imports_it(
 
 
 def test_a_stale_top_level_entry_is_not_a_module_the_distribution_provides() -> None:
-    from abiprobe.host.wheel import provided_tops
+    from abiprobe.binary.wheel import provided_tops
 
     # GIVEN top_level.txt naming _xxhash and xxhash, where the extension now lives inside the package
     files = [

@@ -21,14 +21,18 @@ from support.solve_stacks import SolveStack, _kernel, serve, solve_argv, solve_s
 from support.stacks import PY_TAG
 from support.wheelbuild import build_wheel
 
+from abiprobe.analyze.preloads import preload_pattern
 from abiprobe.cli import main
 from abiprobe.index.client import IndexClient
+from abiprobe.model.stack import default_stack
 from abiprobe.net.http import Http
 from abiprobe.store import entries
 from abiprobe.store.cache import Cache
 from abiprobe.store.primitives import sha256_hex
 from abiprobe.store.published import publish, published_setting
 from abiprobe.store.reads import WheelReads
+
+BUILT_IN_PRELOADS = preload_pattern(default_stack().loading())
 
 NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
 PREFIX = "/published/"
@@ -299,11 +303,11 @@ def test_range_read_facts_are_published_only_once_a_verifying_read_checked_them(
         server.add_wheel(_padded_wheel(tmp_path / "w"))
         with Http(progress=False) as http:
             (candidate,) = IndexClient([server.index_url], cache, http).list_project("mykernel").candidates
-            assert not WheelReads(http, cache).facts(candidate.file).verified
+            assert not WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS).facts(candidate.file).verified
             before = publish(cache.root, tmp_path / "before")
             # WHEN a run that checks every wheel (--verify-wheels, the nightly's) reads it again
             http.verify_wheels = True
-            again = WheelReads(http, cache).facts(candidate.file)
+            again = WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS).facts(candidate.file)
         after = publish(cache.root, tmp_path / "after")
     # THEN the range-read facts were left out, and the checked ones replace them and are published
     assert (before.facts, before.unverified) == (0, 1)

@@ -15,14 +15,18 @@ from support.cbuild import build_shared
 from support.indexserver import IndexServer
 from support.wheelbuild import build_wheel
 
+from abiprobe.analyze.preloads import preload_pattern
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.binary.zipdir import locate_central_directory, parse_central_directory
 from abiprobe.errors import FetchError, HashMismatchError, WheelFormatError
-from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.index.client import IndexClient
+from abiprobe.model.stack import default_stack
 from abiprobe.net.http import Http
 from abiprobe.net.remote_wheel import NOTE_IGNORES_RANGES, RemoteZip
 from abiprobe.store.cache import Cache
 from abiprobe.store.reads import WheelReads
+
+BUILT_IN_PRELOADS = preload_pattern(default_stack().loading())
 
 LIB_C = "int demo_value(void) { return 42; }\n"
 EXT_C = "extern int demo_value(void);\nint PyInit__ext(void) { return demo_value(); }\n"
@@ -187,7 +191,7 @@ def test_wrong_index_hash_raises_and_stores_no_facts(
     (candidate,) = IndexClient([server.index_url], cache, http).list_project("demo").candidates
     # WHEN its facts are read THEN the hash mismatch is one error and nothing is cached
     with pytest.raises(HashMismatchError, match="does not match the index's 0000"):
-        WheelReads(http, cache).facts(candidate.file)
+        WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS).facts(candidate.file)
     assert cache.load_facts("0" * 64) is None
 
 
@@ -196,9 +200,9 @@ def test_remote_facts_are_cached_by_sha256(
 ) -> None:
     served = server.add_wheel(small_wheel)
     (candidate,) = IndexClient([server.index_url], cache, http).list_project("demo").candidates
-    first = WheelReads(http, cache).facts(candidate.file)
+    first = WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS).facts(candidate.file)
     server.reset_counts()
-    second = WheelReads(http, cache).facts(candidate.file)
+    second = WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS).facts(candidate.file)
     assert first == second and first.sha256 == served.sha256
     assert server.requests[served.path] == 0
 

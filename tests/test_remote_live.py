@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from abiprobe.host.wheel import select_members
+from abiprobe.binary.wheel import select_members
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import default_index
 from abiprobe.net.http import Http

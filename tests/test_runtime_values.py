@@ -10,7 +10,7 @@ from support.probe_wheels import TAG
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.runtime import CannotEvaluate, evaluate, runtime_values, substitute
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.model.target import Target
 
 TARGET = Target.parse(cuda="13.0", arch="sm120", python="cp311", platform="manylinux_2_28_aarch64")

@@ -12,16 +12,17 @@ from support.indexserver import IndexServer
 from support.solve_stacks import serve, solve_stack
 from support.stacks import PY_TAG
 
+from abiprobe.analyze.preloads import preload_pattern
 from abiprobe.analyze.profiles import profile_for
 from abiprobe.commands.solve import solve_reads
 from abiprobe.index.client import IndexClient
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http
 from abiprobe.solve import pipeline
 from abiprobe.solve.candidates import FilterOptions
 from abiprobe.solve.collect import ReadLedger
 from abiprobe.solve.result import SolveResult
-from abiprobe.solve.stack import default_stack
 from abiprobe.store.cache import Cache
 from abiprobe.store.reads import WheelReads
 
@@ -50,7 +51,12 @@ def _solve(url: str, cache: Path) -> SolveResult:
     store = Cache(cache)
     with Http() as http:
         client = IndexClient([url], store, http)
-        wheels = WheelReads(http, store, listed_as_before=client.listed_as_before)
+        wheels = WheelReads(
+            http,
+            store,
+            listed_as_before=client.listed_as_before,
+            preloaded=preload_pattern(default_stack().loading()),
+        )
         profile = profile_for(TARGET.machine, TARGET.glibc)
         return pipeline.solve(default_stack(), TARGET, profile, solve_reads(client, wheels), FilterOptions())
 

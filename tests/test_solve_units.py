@@ -11,20 +11,16 @@ from packaging.version import Version
 
 from abiprobe.errors import UsageError
 from abiprobe.model.candidate import IndexFile, candidates_from_files
+from abiprobe.model.cuda_variant import infer_variant, variant_from_label, variant_from_requirements
 from abiprobe.model.facts import DistMetadata, ElfFacts, WheelFacts
+from abiprobe.model.stack import default_stack, load_stack_file
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Status
-from abiprobe.solve.candidates import (
-    FilterOptions,
-    StackCandidate,
-    infer_variant,
-    prefilter,
-    variant_from_label,
-    variant_from_requirements,
-)
+from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter
 from abiprobe.solve.matrix import Group
 from abiprobe.solve.resolver import build_picks, resolve
-from abiprobe.solve.stack import default_stack, load_stack_file
+
+BUILT_IN_STACK = default_stack()
 
 TARGET = Target(cuda=(13, 0), python=(3, 12), platform="manylinux_2_28_x86_64")
 
@@ -231,8 +227,8 @@ def test_kernel_role_falls_back_to_the_old_name_when_the_new_one_fails() -> None
 
 
 def test_providers_rank_exact_then_family_then_unsuffixed_nearest_first() -> None:
-    from abiprobe.binary.cuda_arch import parse_arch
-    from abiprobe.solve.arch_wheels import ranked_arch_wheels
+    from abiprobe.model.arch_ranking import ranked_arch_wheels
+    from abiprobe.model.cuda_arch import parse_arch
 
     tags = ["sm80", "sm89", "sm90a", "sm100a", "sm103a", "sm120", "sm120f", "sm121", "sm121a"]
     assert [p.tag for p in ranked_arch_wheels(tags, parse_arch("sm_121"))] == [
@@ -308,5 +304,5 @@ def test_an_installed_environment_scope_roots_at_the_stack_and_its_installed_pro
         facts("mpilike", "4.0"),
     ]
     # THEN the check's scope holds flashinfer, its shim and that provider (by the shim's prefix), not mpilike
-    scope = requirement_closure(wheels, stack_roots(wheels), Target.parse(cuda="13.0"))
+    scope = requirement_closure(wheels, stack_roots(wheels, BUILT_IN_STACK), Target.parse(cuda="13.0"))
     assert sorted(scope) == ["flashinfer-jit-cache", "flashinfer-jit-cache-sm107a", "flashinfer-python"]

@@ -9,20 +9,23 @@ from support.indexserver import IndexServer
 from support.solve_stacks import SolveStack, serve, solve_stack
 from support.stacks import PY_TAG
 
+from abiprobe.analyze.preloads import preload_pattern
 from abiprobe.analyze.profiles import profile_for
 from abiprobe.commands.solve import solve_reads
 from abiprobe.index.client import IndexClient
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http
 from abiprobe.probe.jobs import probe_jobs
 from abiprobe.report.matrix_json import matrix_document
+from abiprobe.report.outputs import lock_set, output_files
 from abiprobe.solve.candidates import FilterOptions
-from abiprobe.solve.outputs import lock_set, output_files
 from abiprobe.solve.pipeline import solve
 from abiprobe.solve.result import CellSelection, SolveResult
-from abiprobe.solve.stack import default_stack
 from abiprobe.store.cache import Cache
 from abiprobe.store.reads import WheelReads
+
+BUILT_IN_PRELOADS = preload_pattern(default_stack().loading())
 
 TARGET = Target.parse(cuda="13.0", arch="sm120", python=PY_TAG, platform="manylinux_2_28_x86_64")
 
@@ -31,7 +34,9 @@ def _solve(url: str, cache: Path, options: FilterOptions, installs: CellSelectio
     store = Cache(cache)
     with Http() as http:
         client = IndexClient([url], store, http)
-        wheels = WheelReads(http, store, listed_as_before=client.listed_as_before)
+        wheels = WheelReads(
+            http, store, listed_as_before=client.listed_as_before, preloaded=BUILT_IN_PRELOADS
+        )
         reads = solve_reads(client, wheels)
         profile = profile_for(TARGET.machine, TARGET.glibc)
         return solve(default_stack(), TARGET, profile, reads, options, installs=installs)

@@ -10,8 +10,11 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile, stable_abi_added, stable_abi_names
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
+
+BUILT_IN_STACK = default_stack()
 
 T = Target.parse(cuda="13.0", python="cp312", platform="manylinux_2_28_x86_64")
 P228 = builtin_profile("manylinux_2_28_x86_64")
@@ -30,7 +33,7 @@ def module(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _symbols(module: Path, tmp: Path, tag: str) -> tuple[str, str]:
     wheel = build_wheel(tmp, "abi3pkg", "1.0", {"abi3pkg/_ext.abi3.so": module}, tag=tag)
-    a = analyze_set([wheel_facts_from_path(wheel)], T, P228)
+    a = analyze_set([wheel_facts_from_path(wheel)], T, P228, stack=BUILT_IN_STACK)
     (v,) = [v for v in a.verdicts if v.check == "symbols"]
     return v.status, v.explanation
 

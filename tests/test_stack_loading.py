@@ -1,11 +1,12 @@
 """A stack file declares how its own packages load their shared objects, as the built-in stack does for
-torch, and the analysis follows it (abiprobe.solve.stack), compared with a real import."""
+torch, and the analysis follows it (abiprobe.model.stack), compared with a real import."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,10 +16,10 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.errors import UsageError
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.model.stack import PackageLoading, default_stack, load_stack_file
 from abiprobe.model.target import Target
-from abiprobe.solve.stack import PackageLoading, load_stack_file
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 TARGET = Target.parse(cuda="13.0", arch="sm120", python=PY, platform="manylinux_2_28_x86_64")
@@ -63,12 +64,15 @@ def test_a_stack_files_loading_data_is_followed_and_agrees_with_a_real_import(
     assert torch.package == "torch"
     assert own == PackageLoading("globdep", preload=("globdep/lib/libdep.so",), read_source=False)
     facts = [wheel_facts_from_path(globdep)]
-    # WHEN the set is judged with the stack's loading data
-    followed = analyze_set(facts, TARGET, PROFILE, rules=stack.loading())
+    # WHEN the set is judged with the stack's loading data (on no GPU: the stack's CPU-only member would
+    # fail gpu_arch on one, now that the whole stack file reaches the analysis)
+    followed = analyze_set(facts, replace(TARGET, arch=None), PROFILE, stack=stack)
     # THEN the extension binds dep_fn to the preloaded library and the set loads
     assert (followed.import_status, followed.status) == ("ok", "ok")
     # AND without it the extension's symbol stays unbound (the library is loaded RTLD_LOCAL by ctypes)
-    assert analyze_set(facts, TARGET, PROFILE).import_status == "fail"
+    assert (
+        analyze_set(facts, replace(TARGET, arch=None), PROFILE, stack=default_stack()).import_status == "fail"
+    )
     # AND a real import agrees with the stack's data
     site = tmp_path / "site"
     zipfile.ZipFile(globdep).extractall(site)

@@ -15,11 +15,14 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.cli import main
 from abiprobe.host.ldconfig import profile_from_host
 from abiprobe.host.loader_inputs import HostLoader
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
+
+BUILT_IN_STACK = default_stack()
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 PLAT = "manylinux_2_28_x86_64"
@@ -47,7 +50,7 @@ def numa_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _loader_verdicts(wheel: Path, profile: object) -> dict[str, tuple[str, str]]:
-    a = analyze_set([wheel_facts_from_path(wheel)], T, profile)  # type: ignore[arg-type]
+    a = analyze_set([wheel_facts_from_path(wheel)], T, profile, stack=BUILT_IN_STACK)  # type: ignore[arg-type]
     return {
         v.check: (v.status, v.explanation)
         for u in a.units

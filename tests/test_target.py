@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from abiprobe.binary.cuda import GpuArch
 from abiprobe.errors import UsageError
+from abiprobe.model.cuda_arch import GpuArch
 from abiprobe.model.target import (
     Target,
     driver_cuda,

@@ -27,16 +27,18 @@ from abiprobe.analyze.torch_abi import (
     shim_table,
     wheel_torch_range,
 )
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.cli import main
-from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.facts import WheelInfo
+from abiprobe.model.stack import Stack, StackMember, default_stack
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, MatrixBuilder
-from abiprobe.solve.stack import Stack, StackMember
 from abiprobe.store.cache import Cache
+
+BUILT_IN_STACK = default_stack()
 
 SCHEMAS = Path(__file__).parent.parent / "abiprobe" / "schemas"
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
@@ -242,7 +244,11 @@ def test_a_matrix_cell_explanation_names_the_torch_range(built: TorchAbiStacks) 
     kernel = _candidate("kernel", built.kernels["removed-unpinned"])
     target = Target.parse(cuda="13.0", python=PY, platform="manylinux_2_28_x86_64")
     evaluator = StaticEvaluator(
-        target, builtin_profile("manylinux_2_28_x86_64"), lambda _g: (), torch_candidates=rows
+        target,
+        builtin_profile("manylinux_2_28_x86_64"),
+        lambda _g: (),
+        torch_candidates=rows,
+        stack=BUILT_IN_STACK,
     )
     groups = {"torch": tuple(Group("torch", r) for r in rows), "kernel": (Group("kernel", kernel),)}
     matrix = MatrixBuilder(stack, target, evaluator).build(groups)

@@ -32,15 +32,17 @@ from abiprobe.analyze.torch_abi import (
     wheel_torch_range,
 )
 from abiprobe.analyze.torch_build import pinned_minor, recorded_build_torch
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.cli import main
-from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.facts import WheelInfo
+from abiprobe.model.stack import Stack, StackMember, default_stack
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, MatrixBuilder
-from abiprobe.solve.stack import Stack, StackMember
+
+BUILT_IN_STACK = default_stack()
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 TARGET = ["--cuda", "13.0", "--python", PY, "--platform", "manylinux_2_28_x86_64", "--json"]
@@ -168,7 +170,7 @@ def test_a_matrix_cell_that_does_not_load_is_fail_with_the_pin_named_too(built: 
     rows = [_candidate("torch", built.torch_old), _candidate("torch", built.torch_new)]
     target = Target.parse(cuda="13.0", python=PY, platform="manylinux_2_28_x86_64")
     profile = builtin_profile("manylinux_2_28_x86_64")
-    evaluator = StaticEvaluator(target, profile, lambda _g: (), torch_candidates=rows)
+    evaluator = StaticEvaluator(target, profile, lambda _g: (), torch_candidates=rows, stack=BUILT_IN_STACK)
     kernel = _candidate("kernel", built.kernels["kept-pinned"])
     groups = {"torch": tuple(Group("torch", r) for r in rows), "kernel": (Group("kernel", kernel),)}
     matrix = MatrixBuilder(stack, target, evaluator).build(groups)
@@ -186,7 +188,7 @@ def test_the_loader_s_first_failure_is_the_first_reason_of_a_failing_set(built: 
     # GIVEN a set that fails to load (at::legacy_helper is gone in 2.13.0) on a target its tags do not fit
     target = Target.parse(cuda="13.0", python=PY, platform="manylinux_2_17_x86_64")
     wheels = [wheel_facts_from_path(p) for p in (built.torch_new, built.kernels["removed-pinned"])]
-    analysis = analyze_set(wheels, target, builtin_profile("manylinux_2_28_x86_64"))
+    analysis = analyze_set(wheels, target, builtin_profile("manylinux_2_28_x86_64"), stack=BUILT_IN_STACK)
     # THEN the failure the loader stops at comes first, before the tags and the pin
     first = analysis.failures()[0]
     assert first.evidence["loader_message"] == analysis.first_error.to_json()  # type: ignore[union-attr]

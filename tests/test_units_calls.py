@@ -10,7 +10,7 @@ from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.layout import Layout
 from abiprobe.analyze.units import plan_units
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
 
 # at import: a("libtop.so") loads libtop.so and calls b(), which calls a("libinner.so") while a is still
 # running (left out: a recursion); then b() is called again from the top level, with a no longer

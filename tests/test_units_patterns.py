@@ -14,8 +14,11 @@ from support.pattern_wheels import PatternWheels, build_pattern_wheels
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_extension, analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.binary.wheel import wheel_facts_from_path
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
+
+BUILT_IN_STACK = default_stack()
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 TARGET = Target.parse(cuda="13.0", arch="sm120", python=PY, platform="manylinux_2_28_x86_64")
@@ -29,7 +32,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> PatternWheels:
 
 def _analyze(wheels: PatternWheels, name: str) -> SetAnalysis:
     paths = [wheels.torch, getattr(wheels, name)]
-    return analyze_set([wheel_facts_from_path(p) for p in paths], TARGET, PROFILE)
+    return analyze_set([wheel_facts_from_path(p) for p in paths], TARGET, PROFILE, stack=BUILT_IN_STACK)
 
 
 def _import(wheels: PatternWheels, name: str, package: str, site: Path) -> tuple[int, str]:
@@ -183,14 +186,14 @@ def test_native_code_that_nothing_followed_loads_is_never_ok(wheels: PatternWhee
     # GIVEN guarded, whose library path comes from a file, loaded under a test abiprobe cannot know
     facts = wheel_facts_from_path(wheels.guarded)
     torch = wheel_facts_from_path(wheels.torch)
-    a = analyze_set([torch, facts], TARGET, PROFILE)
+    a = analyze_set([torch, facts], TARGET, PROFILE, stack=BUILT_IN_STACK)
     # THEN no unit of it is judged, and the set is unknown, not ok, saying why
     assert _units(a, "guarded") == []
     (verdict,) = [v for v in a.set_verdicts if v.subject == "guarded 1.0" and v.status != "ok"]
     assert verdict.status == "unknown" and "none was judged" in verdict.explanation
     assert a.status == "unknown"
     # AND so is the solver's pairwise form
-    pair = analyze_extension(facts, [torch], TARGET, PROFILE)
+    pair = analyze_extension(facts, [torch], TARGET, PROFILE, None, BUILT_IN_STACK.loading())
     assert [(u.kind, u.status) for u in pair] == [("unjudged", "unknown")]
     # AND a real import fails: ok would have been wrong
     code, last = _import(wheels, "guarded", "guarded", tmp_path)
@@ -299,7 +302,9 @@ def test_an_and_with_a_value_abiprobe_cannot_know_is_false_when_the_known_side_i
 ) -> None:
     # GIVEN `is_windows and msvc` around a Windows-only load (msvc: a parameter abiprobe cannot know)
     pkg = _pure(tmp_path, "winguard", PLATFORM_GUARD)
-    a = analyze_set([wheel_facts_from_path(p) for p in (wheels.torch, pkg)], TARGET, PROFILE)
+    a = analyze_set(
+        [wheel_facts_from_path(p) for p in (wheels.torch, pkg)], TARGET, PROFILE, stack=BUILT_IN_STACK
+    )
     # THEN on Linux the branch is not taken: no unit for the DLL, nothing fails
     assert [u.path for u in _units(a, "winguard")] == []
     assert a.status == "ok"
@@ -314,7 +319,9 @@ def test_an_and_with_a_value_abiprobe_cannot_know_is_false_when_the_known_side_i
 def test_a_functions_own_error_check_is_no_unit_of_its_own(wheels: PatternWheels, tmp_path: Path) -> None:
     # GIVEN a function that raises for some arguments and loads a library for others
     pkg = _pure(tmp_path, "errpath", ERROR_PATHS)
-    a = analyze_set([wheel_facts_from_path(p) for p in (wheels.torch, pkg)], TARGET, PROFILE)
+    a = analyze_set(
+        [wheel_facts_from_path(p) for p in (wheels.torch, pkg)], TARGET, PROFILE, stack=BUILT_IN_STACK
+    )
     # THEN the raise, reached by no failed load, is no unit: it is not said to fail on first use
     assert "raise" not in [u.kind for u in _units(a, "errpath")]
     assert not any("raises NotImplementedError" in v.text for v in a.verdicts)
@@ -337,7 +344,9 @@ def test_a_raise_after_a_test_abiprobe_cannot_know_is_no_claim(wheels: PatternWh
     # GIVEN code run at import that returns early under a test abiprobe cannot know, else raises
     # (transformers' direct_transformers_import has this shape)
     pkg = _pure(tmp_path, "guarded", OPAQUE_GUARD)
-    a = analyze_set([wheel_facts_from_path(p) for p in (wheels.torch, pkg)], TARGET, PROFILE)
+    a = analyze_set(
+        [wheel_facts_from_path(p) for p in (wheels.torch, pkg)], TARGET, PROFILE, stack=BUILT_IN_STACK
+    )
     # THEN the raise is not said to happen at import
     assert "raise" not in [u.kind for u in _units(a, "guarded")]
     assert a.import_status == "ok"
@@ -368,10 +377,10 @@ def test_the_drivers_library_by_its_bare_name_is_there_on_a_gpu_target(
     pkg = _pure(tmp_path, "drvprobe", DRIVER_PROBE)
     facts = [wheel_facts_from_path(p) for p in (wheels.torch, pkg)]
     # THEN on a GPU target the driver's library is found: no feature that will not load
-    a = analyze_set(facts, TARGET, PROFILE)
+    a = analyze_set(facts, TARGET, PROFILE, stack=BUILT_IN_STACK)
     assert [(u.path, u.status) for u in _units(a, "drvprobe")] == [("libcuda.so.1", "ok")]
     assert a.features == ()
     # AND on a target without the driver the load fails, caught by the package (import still works)
-    bare = analyze_set(facts, TARGET, dataclasses.replace(PROFILE, driver=False))
+    bare = analyze_set(facts, TARGET, dataclasses.replace(PROFILE, driver=False), stack=BUILT_IN_STACK)
     assert [(u.timing, u.status) for u in _units(bare, "drvprobe")] == [("optional", "fail")]
     assert bare.import_status in ("ok", "warn")

@@ -15,9 +15,12 @@ from support.wheelbuild import build_wheel
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.profiles import builtin_profile
 from abiprobe.analyze.variants import parse_variant_json
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.cli import main
-from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
+
+BUILT_IN_STACK = default_stack()
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "abiprobe/schemas/inspect.schema.json").read_text())
 NEEDS13 = "its libraries need CUDA 13 (needs libcudart.so.13)"
@@ -117,7 +120,9 @@ def test_label_and_metadata_cuda_claims_are_checked_against_sonames(
 ) -> None:
     wheel = _labelled(tmp_path, version, requires, cuda13_user)
     t = Target.parse(cuda="13.0", python="cp312", platform="manylinux_2_28_x86_64")
-    a = analyze_set([wheel_facts_from_path(wheel)], t, builtin_profile("manylinux_2_28_x86_64"))
+    a = analyze_set(
+        [wheel_facts_from_path(wheel)], t, builtin_profile("manylinux_2_28_x86_64"), stack=BUILT_IN_STACK
+    )
     found = [v.explanation for v in a.set_verdicts if v.check == "metadata" and v.status == "warn"]
     assert found == ([expected] if expected else [])
 

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from support.cbuild import build_shared
 from support.wheelbuild import build_wheel
 
+from abiprobe.binary.wheel import wheel_facts_from_path
 from abiprobe.cli import main
 from abiprobe.errors import AbiprobeError, BinaryFormatError, WheelFormatError
 from abiprobe.host.snapshot import wheel_fingerprint
-from abiprobe.host.wheel import wheel_facts_from_path
 from abiprobe.probe.parallel import wheel_tops
 from abiprobe.probe.venv import unpack_wheel
 

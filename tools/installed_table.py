@@ -56,9 +56,9 @@ def static_check(python: str, arch: str, deps: Path | None) -> tuple[int, dict[s
 
 def native_distributions(python: str) -> list[tuple[str, str, tuple[str, ...]]]:
     """(name, version, importable top-level modules) of every installed distribution with a shared
-    object among its files, as a probe chooses the modules to import (abiprobe.host.wheel)."""
+    object among its files, as a probe chooses the modules to import (abiprobe.binary.wheel)."""
+    from abiprobe.binary.wheel import provided_tops
     from abiprobe.host.installed import list_installed
-    from abiprobe.host.wheel import provided_tops
 
     out: dict[str, tuple[str, str, tuple[str, ...]]] = {}
     for rec in list_installed(python):

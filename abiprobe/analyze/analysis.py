@@ -40,9 +40,9 @@ from abiprobe.analyze.unit_outcomes import (
 from abiprobe.analyze.units import PlannedUnit, Timing
 from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.model.facts import WheelFacts
+from abiprobe.model.stack import PackageLoading, Stack, loading_digest
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import CHECKS, STATUS_ORDER, Status, Verdict, unread_verdicts, unsettled, worst
-from abiprobe.solve.stack import PackageLoading, loading_digest
 
 ANALYSIS_SCHEMA_VERSION = 1
 
@@ -379,12 +379,13 @@ def analyze_set(
     target: Target,
     profile: Profile,
     torch_releases: Sequence[TorchRelease] = (),
-    rules: Sequence[PackageLoading] | None = None,
+    *,
+    stack: Stack,
 ) -> SetAnalysis:
     """Every check of a candidate set under a target: pure, no I/O. ``torch_releases``: torch releases
-    known besides the set's own, against which each kernel wheel's torch range is judged; ``rules``: the
-    stack's loading data (default: the built-in stack's)."""
-    sim = LoaderSimulation(wheels, target, profile, rules)
+    known besides the set's own, against which each kernel wheel's torch range is judged; ``stack``: what
+    couples the set's versions, picks its providers and says how its packages load."""
+    sim = LoaderSimulation(wheels, target, profile, stack.loading())
     done: list[UnitAnalysis] = []
     planned: list[PlannedUnit | None] = []
     for unit, r, _ in sim.load_all():
@@ -393,7 +394,7 @@ def analyze_set(
     units = spare_partial_gpu(settle_candidates(list(zip(planned, done, strict=True))))
     units = [u for u in units if u.kind != "preloaded" or u.status != "ok"]
     set_verdicts: list[Verdict] = [
-        *metadata_verdicts(wheels),
+        *metadata_verdicts(wheels, stack),
         *tag_verdicts(wheels, target),
         *requires_verdicts(wheels, target),
         *files_verdicts(sim.layout),
@@ -403,8 +404,8 @@ def analyze_set(
     set_verdicts += torch_range_verdicts(wheels, torch_releases)
     set_verdicts += cuda_claim_verdicts(wheels, target)
     judged = {v.subject for u in units for v in u.verdicts if v.check == "gpu_arch"}
-    set_verdicts += provider_verdicts(wheels, target, judged)
-    set_verdicts += cpu_only_verdicts(wheels, target)
+    set_verdicts += provider_verdicts(wheels, target, judged, stack)
+    set_verdicts += cpu_only_verdicts(wheels, target, stack)
     return SetAnalysis(
         target=target,
         profile=profile.name,
@@ -435,13 +436,13 @@ def extension_cache_key(
     providers: Sequence[WheelFacts],
     target: Target,
     profile: Profile,
-    rules: Sequence[PackageLoading] | None = None,
+    rules: Sequence[PackageLoading],
 ) -> tuple[str, tuple[str, ...], str, str]:
-    """(wheel sha256, sorted provider sha256s, target key, profile digest and the stack's loading data
-    when not the built-in one): what an analysis depends on.
+    """(wheel sha256, sorted provider sha256s, target key, profile digest and the stack's loading data):
+    what an analysis depends on.
 
     A provider with unread members (partial facts, which only ever gain members) is also keyed by them."""
-    setup = profile.digest() if rules is None else f"{profile.digest()} {loading_digest(rules)}"
+    setup = f"{profile.digest()} {loading_digest(rules)}"
     return (wheel.sha256, tuple(sorted(_facts_key(p) for p in providers)), target.key(), setup)
 
 
@@ -455,8 +456,8 @@ def analyze_extension(
     providers: Sequence[WheelFacts],
     target: Target,
     profile: Profile,
-    cache: AnalysisCache | None = None,
-    rules: Sequence[PackageLoading] | None = None,
+    cache: AnalysisCache | None,
+    rules: Sequence[PackageLoading],
 ) -> tuple[UnitAnalysis, ...]:
     """The extensions of one wheel loaded on top of ``providers`` (e.g. a torch wheel + its nvidia wheels).
 

@@ -12,9 +12,9 @@ from abiprobe.analyze.layout import Layout, dist_label
 from abiprobe.model.facts import WheelFacts, WheelSummary
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.sonames import cuda_major_of_soname
+from abiprobe.model.stack import CompanionRule, PackageLoading, Stack, version_error
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Status, Verdict
-from abiprobe.solve.stack import CompanionRule, PackageLoading, Stack, default_stack, version_error
 
 # Directories several distributions share by design (nvidia-*-cu12 wheels each ship nvidia/__init__.py).
 SHARED_NAMESPACES = frozenset({"nvidia"})
@@ -27,10 +27,9 @@ def _version(text: str) -> Version | None:
         return None
 
 
-def metadata_verdicts(wheels: Sequence[WheelFacts], stack: Stack | None = None) -> list[Verdict]:
+def metadata_verdicts(wheels: Sequence[WheelFacts], stack: Stack) -> list[Verdict]:
     """``metadata``: filename version vs METADATA Version, and companion versions as the stack couples
-    them (the built-in stack's by default)."""
-    stack = stack if stack is not None else default_stack()
+    them."""
     out: list[Verdict] = []
     by_name: dict[str, WheelFacts] = {canonicalize_name(w.metadata.name): w for w in wheels}
     for w in wheels:
@@ -217,14 +216,12 @@ def _paths_by_top(w: WheelFacts | WheelSummary) -> dict[str, frozenset[str]]:
     return found
 
 
-def runtime_selection(
-    path: str, target: Target, rules: Sequence[PackageLoading] | None = None
-) -> bool | None:
+def runtime_selection(path: str, target: Target, rules: Sequence[PackageLoading]) -> bool | None:
     """Whether a package that picks an extension by GPU (the stack data's ``by_arch``: sgl_kernel's sm90/
     vs sm100/) loads this one on the target; None when no rule picks it."""
 
     cc = target.arch.cc if target.arch is not None else None
-    for rule in default_stack().loading() if rules is None else rules:
+    for rule in rules:
         chosen = rule.selects(path, cc)
         if chosen is not None:
             return chosen
@@ -235,7 +232,7 @@ def first_use_gpu_verdicts(wheel: WheelFacts, target: Target, judged: Collection
     """``gpu_arch`` of the libraries a package loads on first use, not at import (the modules of the
     jit-cache provider flashinfer picks for the GPU): their kernels must run on that GPU all the same.
     Objects in ``judged`` (extensions the loader simulation already checked) are skipped."""
-    from abiprobe.binary.cuda import arch_verdict
+    from abiprobe.model.cuda_arch import arch_verdict
 
     if target.arch is None:
         return []
@@ -256,14 +253,13 @@ def first_use_gpu_verdicts(wheel: WheelFacts, target: Target, judged: Collection
 
 
 def provider_verdicts(
-    wheels: Sequence[WheelFacts], target: Target, judged: Collection[str], stack: Stack | None = None
+    wheels: Sequence[WheelFacts], target: Target, judged: Collection[str], stack: Stack
 ) -> list[Verdict]:
     """For each shim of the set with per-architecture providers beside it: the GPU code of the provider
-    the target loads (flashinfer's own order, :func:`abiprobe.solve.arch_wheels.ranked_arch_wheels`), or a
+    the target loads (flashinfer's own order, :func:`abiprobe.model.arch_ranking.ranked_arch_wheels`), or a
     warning that none of them serves the target's GPU."""
-    from abiprobe.solve.arch_wheels import ranked_arch_wheels
+    from abiprobe.model.arch_ranking import ranked_arch_wheels
 
-    stack = stack if stack is not None else default_stack()
     names = {canonicalize_name(w.metadata.name) for w in wheels}
     out: list[Verdict] = []
     for c in (c for m in stack.members for c in m.companions if c.arch_wheels is not None):
@@ -284,16 +280,13 @@ def provider_verdicts(
     return out
 
 
-def cpu_only_verdicts(
-    wheels: Sequence[WheelFacts], target: Target, stack: Stack | None = None
-) -> list[Verdict]:
+def cpu_only_verdicts(wheels: Sequence[WheelFacts], target: Target, stack: Stack) -> list[Verdict]:
     """``gpu_arch`` for a stack distribution with native code and no sign of CUDA in it (a CPU-only
     ``+cpu`` torch): no GPU code, no CUDA library needed, no CUDA wheel required; nothing of it runs on
     the target's GPU. A pure-Python member (flashinfer compiles at run time) and one with unread bytes
     are not judged here."""
     if target.arch is None:
         return []
-    stack = stack if stack is not None else default_stack()
     out: list[Verdict] = []
     for w in wheels:
         if stack.role_of(w.metadata.name) is None or not w.elf or w.unread or _has_cuda(w):

@@ -13,7 +13,7 @@ from abiprobe.analyze.layout import InstalledObject, Layout
 from abiprobe.analyze.loader import LoadResult, MissingSymbol
 from abiprobe.analyze.profiles import Profile
 from abiprobe.analyze.system_packages import system_packages
-from abiprobe.binary.cxxnames import abi_tag_kind, cxx, split_signature
+from abiprobe.model.cxxnames import abi_tag_kind, cxx, split_signature
 from abiprobe.model.sonames import cuda_major_of_soname, providing_wheel, split_soname
 from abiprobe.model.target import CUDA_DRIVER_TABLE, Target
 from abiprobe.model.verdict import Status, Verdict
@@ -204,7 +204,7 @@ def _same_qualified(layout: Layout, mangled: str, qualified: str) -> list[tuple[
 
 def gpu_verdicts(objects: Sequence[InstalledObject], target: Target) -> list[Verdict]:
     """``gpu_arch`` per object carrying GPU code: native ok, PTX JIT only warn, nothing runnable fail."""
-    from abiprobe.binary.cuda import arch_verdict
+    from abiprobe.model.cuda_arch import arch_verdict
 
     out: list[Verdict] = []
     if target.arch is None:

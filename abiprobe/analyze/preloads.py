@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 
 from abiprobe.analyze.layout import InstalledObject, Layout
-from abiprobe.solve.stack import PackageLoading
+from abiprobe.model.stack import PackageLoading
 
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*\}")
 

@@ -16,17 +16,16 @@ from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis
 from abiprobe.analyze.layout import dist_label
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.stack import Stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict
-from abiprobe.solve.stack import Stack, default_stack
 
 OPTIONAL_NOTE = "optional: loaded only when its module is imported, not by importing the stack"
 
 
-def stack_roots(wheels: Sequence[WheelFacts], stack: Stack | None = None) -> tuple[str, ...]:
-    """The stack's distributions (the built-in stack's by default) as the roots of an environment
-    check: every core, companion and known provider, and any installed provider of a shim by prefix."""
-    stack = stack if stack is not None else default_stack()
+def stack_roots(wheels: Sequence[WheelFacts], stack: Stack) -> tuple[str, ...]:
+    """The stack's distributions as the roots of an environment check: every core, companion and known
+    provider, and any installed provider of a shim by prefix."""
     names: list[str] = list(stack.project_names())
     names += [w.metadata.name for w in wheels if stack.role_of(w.metadata.name) is not None]
     return tuple(dict.fromkeys(str(canonicalize_name(n)) for n in names))

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from abiprobe.binary.cxxnames import abi_tag_kind, demangle, split_signature
+from abiprobe.model.cxxnames import abi_tag_kind, demangle, split_signature
 from abiprobe.model.facts import ElfFacts, WheelFacts
 from abiprobe.model.sonames import cuda_major_of_soname
 

@@ -36,7 +36,7 @@ from abiprobe.analyze.layout import Layout
 from abiprobe.analyze.preloads import install_glob
 from abiprobe.analyze.runtime import TOKEN, CannotEvaluate, RuntimeValues, evaluate, substitute
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts, all_events
-from abiprobe.solve.stack import PackageLoading
+from abiprobe.model.stack import PackageLoading
 
 Timing = Literal["import", "first_use", "unknown", "optional"]
 Cond = tuple[tuple[str, bool], ...]  # (unit key, whether it loaded) that must all hold for a unit to load

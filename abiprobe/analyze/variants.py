@@ -21,16 +21,16 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from abiprobe.analyze.driver_api import driver_symbol_introduced
 from abiprobe.analyze.layout import dist_label
 from abiprobe.errors import WheelFormatError
-from abiprobe.model.facts import GpuCode, WheelFacts
-from abiprobe.model.requirements import applicable_requirements, parse_requirement
-from abiprobe.model.target import Target
-from abiprobe.model.verdict import Verdict
-from abiprobe.solve.candidates import (
+from abiprobe.model.cuda_variant import (
     CudaVariant,
     variant_from_facts,
     variant_from_label,
     variant_from_requirements,
 )
+from abiprobe.model.facts import GpuCode, WheelFacts
+from abiprobe.model.requirements import applicable_requirements, parse_requirement
+from abiprobe.model.target import Target
+from abiprobe.model.verdict import Verdict
 
 NAMESPACE = "nvidia"
 LOWER, UPPER, SM = "cuda_version_lower_bound", "cuda_version_upper_bound", "sm_arch"

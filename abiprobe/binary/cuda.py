@@ -4,7 +4,7 @@ Reads section by section through :class:`abiprobe.binary.bounded.ByteSource` (th
 reader), so multi-gigabyte libraries are never loaded whole and a truncated or hostile file ends in one
 format error; only fatbin headers are read, never payloads. ELF and section headers come from
 :mod:`abiprobe.binary.elf_layout`; no pyelftools (``tools/compare_cuobjdump.py`` runs with only this package).
-Rules deciding where the code runs live in :mod:`abiprobe.binary.cuda_arch`; container walking in
+Rules deciding where the code runs live in :mod:`abiprobe.model.cuda_arch`; container walking in
 :mod:`abiprobe.binary.cuda_fatbin`.
 """
 
@@ -15,16 +15,6 @@ import struct
 from typing import Final
 
 from abiprobe.binary.bounded import BinaryInput, ByteSource, Reader, source_label
-from abiprobe.binary.cuda_arch import (
-    ArchStatus,
-    ArchVerdict,
-    GpuArch,
-    arch_verdict,
-    parse_arch,
-    parse_ptx_isa,
-    ptx_compiles_for,
-    sass_runs_on,
-)
 from abiprobe.binary.cuda_fatbin import FATBIN_MAGIC, parse_fatbin, scan_containers, walk_containers
 from abiprobe.binary.elf_layout import ElfHeader, SectionHeader, read_header, read_sections
 from abiprobe.errors import FatbinFormatError
@@ -152,15 +142,7 @@ __all__ = [
     "EM_CUDA",
     "FATBIN_MAGIC",
     "FATBIN_SECTIONS",
-    "ArchStatus",
-    "ArchVerdict",
-    "GpuArch",
-    "arch_verdict",
     "gpu_code_of_elf",
-    "parse_arch",
     "parse_fatbin",
-    "parse_ptx_isa",
-    "ptx_compiles_for",
     "read_cubin",
-    "sass_runs_on",
 ]

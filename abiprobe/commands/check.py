@@ -44,6 +44,7 @@ from abiprobe.commands.known_wheels import add_torch_option
 from abiprobe.commands.options import add_index_options, add_target_options, interpreter_version, target_of
 from abiprobe.errors import UsageError
 from abiprobe.model.facts import WheelFacts
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import STATUS_ORDER
 from abiprobe.report.check_text import render_check
@@ -209,7 +210,6 @@ def scoped(analysis: SetAnalysis, wheels: Sequence[WheelFacts], args: argparse.N
     from packaging.utils import canonicalize_name
 
     from abiprobe.analyze.scope import mark_optional, requirement_closure, restrict, stack_roots
-    from abiprobe.solve.stack import default_stack
 
     present = {canonicalize_name(w.metadata.name) for w in wheels}
     if args.package:
@@ -221,7 +221,7 @@ def scoped(analysis: SetAnalysis, wheels: Sequence[WheelFacts], args: argparse.N
         return restrict(analysis, wheels, requirement_closure(wheels, args.package, analysis.target))
     if not args.installed:
         return analysis
-    stack = requirement_closure(wheels, stack_roots(wheels), analysis.target)
+    stack = requirement_closure(wheels, stack_roots(wheels, default_stack()), analysis.target)
     if args.all:
         return mark_optional(analysis, wheels, stack)
     if not stack:
@@ -266,11 +266,11 @@ def run(args: argparse.Namespace) -> int:
     if items is None:
         if on_this_host(args):
             profile = host_profile(wheels)
-        analysis = scoped(analyze_set(wheels, target, profile, releases), wheels, args)
+        analysis = scoped(analyze_set(wheels, target, profile, releases, stack=default_stack()), wheels, args)
     else:
         from abiprobe.analyze.analysis import with_unread
 
-        analysis = analyze_set(wheels, target, profile, releases)
+        analysis = analyze_set(wheels, target, profile, releases, stack=default_stack())
         analysis = scoped(with_unread(analysis, items.unread), wheels, args)
         if items.closure_error is not None and items.closure_impossible:
             analysis = with_closure_error(analysis, items.closure_error, bool(items.index_trouble))

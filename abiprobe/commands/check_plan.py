@@ -17,6 +17,7 @@ from abiprobe.analyze.profiles import Profile
 from abiprobe.analyze.torch_abi import TorchRelease
 from abiprobe.commands.installed_plan import PlannedEnvironment, judged_names, planned_environment
 from abiprobe.model.facts import WheelFacts
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 
 Scoper = Callable[[SetAnalysis, Sequence[WheelFacts], argparse.Namespace], SetAnalysis]
@@ -77,11 +78,14 @@ def run_planned(
     prefer = getattr(args, "installer", None)
     with ItemSource.of(args, progress=not args.json) as source:
         env = planned_environment(args, python, target, source, prefer)
-    names = judged_names(env, target, stack_roots(list(env.after)))
+    stack = default_stack()  # check judges the built-in stack
+    names = judged_names(env, target, stack_roots(list(env.after), stack))
     profile = profile_of([*env.before, *env.after])  # one system for both sides of the change
-    judged = with_unread(analyze_set(env.after, target, profile, releases), env.unread)
+    judged = with_unread(analyze_set(env.after, target, profile, releases, stack=stack), env.unread)
     after = _scope(scoped, judged, env.after, args, names)
-    before = _scope(scoped, analyze_set(env.before, target, profile, releases), env.before, args, names)
+    before = _scope(
+        scoped, analyze_set(env.before, target, profile, releases, stack=stack), env.before, args, names
+    )
     changed = {f"{w.name} {w.version}" for w in env.plan.adds}
     broken = broken_by_change(before, after, changed)
     if args.json:

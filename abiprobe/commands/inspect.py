@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any
 from abiprobe.analyze.torch_abi import TorchRelease, wheel_torch_range
 from abiprobe.analyze.torch_build import torch_linked
 from abiprobe.analyze.variants import variant_document, variant_member
-from abiprobe.binary.cuda import GpuArch, arch_verdict
-from abiprobe.binary.cuda_arch import parse_known_arch
 from abiprobe.commands.item_specs import Accepts
 from abiprobe.commands.known_wheels import CACHED, add_torch_option
 from abiprobe.commands.options import add_index_options, add_target_options, is_python_version, target_of
+from abiprobe.model.cuda_arch import GpuArch, arch_verdict, parse_known_arch
 from abiprobe.model.facts import ElfFacts, WheelFacts
 from abiprobe.report.jsondoc import json_text
 

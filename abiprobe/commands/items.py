@@ -139,15 +139,19 @@ class ItemSource:
         """The cache-first reads of listed wheels, published facts fetched first where they are configured
         (``abiprobe.store.published_client``)."""
         if self._reads is None:
+            from abiprobe.analyze.preloads import preload_pattern
+            from abiprobe.model.stack import default_stack
             from abiprobe.store.published_client import published_facts
 
             published = published_facts(self.http, self.cache, disabled=False, offline=self.offline)
+            preloaded = preload_pattern(default_stack().loading())  # items are judged with the built-in stack
             self._reads = WheelReads(
                 self.http,
                 self.cache,
                 self.offline,
                 published=published,
                 listed_as_before=self._listed_as_before,
+                preloaded=preloaded,
             )
         return self._reads
 

@@ -7,9 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from abiprobe.analyze.preloads import preload_pattern
 from abiprobe.commands.items import Item, ItemSource, OneWheel, facts_of, item_of_file
 from abiprobe.model.candidate import IndexFile
 from abiprobe.model.facts import WheelFacts
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 from abiprobe.solve.closure import UserWants
 from abiprobe.solve.install import AddedWheel, install_closure, root_of
@@ -128,6 +130,9 @@ def gather(
         return ItemSet(items)
     assert collector is not None
     roots = [root_of(i.file, i.info) for i in items]
-    closure = install_closure(roots, collector, target, options, memo=source.reads, wanted=wanted)
+    preloaded = preload_pattern(default_stack().loading())  # check judges the built-in stack
+    closure = install_closure(
+        roots, collector, target, options, preloaded=preloaded, memo=source.reads, wanted=wanted
+    )
     trouble = tuple(dict.fromkeys(o.index for o in collector.outcomes if o.status == "failed"))
     return ItemSet(items, closure.added, closure.error, closure.impossible, trouble)

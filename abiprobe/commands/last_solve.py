@@ -20,8 +20,8 @@ from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexSource
 from abiprobe.model.candidate import IndexFile
 from abiprobe.model.hosts import concrete, neutral
+from abiprobe.model.stack import Stack
 from abiprobe.net.http import display_url
-from abiprobe.solve.stack import Stack
 from abiprobe.store.cache import Cache
 from abiprobe.store.trust import ServedDirectories
 

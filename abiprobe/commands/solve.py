@@ -19,11 +19,11 @@ from abiprobe.errors import UsageError
 from abiprobe.index.client import IndexClient
 from abiprobe.index.config import IndexConfig, load_index_config
 from abiprobe.model.candidate import parse_upload_time
+from abiprobe.model.stack import Stack, default_stack, load_stack_file
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http, display_url
 from abiprobe.report.jsondoc import json_text
 from abiprobe.solve.ports import Progress, SolveReads, no_progress
-from abiprobe.solve.stack import Stack, default_stack, load_stack_file
 from abiprobe.store.cache import Cache, default_cache_root
 from abiprobe.store.primitives import write_text_atomic
 from abiprobe.store.trust import ServedDirectories
@@ -261,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
             from abiprobe.ui.progress import wheel_work
 
             published = published_facts(http, cache, disabled=args.no_published_facts, offline=args.offline)
+            from abiprobe.analyze.preloads import preload_pattern
+
             wheels = WheelReads(
                 http,
                 cache,
@@ -268,6 +270,7 @@ def run(args: argparse.Namespace) -> int:
                 published=published,
                 listed_as_before=client.listed_as_before,
                 directories=directories,
+                preloaded=preload_pattern(stack.loading()),
             )
             reads = solve_reads(client, wheels, wheel_work)
             result = solve(
@@ -285,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
                 asked.result()
             client.settle()
     from abiprobe.report.matrix_json import matrix_document
-    from abiprobe.solve.outputs import output_files
+    from abiprobe.report.outputs import output_files
 
     if last is not None:
         last.remember(result.listed, result.range_read)

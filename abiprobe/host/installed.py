@@ -9,8 +9,8 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from abiprobe.binary.wheel import facts_from_tree, parse_metadata, provided_tops, top_level_of
 from abiprobe.errors import UsageError, WheelFormatError
-from abiprobe.host.wheel import facts_from_tree, parse_metadata, provided_tops, top_level_of
 from abiprobe.model.facts import DistMetadata, WheelFacts
 
 # Runs inside the inspected interpreter: lists its distributions with their files and metadata text.

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from abiprobe.binary.wheel import hash_file as sha256_of_file
 from abiprobe.binary.wheel_members import installed_path
 from abiprobe.binary.zipguard import copy_member, open_zip
 from abiprobe.errors import UsageError, WheelFormatError
@@ -29,7 +30,6 @@ from abiprobe.model.snapshot import (
     record_rows,
 )
 from abiprobe.report.jsondoc import load_versioned
-from abiprobe.store.localstate import hash_file as sha256_of_file
 
 
 def load_snapshot(path: Path) -> Snapshot:

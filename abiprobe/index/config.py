@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal, cast
 from urllib.parse import urlsplit
 
 from packaging.utils import canonicalize_name
@@ -21,7 +21,7 @@ from abiprobe.errors import UsageError
 from abiprobe.installers.indexes import INSTALLERS, InstallerIndexes, installer_indexes
 from abiprobe.installers.install_settings import PIP_KEYS, InstallSettings, install_settings
 from abiprobe.installers.pip import pip_settings
-from abiprobe.installers.toml import read_toml
+from abiprobe.installers.toml import project_settings
 from abiprobe.model.target import Target
 from abiprobe.net.http import display_url
 from abiprobe.solve.candidates import FilterOptions
@@ -98,18 +98,6 @@ def whose_settings(
         return install_settings(environ, cwd, "pip")
     uv = install_settings(environ, cwd, "uv")
     return uv if uv != InstallSettings("uv") else InstallSettings("pip")
-
-
-def project_settings(cwd: Path) -> tuple[dict[str, Any], str | None]:
-    """abiprobe's own settings: ``abiprobe.toml`` in ``cwd``, else ``[tool.abiprobe]`` of pyproject.toml."""
-    own = read_toml(cwd / "abiprobe.toml")
-    if own is not None:
-        return own, str(cwd / "abiprobe.toml")
-    pyproject = read_toml(cwd / "pyproject.toml")
-    section = (pyproject or {}).get("tool", {}).get("abiprobe")
-    if isinstance(section, dict):
-        return section, f"{cwd / 'pyproject.toml'} [tool.abiprobe]"
-    return {}, None
 
 
 def default_index(environ: Mapping[str, str], cwd: Path) -> tuple[str, str]:

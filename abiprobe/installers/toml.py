@@ -1,4 +1,5 @@
-"""TOML reading for configuration files: one readable error line, no traceback."""
+"""TOML reading for configuration files (one readable error line, no traceback), and abiprobe's own settings
+file, which the index configuration and the published-facts setting both read."""
 
 from __future__ import annotations
 
@@ -35,3 +36,15 @@ def read_toml(path: Path) -> dict[str, Any] | None:
         return toml_loads(text)
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
+
+
+def project_settings(cwd: Path) -> tuple[dict[str, Any], str | None]:
+    """abiprobe's own settings: ``abiprobe.toml`` in ``cwd``, else ``[tool.abiprobe]`` of pyproject.toml."""
+    own = read_toml(cwd / "abiprobe.toml")
+    if own is not None:
+        return own, str(cwd / "abiprobe.toml")
+    pyproject = read_toml(cwd / "pyproject.toml")
+    section = (pyproject or {}).get("tool", {}).get("abiprobe")
+    if isinstance(section, dict):
+        return section, f"{cwd / 'pyproject.toml'} [tool.abiprobe]"
+    return {}, None

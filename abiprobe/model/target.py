@@ -13,9 +13,8 @@ from functools import cached_property
 
 from packaging import tags as _tags
 
-from abiprobe.binary.cuda import GpuArch
-from abiprobe.binary.cuda_arch import parse_known_arch
 from abiprobe.errors import UsageError
+from abiprobe.model.cuda_arch import GpuArch, parse_known_arch
 
 # NVIDIA CUDA Toolkit release notes, table "CUDA Toolkit and Corresponding Driver Versions"
 # (Linux x86_64 "Toolkit Driver Version" column, minimum driver of each GA release), and the PTX ISA

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from abiprobe.binary.cxxnames import render_text
+from abiprobe.model.cxxnames import render_text
 
 Status = Literal["ok", "warn", "blocked", "system", "unknown", "fail"]
 # Severity, least first. ``blocked``: the loader checks pass but a declared requirement forbids the set;

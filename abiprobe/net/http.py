@@ -23,7 +23,7 @@ from abiprobe import log
 from abiprobe.errors import FetchError
 from abiprobe.net.names import HostNames
 from abiprobe.net.settings import NetworkSettings, network_settings
-from abiprobe.store.primitives import strip_credentials
+from abiprobe.net.urls import strip_credentials
 from abiprobe.ui.progress import DISPLAY
 
 if TYPE_CHECKING:  # httpx is imported when the first request is made: a run answered from the cache never

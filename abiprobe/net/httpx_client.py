@@ -22,7 +22,7 @@ from abiprobe import __version__
 from abiprobe.net.filetransport import FileTransport
 from abiprobe.net.names import HostNames
 from abiprobe.net.settings import Credential, NetworkSettings
-from abiprobe.store.primitives import strip_credentials
+from abiprobe.net.urls import strip_credentials
 
 
 class CredentialsAuth(httpx.Auth):

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import IO, TYPE_CHECKING, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from abiprobe.binary.zipdir import (
     CentralDirectory,
@@ -35,7 +35,6 @@ from abiprobe.net.http import Http, RetryableError, display_url
 
 if TYPE_CHECKING:
     from abiprobe.model.facts import ElfFacts, WheelFacts
-    from abiprobe.store.cache import Cache
 
 TAIL_SIZE = 64 * 1024
 COALESCE_GAP = 64 * 1024
@@ -45,6 +44,15 @@ VERIFY_SMALL = 256 << 10  # a file this small is always read whole and hashed
 NOTE_IGNORES_RANGES = "ignores-ranges"
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+)")
 _IDENTITY = {"Accept-Encoding": "identity"}
+
+
+class HostNotes(Protocol):
+    """Where notes about a host are kept between runs (the store's cache keeps them): here, that the host
+    ignores range requests."""
+
+    def host_note(self, where: str, key: str) -> object | None: ...
+
+    def set_host_note(self, where: str, key: str, value: object) -> None: ...
 
 
 class _ChunkReader:
@@ -192,7 +200,7 @@ class RemoteZip:
         url: str,
         expected_sha256: str | None = None,
         size: int | None = None,
-        cache: Cache | None = None,
+        cache: HostNotes | None = None,
         *,
         tail_size: int = TAIL_SIZE,
         coalesce_gap: int = COALESCE_GAP,
@@ -475,15 +483,15 @@ class RemoteZip:
         *,
         tables_only: Callable[[str], bool] | None = None,
     ) -> WheelFacts:
-        """WheelFacts from the members ``abiprobe.host.wheel.select_members`` picks; nothing else is fetched.
+        """WheelFacts from the members ``abiprobe.binary.wheel.select_members`` picks; nothing else fetched.
 
         ``read`` (installed path -> bool) limits the binaries read; the rest are listed as unread.
         ``tables_only`` (installed path -> bool): where the file is not read whole to be verified anyway,
         each accepted ELF member is inflated only up to the end of its loader tables and its dynamic
         section, and its GPU code is left unread (``ElfFacts.gpu_unread``): for libraries no GPU-code
         verdict looks at."""
+        from abiprobe.binary.wheel import facts_from_members, select_members
         from abiprobe.binary.wheel_members import installed_path
-        from abiprobe.host.wheel import facts_from_members, select_members
 
         names = self.names()
         selected = select_members(names, read)

@@ -7,7 +7,7 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from abiprobe.binary.cxxnames import demangle
+from abiprobe.model.cxxnames import demangle
 
 Outcome = Literal[
     "ok",

@@ -17,16 +17,16 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from abiprobe.binary.wheel import importable
 from abiprobe.errors import UsageError
 from abiprobe.host.installed import InstalledDist, installed_distributions
-from abiprobe.host.wheel import importable
+from abiprobe.model.stack import default_stack
 from abiprobe.probe.execute import PreparedSet, RunContext, run_fresh
 from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet
 from abiprobe.probe.parallel import dist_name, refuse_bomb
 from abiprobe.probe.procs import ProcessRegistry
 from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver, needs_driver
 from abiprobe.probe.venv import unpack_wheel
-from abiprobe.solve.stack import default_stack
 from abiprobe.store.reads import cached_wheel_facts
 from abiprobe.ui import interrupt
 

@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from abiprobe.binary.wheel import hash_file as sha256_of_file
 from abiprobe.errors import HashMismatchError, UsageError
 from abiprobe.model.verdict import STATUSES
 from abiprobe.net.http import Http
 from abiprobe.probe import ProbeOptions, ProbeResult, ProbeSet, probe_sets
 from abiprobe.probe.jobs import result_document
-from abiprobe.store.localstate import hash_file as sha256_of_file
 from abiprobe.ui import interrupt
 
 

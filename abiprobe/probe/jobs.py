@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from abiprobe import __version__
-from abiprobe.binary.cuda_arch import parse_known_arch
+from abiprobe.binary.wheel import importable
 from abiprobe.errors import UsageError
-from abiprobe.host.wheel import importable
+from abiprobe.model.cuda_arch import parse_known_arch
 from abiprobe.model.verdict import Verdict, worst
 from abiprobe.report.jsondoc import load_versioned
 from abiprobe.report.matrix_json import wheel_entry

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from abiprobe.binary.wheel import top_level_of
 from abiprobe.binary.wheel_members import installed_path
 from abiprobe.binary.zipguard import check_archive, open_zip
 from abiprobe.errors import AbiprobeError, UsageError, WheelFormatError
-from abiprobe.host.wheel import top_level_of
 from abiprobe.model.facts import WheelInfo
 from abiprobe.probe.bytecode import BytecodeStore, layer_key, mirror
 from abiprobe.probe.classify import Failure

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from abiprobe.binary.cxxnames import demangle_many
+from abiprobe.model.cxxnames import demangle_many
 
 _STATUS_STYLE = {"native": "green", "jit": "yellow", "none": "red"}
 

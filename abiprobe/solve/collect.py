@@ -14,18 +14,18 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from abiprobe.errors import AbiprobeError
+from abiprobe.model.arch_ranking import ranked_arch_wheels
 from abiprobe.model.candidate import Candidate, IndexFile
+from abiprobe.model.cuda_variant import CudaVariant, declared_variant, infer_variant
 from abiprobe.model.facts import WheelFacts, WheelInfo
 from abiprobe.model.requirements import requires_dist_of
+from abiprobe.model.stack import Stack
 from abiprobe.model.target import Target
-from abiprobe.solve.arch_wheels import ArchWheelChoice, choose_arch_wheel, named_tags, ranked_arch_wheels
+from abiprobe.solve.arch_wheels import ArchWheelChoice, choose_arch_wheel, named_tags
 from abiprobe.solve.candidates import (
-    CudaVariant,
     Exclusion,
     FilterOptions,
     StackCandidate,
-    declared_variant,
-    infer_variant,
     matching_companions,
     prefilter,
     public_version,
@@ -41,7 +41,6 @@ from abiprobe.solve.ports import (
     RuntimeFactsFor,
     VariantFactsFor,
 )
-from abiprobe.solve.stack import Stack
 from abiprobe.solve.unread import UnreadWheel
 
 # wheels whose facts are read at once: a cold read is CPU-bound (TLS, inflate, hashing), and reads

@@ -25,13 +25,13 @@ from abiprobe.analyze.profiles import Profile
 from abiprobe.analyze.torch_abi import TorchRelease, releases_of, torch_range_verdicts
 from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.model.facts import WheelFacts, WheelSummary
+from abiprobe.model.stack import Stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Verdict, unread_verdicts, unsettled
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.codedigest import code_digest
 from abiprobe.solve.matrix import Group
 from abiprobe.solve.ports import AnalysisStore
-from abiprobe.solve.stack import PackageLoading, loading_digest
 
 RuntimeFor = Callable[[Group], Sequence[WheelFacts]]
 RuntimeKeys = Callable[[Group], Sequence[WheelSummary]]
@@ -59,10 +59,12 @@ class StaticEvaluator:
         torch_candidates: Sequence[StackCandidate] = (),
         unread: Unread = _no_reader,
         runtime_unread: Unread = _no_reader,
-        rules: Sequence[PackageLoading] | None = None,
+        *,
+        stack: Stack,
     ) -> None:
         self.target, self.profile, self.runtime_for = target, profile, runtime_for
-        self.rules = None if rules is None else tuple(rules)  # the stack's loading data (None: built-in)
+        self.stack = stack  # its companions, providers and loading data decide verdicts
+        self.rules = stack.loading()
         self.runtime_keys = runtime_keys
         self.unread, self.runtime_unread = unread, runtime_unread
         # every torch the matrix has a row for: the releases a kernel's torch range is judged against
@@ -94,9 +96,8 @@ class StaticEvaluator:
             "providers": sorted(p.sha256 for p in loaded),
             "target": self.target.key(),
             "profile": self.profile.digest(),
+            "stack": self.stack.digest(),
         }
-        if self.rules is not None:
-            doc["loading"] = loading_digest(self.rules)
         if kind == "pair" and self.torch_candidates:
             doc["torch_releases"] = sorted(
                 c.summary.sha256 if c.summary else c.key for c in self.torch_candidates
@@ -140,7 +141,7 @@ class StaticEvaluator:
         missing = self._missing(base)
         if not loaded:
             return self._settle([], missing)
-        analysis = analyze_set(loaded, self.target, self.profile, rules=self.rules)
+        analysis = analyze_set(loaded, self.target, self.profile, stack=self.stack)
         keep = [v for v in analysis.verdicts if v.check != "requires"]
         return self._settle(keep, missing)
 
@@ -158,7 +159,7 @@ class StaticEvaluator:
     def _pair(self, base: Group, member: Group, loaded: list[WheelFacts]) -> list[Verdict]:
         wheels = [f for w in member.wheels if (f := w.load_facts()) is not None]
         verdicts: list[Verdict] = [
-            *metadata_verdicts(wheels),
+            *metadata_verdicts(wheels, self.stack),
             *tag_verdicts(wheels, self.target),
             *unreadable_verdicts(wheels),
             *cuda_claim_verdicts(wheels, self.target),

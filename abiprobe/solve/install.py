@@ -9,6 +9,7 @@ read stays in the set, marked unread, so the checks that need it say ``unknown``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -69,11 +70,13 @@ def install_closure(
     target: Target,
     options: FilterOptions,
     *,
+    preloaded: re.Pattern[str],
     memo: AnalysisStore | None = None,
     wanted: UserWants | None = None,
 ) -> InstallClosure:
     """Every wheel an install of ``roots`` for ``target`` adds (``wanted``: the user's extra
-    requirements and constraints), with what the loader reaches of each read."""
+    requirements and constraints), with what the loader reaches of each read (``preloaded``: the stack's
+    preloads, :class:`abiprobe.solve.reach.Reach`)."""
     try:
         # the items as named, whatever the others pin: a pin that forbids one is judged as ``blocked``
         pins = resolve_closure(
@@ -84,7 +87,7 @@ def install_closure(
     except AbiprobeError as exc:
         return InstallClosure(error=str(exc))
     needed = {n for r in roots if r.summary is not None for n in r.summary.needed}
-    reach = Reach(reader, lambda: set(needed))
+    reach = Reach(reader, lambda: set(needed), preloaded)
     bare = [StackCandidate("dependency", p.candidate, 0) for p in pins]
     read = reach.read(bare)
     added = []

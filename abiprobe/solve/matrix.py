@@ -17,11 +17,11 @@ from packaging.utils import canonicalize_name
 
 from abiprobe.analyze.checks import files_verdicts_of
 from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.stack import Stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import CHECKS, STATUS_ORDER, Status, Verdict, worst
 from abiprobe.solve.arch_wheels import ArchWheelChoice
 from abiprobe.solve.candidates import StackCandidate
-from abiprobe.solve.stack import Stack
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,10 @@ from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
+from abiprobe.analyze.preloads import preload_pattern
 from abiprobe.analyze.profiles import Profile
 from abiprobe.model.candidate import NOT_CACHED
+from abiprobe.model.stack import Stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import STATUS_ORDER
 from abiprobe.solve.candidates import Exclusion, FilterOptions, StackCandidate, public_version
@@ -39,7 +41,6 @@ from abiprobe.solve.ports import AnalysisStore, PageOutcome, SolveReads
 from abiprobe.solve.resolver import Resolution, build_picks, resolve, rules_out
 from abiprobe.solve.result import CellSelection, EmptyRole, IndexStatus, NearMiss, SetInstall, SolveResult
 from abiprobe.solve.runtime_wheels import RuntimeWheels
-from abiprobe.solve.stack import Stack, default_stack
 from abiprobe.solve.twins import TwinFile, twin_report
 
 
@@ -209,7 +210,6 @@ def build_matrix(
     """The groups' pairwise analyses on the target (with ``runtime``, the runtime wheels their base pins
     loaded beside them), as the matrix."""
     torch_rows = [g.core for g in collected.groups.get(stack.roles[0], ())]
-    rules = stack.loading() if stack.loading() != default_stack().loading() else None  # a stack file's own
     if runtime is not None:
         evaluator = StaticEvaluator(
             target,
@@ -220,7 +220,7 @@ def build_matrix(
             torch_candidates=torch_rows,
             unread=collected.unread,
             runtime_unread=runtime.unread,
-            rules=rules,
+            stack=stack,
         )
     else:
         evaluator = StaticEvaluator(
@@ -230,7 +230,7 @@ def build_matrix(
             store=store,
             torch_candidates=torch_rows,
             unread=collected.unread,
-            rules=rules,
+            stack=stack,
         )
     builder = MatrixBuilder(stack, target, evaluator)
     return Built(builder.build(collected.groups), builder, evaluator)
@@ -295,7 +295,8 @@ def solve(
         reads.progress,
         reads.variant_facts_for,
     )
-    runtime_wheels = RuntimeWheels(reader, options, reads.store) if runtime else None
+    preloaded = preload_pattern(stack.loading())
+    runtime_wheels = RuntimeWheels(reader, options, reads.store, preloaded) if runtime else None
     collected = collect(stack, reader, options, window)
     built = build_matrix(collected, stack, target, profile, runtime_wheels, reads.store)
     resolution = resolve_matrix(built)

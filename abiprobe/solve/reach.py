@@ -9,11 +9,11 @@ triton's compiler libraries stay unread: no static verdict looks at them.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from abiprobe.analyze.loader import PRELOADED
 from abiprobe.model.facts import WheelInfo
 from abiprobe.solve.candidates import StackCandidate
 
@@ -28,10 +28,14 @@ class PartialReader(Protocol):
 
 class Reach:
     """``reach(path)``: whether the loader may open the library installed at ``path``; ``settle`` reads
-    what the libraries read so far need, until nothing more is reached."""
+    what the libraries read so far need, until nothing more is reached. ``preloaded``: the installed paths
+    of the libraries the stack's packages preload (``abiprobe.analyze.preloads.preload_pattern``)."""
 
-    def __init__(self, reader: PartialReader, needed: Callable[[], set[str]]) -> None:
+    def __init__(
+        self, reader: PartialReader, needed: Callable[[], set[str]], preloaded: re.Pattern[str]
+    ) -> None:
         self.reader = reader
+        self.preloaded = preloaded
         self._make_needed = needed
         self._needed: set[str] | None = None
 
@@ -43,7 +47,7 @@ class Reach:
         return self._needed
 
     def __call__(self, path: str) -> bool:
-        return bool(PRELOADED.match(path)) or posixpath.basename(path) in self.needed
+        return bool(self.preloaded.match(path)) or posixpath.basename(path) in self.needed
 
     def info(self, sc: StackCandidate) -> WheelInfo | None:
         return self.reader.runtime_info(sc, self)

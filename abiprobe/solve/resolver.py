@@ -18,11 +18,11 @@ from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, ResolutionTooDeep, Resolver
 
 from abiprobe.model.requirements import applicable_requirements
+from abiprobe.model.stack import Stack
 from abiprobe.model.target import Target
 from abiprobe.model.verdict import Status
 from abiprobe.solve.matrix import Group
 from abiprobe.solve.preference import MAX_ROUNDS
-from abiprobe.solve.stack import Stack
 
 CUDA_ID = "cuda"
 

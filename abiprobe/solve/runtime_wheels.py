@@ -3,22 +3,18 @@ libraries the loader can reach read."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from abiprobe.errors import AbiprobeError
+from abiprobe.model.cuda_variant import infer_variant
 from abiprobe.model.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.model.requirements import applicable_requirements
 from abiprobe.model.target import Target
-from abiprobe.solve.candidates import (
-    FilterOptions,
-    StackCandidate,
-    infer_variant,
-    prefilter,
-    select_window,
-)
+from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter, select_window
 from abiprobe.solve.closure import resolve_closure
 from abiprobe.solve.collect import Collector
 from abiprobe.solve.matrix import Group
@@ -39,7 +35,13 @@ class RuntimeWheels:
     engines (a gigabyte) stay unread: no static verdict looks at them.
     """
 
-    def __init__(self, collector: Collector, options: FilterOptions, store: AnalysisStore | None) -> None:
+    def __init__(
+        self,
+        collector: Collector,
+        options: FilterOptions,
+        store: AnalysisStore | None,
+        preloaded: re.Pattern[str],
+    ) -> None:
         self.collector = collector
         self.options = options
         self.store = store
@@ -48,7 +50,7 @@ class RuntimeWheels:
         self._unread: dict[str, tuple[tuple[str, str], ...]] = {}
         # sonames needed: every stack candidate's (all collected before any runtime wheel is read), then
         # those of the runtime libraries read
-        self._reach = Reach(collector, collector.stack_needed)
+        self._reach = Reach(collector, collector.stack_needed, preloaded)
 
     def _info(self, sc: StackCandidate) -> WheelInfo | None:
         return self._reach.info(sc)

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from abiprobe.errors import CacheError
 from abiprobe.model.facts import WheelFacts, WheelSummary
 from abiprobe.model.hosts import concrete_bytes, neutral, neutral_bytes
+from abiprobe.net.urls import strip_credentials
 from abiprobe.store import entries
 from abiprobe.store.entries import CorruptEntryError, ForeignSchemaError, MetadataEntry, PageRecord
 from abiprobe.store.localstate import local_state_dir
@@ -43,7 +44,6 @@ from abiprobe.store.primitives import (
     pretty_json,
     remove_quietly,
     sha256_hex,
-    strip_credentials,
 )
 
 T = TypeVar("T")

@@ -16,10 +16,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from abiprobe.binary.wheel import hash_file
 from abiprobe.store.primitives import atomic_write
 
 LOCAL_DIR_ENV = "ABIPROBE_LOCAL_DIR"
-_HASH_CHUNK = 1 << 20
 
 
 def local_state_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -33,14 +33,6 @@ def local_state_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 def _identity(st: os.stat_result) -> list[int]:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-
-def hash_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_HASH_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def local_sha256(path: Path, root: Path | None = None) -> str:

@@ -1,4 +1,4 @@
-"""Low-level pieces of the cache: credential stripping, deterministic encodings, atomic files, the lock.
+"""Low-level pieces of the cache: host keys, deterministic encodings, atomic files, the lock.
 
 Nothing here knows what an entry means; ``abiprobe.store.entries`` gives bytes their meaning.
 """
@@ -13,25 +13,20 @@ import gzip
 import hashlib
 import json
 import os
-import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from abiprobe.errors import CacheError
+from abiprobe.net.urls import strip_credentials
 from abiprobe.ui import interrupt
 
 TEMP_PREFIX = ".tmp-"
 TEMP_SUFFIX = ".part"
 GZIP_LEVEL = 6
-
-_SECRET_QUERY_NAME = re.compile(
-    r"(?i)(.*token.*|.*secret.*|.*passw.*|.*auth.*|.*credential.*|api[-_]?key|access[-_]?key.*|key|"
-    r"sig|signature|x-amz-.*|x-goog-.*)"
-)
 
 
 def host_key(where: str) -> str:
@@ -39,49 +34,6 @@ def host_key(where: str) -> str:
     per-host notes (the one normaliser of hosts)."""
     netloc = urlsplit(strip_credentials(where)).netloc if "://" in where else where.rpartition("@")[2]
     return netloc.strip().lower()
-
-
-# A URL that strip_credentials gives back as it is: lower-case scheme and host, a valid port without a
-# leading zero, no userinfo, no query, no characters urlsplit drops or treats apart (an index page lists
-# thousands of such file URLs, and every one is keyed through here).
-_PLAIN_URL = re.compile(
-    r"(?:https?|file)://[a-z0-9.\-]*(?::([1-9][0-9]{0,4}))?"  # scheme, host, port
-    r"(?:/(?!/)[^\s?#@\[\]\\]*)?(?:#[^\s#?@\\]+)?"  # path (not "//..."), fragment
-)
-
-
-def strip_credentials(url: str) -> str:
-    """``url`` without userinfo and without query parameters that look like secrets (token=, sig=, ...).
-
-    Scheme and host are lower-cased so that one page has one key however it was spelled.
-    """
-    plain = _PLAIN_URL.fullmatch(url)
-    if plain is not None and (plain.group(1) is None or int(plain.group(1)) <= 65535):
-        return url
-    return _strip_credentials_parsed(url)
-
-
-def _strip_credentials_parsed(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url.rpartition("@")[2] if "@" in url.partition("/")[0] else url
-    netloc = parts.netloc.rpartition("@")[2]
-    if parts.hostname:
-        host = parts.hostname
-        if ":" in host:
-            host = f"[{host}]"
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-        netloc = host if port is None else f"{host}:{port}"
-    query = "&".join(
-        item
-        for item in parts.query.split("&")
-        if item and not _SECRET_QUERY_NAME.fullmatch(unquote(item.partition("=")[0]))
-    )
-    return urlunsplit((parts.scheme.lower(), netloc, parts.path, query, parts.fragment))
 
 
 def sha256_hex(data: bytes) -> str:

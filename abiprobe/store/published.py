@@ -23,6 +23,7 @@ from typing import Any
 
 from abiprobe import __version__
 from abiprobe.errors import CacheError, UsageError
+from abiprobe.installers.toml import project_settings
 from abiprobe.model.facts import FACTS_SCHEMA_VERSION
 from abiprobe.store import entries
 from abiprobe.store.primitives import atomic_write, is_sha256_hex, is_temp_name, pretty_json, sha256_hex
@@ -73,8 +74,6 @@ def published_setting(
 ) -> PublishedSetting:
     """``--no-published-facts``, else $ABIPROBE_PUBLISHED_FACTS (a URL, a path or ``off``), else
     ``published-facts`` of abiprobe.toml / [tool.abiprobe]; there is no default location."""
-    from abiprobe.index.config import project_settings
-
     if disabled:
         return PublishedSetting(None, "--no-published-facts")
     env = os.environ if environ is None else environ

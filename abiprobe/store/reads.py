@@ -23,6 +23,7 @@ What may answer:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -30,9 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from abiprobe.binary.objects import looks_like_binary_member
+from abiprobe.binary.wheel import select_members
 from abiprobe.binary.wheel_members import dist_info_dir, installed_path
 from abiprobe.errors import NotCachedError, WheelFormatError
-from abiprobe.host.wheel import select_members
 from abiprobe.model.candidate import IndexFile
 from abiprobe.model.facts import WheelFacts, WheelInfo, WheelSummary
 from abiprobe.net.http import Http
@@ -95,7 +96,10 @@ class WheelReads:
     read: ``abiprobe.store.published_client``), ``listed_as_before`` (the index client's answer: a file
     listed as before this run; an explicit input of the freshness policy) and ``directories`` (the zip
     directories served this run, shared with the revalidation that asks for them before a solve). What
-    may answer is :attr:`trust`'s rule; what a run derives is kept by :meth:`memoized`."""
+    may answer is :attr:`trust`'s rule; what a run derives is kept by :meth:`memoized`. ``preloaded`` (the
+    installed paths of the libraries the stack's packages preload,
+    ``abiprobe.analyze.preloads.preload_pattern``: of a runtime wheel only those are read for their GPU
+    code, the only ones a GPU-code verdict looks at)."""
 
     http: Http
     cache: Cache | None
@@ -103,6 +107,7 @@ class WheelReads:
     published: PublishedFacts | None = None
     listed_as_before: Callable[[IndexFile], bool] = never_listed_before
     directories: ServedDirectories | None = None
+    preloaded: re.Pattern[str] = field(kw_only=True)
     trust: Trust = field(init=False)
 
     def __post_init__(self) -> None:
@@ -110,6 +115,11 @@ class WheelReads:
         freshness = Freshness(self.offline, self.http.verify_wheels, self.listed_as_before)
         object.__setattr__(self, "directories", directories)
         object.__setattr__(self, "trust", Trust(freshness, directories))
+
+    def _no_gpu_verdict(self, path: str) -> bool:
+        """Whether no GPU-code verdict looks at the runtime library installed at ``path``: only the units
+        (libraries the stack's packages preload) are judged for their GPU code, what they need is not."""
+        return not self.preloaded.match(path)
 
     # what may answer
 
@@ -324,7 +334,9 @@ class WheelReads:
         def through() -> WheelInfo:
             nonlocal learned
             wanted = set(known.unread) if known is not None else None
-            got = self._read(file, lambda p: read(p) and (wanted is None or p in wanted), no_gpu_verdict)
+            got = self._read(
+                file, lambda p: read(p) and (wanted is None or p in wanted), self._no_gpu_verdict
+            )
             facts, learned = got.facts, got.url_entry
             # what was known is kept unless the server changed the file between the two reads
             if known is not None and known.directory_sha256 in (None, facts.directory_sha256):
@@ -402,14 +414,6 @@ class WheelReads:
         return self._through(lookup, through, keep, lambda: missing).data
 
 
-def no_gpu_verdict(path: str) -> bool:
-    """Whether no GPU-code verdict looks at the runtime library installed at ``path``: only the units
-    (libraries torch preloads) are judged for their GPU code, what they need by DT_NEEDED is not."""
-    from abiprobe.analyze.loader import PRELOADED  # the loader's rules: not loaded with the index client
-
-    return not PRELOADED.match(path)
-
-
 # local wheels: always hashed, so their stored facts always answer; nothing to be offline about
 
 
@@ -467,6 +471,6 @@ def cached_wheel_facts(path: Path, cache: Cache | None = None) -> WheelFacts:
 
 
 def _local_facts(path: Path, digest: str) -> WheelFacts:
-    from abiprobe.host.wheel import wheel_facts_from_path
+    from abiprobe.binary.wheel import wheel_facts_from_path
 
     return wheel_facts_from_path(path, known_sha256=digest)

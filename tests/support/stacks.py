@@ -114,7 +114,7 @@ class FixtureStacks:
 
     def facts(self, *keys: str) -> list[WheelFacts]:
         """WheelFacts of the given wheels, read once per process with abiprobe's own wheel reader."""
-        from abiprobe.host.wheel import wheel_facts_from_path
+        from abiprobe.binary.wheel import wheel_facts_from_path
 
         out = []
         for k in keys:

@@ -273,6 +273,22 @@ class Stack:
     def to_json(self) -> list[dict[str, Any]]:
         return [m.to_json() for m in self.members]
 
+    def digest(self) -> str:
+        """A digest of everything the analysis reads of the stack (members, companions, providers and
+        loading data), for keys of results that depend on it."""
+        import hashlib
+        import json
+
+        text = json.dumps(
+            {"members": self.to_json(), "loading": [r.to_json() for r in self.loading()]}, sort_keys=True
+        )
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def unread_sources(self) -> frozenset[str]:
+        """The import packages whose Python sources a wheel read leaves out (``read_source`` off in their
+        loading data: torch's thousands of modules, whose loading the data says instead)."""
+        return frozenset(r.package for r in self.loading() if not r.read_source)
+
 
 @dataclass(frozen=True)
 class CompanionRule:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import keyword
 import tempfile
 import zipfile
@@ -22,9 +23,9 @@ from abiprobe.binary.wheel_members import dist_info_dir, installed_path
 from abiprobe.binary.zipguard import copy_member, open_zip, zip_errors
 from abiprobe.errors import BinaryFormatError, HashMismatchError, WheelFormatError
 from abiprobe.model.facts import DistMetadata, ElfFacts, WheelFacts
-from abiprobe.store.localstate import hash_file as sha256_of_file
 
 _SPOOL_LIMIT = 64 << 20
+_HASH_CHUNK = 1 << 20
 MAX_SOURCE_BYTES = 1 << 20  # a larger .py file is generated data, not code that loads libraries
 _DIST_INFO_FILES = ("METADATA", "WHEEL", "RECORD", "top_level.txt")
 
@@ -59,7 +60,7 @@ def is_package_source(member: str, info: str) -> bool:
 
 @functools.cache
 def _unread_source_packages() -> frozenset[str]:
-    from abiprobe.solve.stack import default_stack
+    from abiprobe.model.stack import default_stack
 
     return frozenset(r.package for r in default_stack().loading() if not r.read_source)
 
@@ -262,7 +263,7 @@ def wheel_facts_from_path(
     except InvalidWheelFilename as exc:
         raise WheelFormatError(f"{path.name}: not a valid wheel filename ({exc})") from None
     try:
-        digest = known_sha256 or sha256_of_file(path)
+        digest = known_sha256 or hash_file(path)
         size = path.stat().st_size
     except OSError as exc:
         raise WheelFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
@@ -311,3 +312,12 @@ def _is_linker_script(head: bytes) -> bool:
 
 def _open_binary(path: Path) -> BinaryIO:
     return path.open("rb")
+
+
+def hash_file(path: Path) -> str:
+    """sha256 of a file, read in 1 MiB pieces."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_HASH_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()

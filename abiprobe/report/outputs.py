@@ -19,9 +19,9 @@ from abiprobe.model.hosts import concrete, neutral, readable
 from abiprobe.report.matrix_html import render_html
 from abiprobe.report.matrix_json import dumps
 from abiprobe.report.matrix_md import render_markdown
+from abiprobe.report.pylock import pylock_document, pylock_name, render_pylock
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.lock import locked_wheels, render_lock
-from abiprobe.solve.pylock import pylock_document, pylock_name, render_pylock
 from abiprobe.solve.result import SolveResult
 
 
