@@ -16,6 +16,7 @@ import jsonschema
 import pytest
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
+from support.held import HELD
 from support.indexserver import IndexServer
 from support.torch_abi_stacks import PLATFORM, TorchAbiStacks, torch_abi_stacks, torch_wheel
 from support.venvs import make_venv, pip_install
@@ -249,6 +250,7 @@ def test_a_matrix_cell_explanation_names_the_torch_range(built: TorchAbiStacks) 
         lambda _g: (),
         torch_candidates=rows,
         stack=BUILT_IN_STACK,
+        full=HELD,
     )
     groups = {"torch": tuple(Group("torch", r) for r in rows), "kernel": (Group("kernel", kernel),)}
     matrix = MatrixBuilder(stack, target, evaluator).build(groups)

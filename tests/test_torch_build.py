@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
+from support.held import HELD
 from support.indexserver import IndexServer
 from support.torch_abi_stacks import TorchAbiStacks, no_torch_wheel, torch_abi_stacks
 
@@ -170,7 +171,9 @@ def test_a_matrix_cell_that_does_not_load_is_fail_with_the_pin_named_too(built: 
     rows = [_candidate("torch", built.torch_old), _candidate("torch", built.torch_new)]
     target = Target.parse(cuda="13.0", python=PY, platform="manylinux_2_28_x86_64")
     profile = builtin_profile("manylinux_2_28_x86_64")
-    evaluator = StaticEvaluator(target, profile, lambda _g: (), torch_candidates=rows, stack=BUILT_IN_STACK)
+    evaluator = StaticEvaluator(
+        target, profile, lambda _g: (), torch_candidates=rows, stack=BUILT_IN_STACK, full=HELD
+    )
     kernel = _candidate("kernel", built.kernels["kept-pinned"])
     groups = {"torch": tuple(Group("torch", r) for r in rows), "kernel": (Group("kernel", kernel),)}
     matrix = MatrixBuilder(stack, target, evaluator).build(groups)

@@ -127,11 +127,11 @@ def read_planned(wheel: PlannedWheel, source: ItemSource, target: Target, links:
     name = wheel.filename or f"{wheel.name}-{wheel.version}.whl"
     file = IndexFile(name, wheel.url, {"sha256": wheel.sha256} if wheel.sha256 else {})
     try:
-        return Item(wheel.label, "remote", file, WheelInfo.of(source.remote_facts(file)))
+        return Item(wheel.label, "remote", file, WheelInfo.of(source.remote_facts(file)), loads=source)
     except UsageError:
         raise
     except Exception as exc:
-        return Item(wheel.label, "remote", file, None, unread=str(exc))
+        return Item(wheel.label, "remote", file, None, unread=str(exc), loads=source)
 
 
 def planned_environment(

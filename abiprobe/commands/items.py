@@ -15,7 +15,7 @@ import argparse
 import functools
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, overload
 
@@ -38,8 +38,9 @@ from abiprobe.model.candidate import Candidate, IndexFile
 from abiprobe.model.facts import ElfFacts, WheelFacts, WheelInfo
 from abiprobe.model.target import Target
 from abiprobe.net.http import Http
+from abiprobe.solve.ports import FullFacts
 from abiprobe.store.cache import Cache
-from abiprobe.store.reads import WheelReads
+from abiprobe.store.reads import LocalFacts, WheelReads
 
 ItemKind = Literal["wheel", "directory", "remote", "installed"]
 
@@ -55,11 +56,12 @@ class Item:
     info: WheelInfo | None  # the summary now, the full facts on first use (``facts``)
     local: Path | None = None
     unread: str | None = None
+    loads: FullFacts = field(kw_only=True, compare=False, repr=False)  # where ``facts`` are loaded from
 
     @property
     def facts(self) -> WheelFacts | None:
         """The full facts (decoding a big wheel's symbol tables costs seconds: a probe needs none)."""
-        return self.info.full() if self.info is not None else None
+        return self.loads.full(self.info) if self.info is not None else None
 
     @property
     def label(self) -> str:
@@ -166,6 +168,17 @@ class ItemSource:
         if self._http is not None:
             self._http.close()
 
+    def full(self, info: WheelInfo) -> WheelFacts | None:
+        """The ``abiprobe.solve.ports.FullFacts`` port of the command's items: a listed wheel's through
+        :attr:`reads`, a local wheel's through the cache alone."""
+        if isinstance(info.origin, IndexFile):
+            return self.reads.full(info)
+        return self._local.full(info)
+
+    @functools.cached_property
+    def _local(self) -> LocalFacts:
+        return LocalFacts(self.cache)
+
     def remote_facts(self, file: IndexFile) -> WheelFacts:
         """Facts of a remote wheel: the cache first; offline, only a whole cached entry will do."""
         return self.reads.facts(file)
@@ -206,16 +219,16 @@ def item_of_file(text: str, file: IndexFile, source: ItemSource, *, tolerate_unr
     """A remote index file as an item, read by range (cache first); one that cannot be read is kept,
     marked unread (unless ``tolerate_unread`` is off)."""
     try:
-        return Item(text, "remote", file, WheelInfo.of(source.remote_facts(file)))
+        return Item(text, "remote", file, WheelInfo.of(source.remote_facts(file)), loads=source)
     except UsageError:
         raise
     except AbiprobeError as exc:
         if not tolerate_unread:
             raise
-        return Item(text, "remote", file, None, unread=str(exc))
+        return Item(text, "remote", file, None, unread=str(exc), loads=source)
 
 
-def _installed(spec: InstalledSpec) -> Item:
+def _installed(spec: InstalledSpec, source: ItemSource) -> Item:
     from packaging.utils import canonicalize_name
 
     from abiprobe.host.installed import installed_distributions
@@ -229,9 +242,8 @@ def _installed(spec: InstalledSpec) -> Item:
             f"{spec.text}: not a file, and no distribution of that name is installed for {where}"
         )
     facts = found[0].facts
-    return Item(
-        spec.text, "installed", IndexFile(facts.filename, found[0].location.as_uri()), WheelInfo.of(facts)
-    )
+    file = IndexFile(facts.filename, found[0].location.as_uri())
+    return Item(spec.text, "installed", file, WheelInfo.of(facts), loads=source)
 
 
 @overload
@@ -273,7 +285,7 @@ def facts_of(
         info = local_wheel_info(spec.path, source.cache)  # stored under its sha256 once read
         sha = info.summary.sha256
         file = IndexFile(spec.path.name, spec.path.absolute().as_uri(), {"sha256": sha} if sha else {})
-        return Item(spec.text, "wheel", file, info, local=spec.path)
+        return Item(spec.text, "wheel", file, info, local=spec.path, loads=source)
     if isinstance(spec, DirectorySpec):
         from abiprobe.host.installed import facts_from_directory
 
@@ -281,9 +293,9 @@ def facts_of(
         meta = facts.metadata
         filename = f"{meta.name.replace('-', '_')}-{meta.version}-py3-none-any.whl"
         file = IndexFile(filename, spec.path.absolute().as_uri())
-        return Item(spec.text, "directory", file, WheelInfo.of(facts))
+        return Item(spec.text, "directory", file, WheelInfo.of(facts), loads=source)
     if isinstance(spec, InstalledSpec):
-        return _installed(spec)
+        return _installed(spec, source)
     file = remote_file(spec, source, target, prefer_cached=prefer_cached)
     return item_of_file(spec.text, file, source, tolerate_unread=tolerate_unread)
 

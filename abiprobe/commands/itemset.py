@@ -132,7 +132,7 @@ def gather(
     roots = [root_of(i.file, i.info) for i in items]
     preloaded = preload_pattern(default_stack().loading())  # check judges the built-in stack
     closure = install_closure(
-        roots, collector, target, options, preloaded=preloaded, memo=source.reads, wanted=wanted
+        roots, collector, target, options, preloaded=preloaded, full=source, memo=source.reads, wanted=wanted
     )
     trouble = tuple(dict.fromkeys(o.index for o in collector.outcomes if o.status == "failed"))
     return ItemSet(items, closure.added, closure.error, closure.impossible, trouble)

@@ -217,6 +217,7 @@ def solve_reads(client: IndexClient, wheels: WheelReads, progress: Progress = no
         runtime_facts_for=wheels.runtime_info,
         index_urls={s.label: display_url(s.url) for s in client.sources},
         variant_facts_for=wheels.variant_info,
+        full_facts=wheels,
         progress=progress,
     )
 

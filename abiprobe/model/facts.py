@@ -7,9 +7,13 @@ wheel's sha256; analysis consumes them. Nothing here does I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from abiprobe.model.candidate import IndexFile
 
 FACTS_SCHEMA_VERSION = 1
 SUMMARY_VERSION = 3  # WheelSummary's own fields; a stored summary of another version is rebuilt
@@ -302,33 +306,27 @@ class WheelSummary:
 
 
 class WheelInfo:
-    """A wheel's summary now and its full facts on first use (decoding symbol tables costs seconds)."""
+    """A wheel's summary now, and where its full facts are had (decoding symbol tables costs seconds):
+    ``origin`` is plain data, the listed file (``abiprobe.model.candidate.IndexFile``), a local wheel's
+    path, or None (the stored entry alone), which the ``abiprobe.solve.ports.FullFacts`` port loads from;
+    ``held``: full facts already in memory (just read), which need no loading."""
 
-    __slots__ = ("_full", "_load", "summary")
+    __slots__ = ("held", "origin", "summary")
 
     def __init__(
-        self,
-        summary: WheelSummary,
-        load: Callable[[], WheelFacts | None] | None = None,
-        full: WheelFacts | None = None,
+        self, summary: WheelSummary, origin: IndexFile | Path | None = None, held: WheelFacts | None = None
     ) -> None:
         self.summary = summary
-        self._full = full
-        self._load = load
+        self.origin = origin
+        self.held = held
 
     @classmethod
     def of(cls, facts: WheelFacts) -> WheelInfo:
-        return cls(facts.summary(), full=facts)
+        return cls(facts.summary(), held=facts)
 
     @property
     def sha256(self) -> str:
         return self.summary.sha256
-
-    def full(self) -> WheelFacts | None:
-        """The full facts, loaded once; None when they can no longer be had (a damaged cache entry)."""
-        if self._full is None and self._load is not None:
-            self._full, self._load = self._load(), None
-        return self._full
 
 
 def _driver_imports(elf: tuple[ElfFacts, ...]) -> tuple[tuple[str, str | None], ...]:

@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from abiprobe.model.candidate import Candidate, parse_upload_time
 from abiprobe.model.cuda_variant import CudaVariant, infer_variant, variant_from_label
-from abiprobe.model.facts import WheelFacts, WheelInfo, WheelSummary
+from abiprobe.model.facts import WheelInfo, WheelSummary
 from abiprobe.model.target import Target
 from abiprobe.solve.install_rules import InstallRule
 
@@ -25,7 +25,8 @@ from abiprobe.solve.install_rules import InstallRule
 class StackCandidate:
     """A wheel kept for a stack role, with its tag rank and, once known, its facts and CUDA variant.
 
-    ``summary`` is what choosing needs; ``facts`` (the full facts) is loaded on first use only.
+    ``summary`` is what choosing needs; the full facts are loaded, on first use only, through the solve's
+    ``abiprobe.solve.ports.FullFacts`` port.
     """
 
     role: str
@@ -37,11 +38,6 @@ class StackCandidate:
     @property
     def summary(self) -> WheelSummary | None:
         return self.info.summary if self.info is not None else None
-
-    def load_facts(self) -> WheelFacts | None:
-        """The full facts (symbol tables, GPU code): decoded from the store the first time they are asked
-        for, by the reader the summary came with; None when they cannot be had."""
-        return self.info.full() if self.info is not None else None
 
     @property
     def name(self) -> NormalizedName:

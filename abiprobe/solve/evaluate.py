@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from packaging.utils import canonicalize_name
@@ -31,7 +31,7 @@ from abiprobe.model.verdict import Verdict, unread_verdicts, unsettled
 from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.codedigest import code_digest
 from abiprobe.solve.matrix import Group
-from abiprobe.solve.ports import AnalysisStore
+from abiprobe.solve.ports import AnalysisStore, FullFacts
 
 RuntimeFor = Callable[[Group], Sequence[WheelFacts]]
 RuntimeKeys = Callable[[Group], Sequence[WheelSummary]]
@@ -61,8 +61,10 @@ class StaticEvaluator:
         runtime_unread: Unread = _no_reader,
         *,
         stack: Stack,
+        full: FullFacts,
     ) -> None:
         self.target, self.profile, self.runtime_for = target, profile, runtime_for
+        self.full = full  # the full facts behind the groups' summaries, loaded when an analysis runs
         self.stack = stack  # its companions, providers and loading data decide verdicts
         self.rules = stack.loading()
         self.runtime_keys = runtime_keys
@@ -119,8 +121,12 @@ class StaticEvaluator:
             return run()
         return self.store.memoized(key, run, lambda vs: [v.to_json(rendered=False) for v in vs], stored)
 
+    def _facts(self, wheels: Iterable[StackCandidate]) -> list[WheelFacts]:
+        """The full facts of those ``wheels`` that have them."""
+        return [f for w in wheels if w.info is not None and (f := self.full.full(w.info)) is not None]
+
     def _base_set(self, base: Group) -> list[WheelFacts]:
-        own = [f for w in base.wheels if (f := w.load_facts()) is not None]
+        own = self._facts(base.wheels)
         return [*own, *self.runtime_for(base)]
 
     def base(self, base: Group) -> Sequence[Verdict]:
@@ -152,12 +158,11 @@ class StaticEvaluator:
     def releases(self) -> tuple[TorchRelease, ...]:
         """The matrix's torch rows as releases (their facts are loaded once, on the first cold pair)."""
         if self._releases is None:
-            facts = (c.load_facts() for c in self.torch_candidates)
-            self._releases = releases_of(f for f in facts if f is not None)
+            self._releases = releases_of(self._facts(self.torch_candidates))
         return self._releases
 
     def _pair(self, base: Group, member: Group, loaded: list[WheelFacts]) -> list[Verdict]:
-        wheels = [f for w in member.wheels if (f := w.load_facts()) is not None]
+        wheels = self._facts(member.wheels)
         verdicts: list[Verdict] = [
             *metadata_verdicts(wheels, self.stack),
             *tag_verdicts(wheels, self.target),

@@ -20,7 +20,7 @@ from abiprobe.model.facts import WheelFacts, WheelInfo
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import FilterOptions, StackCandidate
 from abiprobe.solve.closure import ClosureError, Listing, UserWants, resolve_closure
-from abiprobe.solve.ports import AnalysisStore
+from abiprobe.solve.ports import AnalysisStore, FullFacts
 from abiprobe.solve.reach import PartialReader, Reach
 
 
@@ -71,12 +71,13 @@ def install_closure(
     options: FilterOptions,
     *,
     preloaded: re.Pattern[str],
+    full: FullFacts,
     memo: AnalysisStore | None = None,
     wanted: UserWants | None = None,
 ) -> InstallClosure:
     """Every wheel an install of ``roots`` for ``target`` adds (``wanted``: the user's extra
     requirements and constraints), with what the loader reaches of each read (``preloaded``: the stack's
-    preloads, :class:`abiprobe.solve.reach.Reach`)."""
+    preloads, :class:`abiprobe.solve.reach.Reach`; ``full``: their full facts, loaded)."""
     try:
         # the items as named, whatever the others pin: a pin that forbids one is judged as ``blocked``
         pins = resolve_closure(
@@ -92,7 +93,7 @@ def install_closure(
     read = reach.read(bare)
     added = []
     for pin, sc in zip(pins, read, strict=True):
-        facts = sc.load_facts() if sc.info is not None else None
+        facts = full.full(sc.info) if sc.info is not None else None
         reason = None if facts is not None else (reader.unread_reason(sc) or "no facts were read")
         added.append(AddedWheel(sc, pin.why, facts, reason))
     return InstallClosure(tuple(added))

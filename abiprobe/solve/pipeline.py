@@ -37,7 +37,7 @@ from abiprobe.solve.collect import Collected, Collector, ReadLedger, collect
 from abiprobe.solve.evaluate import StaticEvaluator
 from abiprobe.solve.matrix import Group, Matrix, MatrixBuilder
 from abiprobe.solve.override import OverrideSet, override_set
-from abiprobe.solve.ports import AnalysisStore, PageOutcome, SolveReads
+from abiprobe.solve.ports import AnalysisStore, FullFacts, PageOutcome, SolveReads
 from abiprobe.solve.resolver import Resolution, build_picks, resolve, rules_out
 from abiprobe.solve.result import CellSelection, EmptyRole, IndexStatus, NearMiss, SetInstall, SolveResult
 from abiprobe.solve.runtime_wheels import RuntimeWheels
@@ -206,9 +206,10 @@ def build_matrix(
     profile: Profile,
     runtime: RuntimeWheels | None,
     store: AnalysisStore,
+    full: FullFacts,
 ) -> Built:
     """The groups' pairwise analyses on the target (with ``runtime``, the runtime wheels their base pins
-    loaded beside them), as the matrix."""
+    loaded beside them; ``full``: the full facts behind the wheels' summaries), as the matrix."""
     torch_rows = [g.core for g in collected.groups.get(stack.roles[0], ())]
     if runtime is not None:
         evaluator = StaticEvaluator(
@@ -221,6 +222,7 @@ def build_matrix(
             unread=collected.unread,
             runtime_unread=runtime.unread,
             stack=stack,
+            full=full,
         )
     else:
         evaluator = StaticEvaluator(
@@ -231,6 +233,7 @@ def build_matrix(
             torch_candidates=torch_rows,
             unread=collected.unread,
             stack=stack,
+            full=full,
         )
     builder = MatrixBuilder(stack, target, evaluator)
     return Built(builder.build(collected.groups), builder, evaluator)
@@ -296,9 +299,11 @@ def solve(
         reads.variant_facts_for,
     )
     preloaded = preload_pattern(stack.loading())
-    runtime_wheels = RuntimeWheels(reader, options, reads.store, preloaded) if runtime else None
+    runtime_wheels = (
+        RuntimeWheels(reader, options, reads.store, preloaded, reads.full_facts) if runtime else None
+    )
     collected = collect(stack, reader, options, window)
-    built = build_matrix(collected, stack, target, profile, runtime_wheels, reads.store)
+    built = build_matrix(collected, stack, target, profile, runtime_wheels, reads.store, reads.full_facts)
     resolution = resolve_matrix(built)
     explained = explain(built, resolution, collected, reader.ledger(), reads.index_urls)
     whole = whole_installs(built, resolution, installs, reader, runtime_wheels, options, reads.store)

@@ -2,7 +2,8 @@
 
 ``abiprobe.commands`` wires them in: the index client (``abiprobe.index.client.IndexClient``) is an
 :class:`IndexReader`, the cache (``abiprobe.store.cache.Cache``) an :class:`AnalysisStore`, the facts
-readers of the store edge are :data:`FactsFor` / :data:`RuntimeFactsFor` / :data:`MetadataFor`, and the
+readers of the store edge are :data:`FactsFor` / :data:`RuntimeFactsFor` / :data:`MetadataFor` (the full
+facts behind a summary loaded through :class:`FullFacts`), and the
 terminal's progress display (``abiprobe.ui.progress.wheel_work``) a :data:`Progress`. Nothing here does I/O.
 """
 
@@ -92,6 +93,14 @@ class AnalysisStore(Protocol):
     ) -> T: ...
 
 
+class FullFacts(Protocol):
+    """A wheel's full facts (symbol tables, GPU code) behind its summary, loaded once from where the
+    summary came from (``WheelInfo.origin``; ``abiprobe.store.reads.WheelReads``); those ``WheelInfo.held``
+    holds as they are; None when they can no longer be had (a damaged or vanished entry)."""
+
+    def full(self, info: WheelInfo) -> WheelFacts | None: ...
+
+
 # a listed wheel's facts (the cache, else a read of the wheel)
 FactsFor = Callable[[IndexFile], WheelInfo | WheelFacts]
 # a runtime wheel's facts with at least the binaries (installed paths) the predicate accepts read
@@ -132,8 +141,9 @@ def no_progress(total: int) -> Iterator[WorkProgress]:
 class SolveReads:
     """Everything a solve reads, each through its port, none optional (a port left out would change what
     is read, and so the matrix): the indexes, the wheels' facts (a runtime wheel's partial facts, the
-    cheap facts that may rule out a CUDA variant, and METADATA where no PEP 658 file is offered), where
-    verdicts and closures are kept, how each index is shown (label -> URL) and where reading progress goes."""
+    cheap facts that may rule out a CUDA variant, METADATA where no PEP 658 file is offered, and the full
+    facts behind a summary, loaded when an analysis runs), where verdicts and closures are kept, how each
+    index is shown (label -> URL) and where reading progress goes."""
 
     index: IndexReader
     facts_for: FactsFor
@@ -144,3 +154,4 @@ class SolveReads:
     progress: Progress
     # a wheel's stored facts, else its smallest library read alone (a CUDA major it rules out, cheaply)
     variant_facts_for: VariantFactsFor
+    full_facts: FullFacts

@@ -18,9 +18,7 @@ from abiprobe.solve.candidates import FilterOptions, StackCandidate, prefilter, 
 from abiprobe.solve.closure import resolve_closure
 from abiprobe.solve.collect import Collector
 from abiprobe.solve.matrix import Group
-from abiprobe.solve.ports import (
-    AnalysisStore,
-)
+from abiprobe.solve.ports import AnalysisStore, FullFacts
 from abiprobe.solve.reach import Reach
 
 _RUNTIME_PREFIXES = ("nvidia-", "cuda-toolkit")
@@ -41,8 +39,10 @@ class RuntimeWheels:
         options: FilterOptions,
         store: AnalysisStore | None,
         preloaded: re.Pattern[str],
+        full: FullFacts,
     ) -> None:
         self.collector = collector
+        self.full = full
         self.options = options
         self.store = store
         self._picked: dict[str, StackCandidate | None] = {}
@@ -61,7 +61,8 @@ class RuntimeWheels:
 
     def __call__(self, base: Group) -> Sequence[WheelFacts]:
         """Full facts of the runtime wheels (loads them)."""
-        return tuple(f for sc in self.wheels(base) if (f := sc.load_facts()) is not None)
+        wheels = self.wheels(base)
+        return tuple(f for sc in wheels if sc.info is not None and (f := self.full.full(sc.info)) is not None)
 
     def unread(self, base: Group) -> Sequence[tuple[str, str]]:
         """(label, reason) of the runtime wheels an install of ``base`` gets that could not be read."""

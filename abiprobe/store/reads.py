@@ -24,6 +24,7 @@ What may answer:
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -109,12 +110,14 @@ class WheelReads:
     directories: ServedDirectories | None = None
     preloaded: re.Pattern[str] = field(kw_only=True)
     trust: Trust = field(init=False)
+    _local: LocalFacts = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         directories = self.directories or ServedDirectories(self.http, self.cache)
         freshness = Freshness(self.offline, self.http.verify_wheels, self.listed_as_before)
         object.__setattr__(self, "directories", directories)
         object.__setattr__(self, "trust", Trust(freshness, directories))
+        object.__setattr__(self, "_local", LocalFacts(self.cache))
 
     def _no_gpu_verdict(self, path: str) -> bool:
         """Whether no GPU-code verdict looks at the runtime library installed at ``path``: only the units
@@ -202,9 +205,8 @@ class WheelReads:
             return None
         if file is not None and self.published is not None:
             self.published.fetch_facts(file)
-        facts = self.cache.load_facts(summary.sha256, allow_partial=summary.partial, allow_unverified=True)
-        same = facts is not None and facts.directory_sha256 == summary.directory_sha256
-        if same and facts is not None and facts.verified == summary.verified:
+        facts = self._local.stored(summary)
+        if facts is not None:
             return facts
         return self.facts(file) if file is not None and self.published is not None else None
 
@@ -296,8 +298,16 @@ class WheelReads:
         return self._held_lightly(facts, summary)
 
     def _lazy(self, summary: WheelSummary, file: IndexFile | None = None) -> WheelInfo:
-        """A stored summary, its full facts loaded from the cache on first use."""
-        return WheelInfo(summary, load=lambda: self._like(summary, file))
+        """A stored summary, its full facts loaded from the cache on first use (:meth:`full`)."""
+        return WheelInfo(summary, origin=file)
+
+    def full(self, info: WheelInfo) -> WheelFacts | None:
+        """The ``abiprobe.solve.ports.FullFacts`` port: the full facts behind ``info``'s summary, loaded
+        once (from the cache; with published facts, those of its listed file fetched first)."""
+        origin = info.origin
+        if info.held is not None or isinstance(origin, Path):
+            return self._local.full(info)
+        return self._local.loaded(info, lambda: self._like(info.summary, origin))
 
     def _held_lightly(self, facts: WheelFacts, summary: WheelSummary) -> WheelInfo:
         """``facts`` just read, as their ``summary`` with the full facts loaded from the cache on first
@@ -344,9 +354,8 @@ class WheelReads:
             return WheelInfo.of(facts)
 
         def keep(info: WheelInfo) -> None:
-            full = info.full()
-            if full is not None:
-                self._keep(_Read(full, learned))
+            if info.held is not None:
+                self._keep(_Read(info.held, learned))
 
         return self._through(lookup, through, keep, lambda: self._missing(file))
 
@@ -364,8 +373,8 @@ class WheelReads:
             return self._lazy(summary, file) if summary is not None else None
 
         def keep(info: WheelInfo | None) -> None:
-            if info is not None and (full := info.full()) is not None:
-                self._keep(_Read(full))
+            if info is not None and info.held is not None:
+                self._keep(_Read(info.held))
 
         try:
             return self._through(lookup, lambda: self._smallest_library(file), keep, lambda: "")
@@ -417,6 +426,54 @@ class WheelReads:
 # local wheels: always hashed, so their stored facts always answer; nothing to be offline about
 
 
+class LocalFacts:
+    """The ``abiprobe.solve.ports.FullFacts`` port over one cache, for local wheels and stored entries:
+    the full facts behind a summary, loaded once per summary (from the cache; a local wheel whose entry
+    went missing or was damaged behind its summary is read again, and stored)."""
+
+    def __init__(self, cache: Cache | None) -> None:
+        self.cache = cache
+        self._loaded: dict[tuple[object, ...], WheelFacts | None] = {}
+        self._lock = threading.Lock()
+
+    def full(self, info: WheelInfo) -> WheelFacts | None:
+        if info.held is not None:
+            return info.held
+        origin = info.origin
+        if isinstance(origin, Path):
+            return self.loaded(info, lambda: self._local(info.summary, origin))
+        return self.loaded(info, lambda: self.stored(info.summary))
+
+    def loaded(self, info: WheelInfo, load: Callable[[], WheelFacts | None]) -> WheelFacts | None:
+        """What ``load`` gave for a summary like ``info``'s, loaded the first time it is asked for (the
+        same wheel, read as far and through the same directory, has the same full facts)."""
+        s = info.summary
+        key = (s.sha256, s.directory_sha256, s.verified, s.unread, s.gpu_unread)
+        with self._lock:
+            if key in self._loaded:
+                return self._loaded[key]
+        got = load()
+        with self._lock:
+            return self._loaded.setdefault(key, got)
+
+    def stored(self, summary: WheelSummary) -> WheelFacts | None:
+        """The full facts a summary was made from (read as far, through the same directory), else None."""
+        if self.cache is None:
+            return None
+        facts = self.cache.load_facts(summary.sha256, allow_partial=summary.partial, allow_unverified=True)
+        same = facts is not None and facts.directory_sha256 == summary.directory_sha256
+        return facts if same and facts is not None and facts.verified == summary.verified else None
+
+    def _local(self, summary: WheelSummary, path: Path) -> WheelFacts:
+        store = self.cache if self.cache is not None else Cache()
+        hit = store.load_facts(summary.sha256)
+        if hit is not None:
+            return hit
+        facts = _local_facts(path, summary.sha256)
+        store.store_facts(facts)
+        return facts
+
+
 def _local_digest(path: Path) -> str:
     try:
         return local_sha256(path)
@@ -434,29 +491,23 @@ def stored_local_summary(path: Path, cache: Cache | None = None) -> WheelSummary
 
 
 def local_wheel_info(path: Path, cache: Cache | None = None) -> WheelInfo:
-    """A local wheel's summary, its full facts loaded on first use (both from the cache when there, read
-    from the file and stored when not; a stored entry gone or damaged behind its summary is read again)."""
+    """A local wheel's summary, its full facts loaded on first use through :class:`LocalFacts` (both from
+    the cache when there, read from the file and stored when not)."""
     store = cache if cache is not None else Cache()
     digest = _local_digest(path)
-
-    def reread() -> WheelFacts:
-        facts = _local_facts(path, digest)
-        store.store_facts(facts)
-        return facts
 
     def lookup() -> WheelInfo | None:
         summary = store.load_summary(digest)
         if summary is not None:
-            return WheelInfo(summary, load=lambda: store.load_facts(digest) or reread())
+            return WheelInfo(summary, origin=path)
         hit = store.load_facts(digest)
         if hit is not None:
             store.store_summary(hit.summary())
         return WheelInfo.of(hit) if hit is not None else None
 
     def keep(info: WheelInfo) -> None:
-        full = info.full()
-        if full is not None:
-            store.store_facts(full)
+        if info.held is not None:
+            store.store_facts(info.held)
 
     return cache_first(
         lookup, lambda: WheelInfo.of(_local_facts(path, digest)), keep, offline=False, missing=lambda: ""
@@ -465,7 +516,7 @@ def local_wheel_info(path: Path, cache: Cache | None = None) -> WheelInfo:
 
 def cached_wheel_facts(path: Path, cache: Cache | None = None) -> WheelFacts:
     """Facts of a local wheel, cache first (see :func:`local_wheel_info`)."""
-    facts = local_wheel_info(path, cache).full()
+    facts = LocalFacts(cache).full(local_wheel_info(path, cache))
     assert facts is not None  # read from the file when the cache has none
     return facts
 
