@@ -25,6 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from live_predictions import fetch, lock  # noqa: E402
 
 from abiprobe.binary.wheel import wheel_facts_from_path  # noqa: E402
+from abiprobe.model.stack import default_stack  # noqa: E402
 from abiprobe.probe import ProbeOptions, ProbeSet, probe_sets  # noqa: E402
 from abiprobe.probe.stub import build_stub, driver_symbols, host_has_driver  # noqa: E402
 
@@ -56,7 +57,10 @@ def main() -> int:
     stub = None
     if not host_has_driver():
         facts = [
-            wheel_facts_from_path(w) for _, s in sets for w in s if "kernel" in w.name or "torch-" in w.name
+            wheel_facts_from_path(w, unread_sources=default_stack().unread_sources())
+            for _, s in sets
+            for w in s
+            if "kernel" in w.name or "torch-" in w.name
         ]
         stub = build_stub(work / "stub", driver_symbols(facts), 13000)
         env["LD_LIBRARY_PATH"] = str(stub)

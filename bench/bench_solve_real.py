@@ -175,7 +175,13 @@ def naive_installs(
     store = Cache(cache)
     with Http(progress=False) as http:
         client = IndexClient(config.sources, store, http, offline=True)
-        wheels = WheelReads(http, store, offline=True, preloaded=preload_pattern(stack.loading()))
+        wheels = WheelReads(
+            http,
+            store,
+            offline=True,
+            preloaded=preload_pattern(stack.loading()),
+            unread_sources=stack.unread_sources(),
+        )
         reads = solve_reads(client, wheels)
         result = solve(
             stack, target, profile_for(target.machine, target.glibc), reads, FilterOptions(),

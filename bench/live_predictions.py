@@ -143,6 +143,7 @@ def check(
     from abiprobe.analyze.profiles import builtin_profile, load_profile
     from abiprobe.binary.wheel import wheel_facts_from_path
     from abiprobe.commands.check import exit_code
+    from abiprobe.model.stack import default_stack
     from abiprobe.model.target import Target
 
     start = time.monotonic()
@@ -150,7 +151,7 @@ def check(
         del _FACTS[stale]
     for f in files:
         if f not in _FACTS:
-            _FACTS[f] = wheel_facts_from_path(Path(f))
+            _FACTS[f] = wheel_facts_from_path(Path(f), unread_sources=default_stack().unread_sources())
     target = Target.parse(cuda=cuda, arch=arch, python="3.12", platform="manylinux_2_28_x86_64")
     prof = builtin_profile("manylinux_2_28_x86_64") if profile is None else load_profile(profile)
     analysis = analyze_set([_FACTS[f] for f in files], target, prof, stack=BUILT_IN_STACK)

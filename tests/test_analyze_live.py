@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.cbuild import build_shared
+from support.held import BUILT_IN_UNREAD
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import SetAnalysis, analyze_set
@@ -54,7 +55,7 @@ def _unit_verdicts(a: SetAnalysis, path: str) -> dict[str, Verdict]:
 
 def test_other_cpython_module_in_an_installable_wheel_is_a_warning(old_ext_wheels: dict[str, Path]) -> None:
     # GIVEN a cp310-abi3 wheel (installs on 3.12) shipping a cpython-310 module with a missing soname
-    facts = wheel_facts_from_path(old_ext_wheels["abi3"])
+    facts = wheel_facts_from_path(old_ext_wheels["abi3"], unread_sources=BUILT_IN_UNREAD)
     # WHEN the set is analysed for CPython 3.12
     a = analyze_set([facts], T312, P228, stack=BUILT_IN_STACK)
     # THEN nothing fails: 3.12 never imports that file, so the loader never opens it
@@ -70,7 +71,7 @@ def test_other_cpython_module_in_a_wheel_that_does_not_install_still_fails(
     old_ext_wheels: dict[str, Path],
 ) -> None:
     # GIVEN the same module in a cp310-cp310 wheel (does not install on 3.12)
-    facts = wheel_facts_from_path(old_ext_wheels["cp310"])
+    facts = wheel_facts_from_path(old_ext_wheels["cp310"], unread_sources=BUILT_IN_UNREAD)
     # WHEN analysed for CPython 3.12 THEN the module's tags verdict still fails
     a = analyze_set([facts], T312, P228, stack=BUILT_IN_STACK)
     assert _unit_verdicts(a, OLD_EXT)["tags"].status == "fail"

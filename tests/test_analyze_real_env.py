@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from support.cbuild import build_shared
+from support.held import BUILT_IN_UNREAD
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
@@ -38,7 +39,12 @@ def pure_wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _files(wheels: dict[str, Path], *keys: str) -> list[tuple[str, str]]:
-    a = analyze_set([wheel_facts_from_path(wheels[k]) for k in keys], T, P228, stack=BUILT_IN_STACK)
+    a = analyze_set(
+        [wheel_facts_from_path(wheels[k], unread_sources=BUILT_IN_UNREAD) for k in keys],
+        T,
+        P228,
+        stack=BUILT_IN_STACK,
+    )
     return [(v.status, v.explanation) for v in a.set_verdicts if v.check == "files"]
 
 
@@ -78,7 +84,7 @@ def zlib_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_unversioned_zlib_imports_bind_to_the_profiles_libz(zlib_wheel: Path) -> None:
-    facts = wheel_facts_from_path(zlib_wheel)
+    facts = wheel_facts_from_path(zlib_wheel, unread_sources=BUILT_IN_UNREAD)
     imports = {(i.name, i.version) for i in facts.elf[0].imports if i.name in ("inflate", "compressBound")}
     a = analyze_set([facts], T, P228, stack=BUILT_IN_STACK)
     (unit,) = a.units
@@ -148,7 +154,12 @@ def cuda_wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _units(wheels: dict[str, Path], *keys: str) -> dict[str, list[tuple[str, str]]]:
-    a = analyze_set([wheel_facts_from_path(wheels[k]) for k in keys], T, P228, stack=BUILT_IN_STACK)
+    a = analyze_set(
+        [wheel_facts_from_path(wheels[k], unread_sources=BUILT_IN_UNREAD) for k in keys],
+        T,
+        P228,
+        stack=BUILT_IN_STACK,
+    )
     return {u.path: [(v.check, v.status) for v in u.verdicts if v.status != "ok"] for u in a.units}
 
 

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from support.cbuild import build_shared
+from support.held import BUILT_IN_UNREAD
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
@@ -27,7 +28,10 @@ def test_unversioned_libm_reference_binds_to_the_interpreters_libm(tmp_path: Pat
     wheel = build_wheel(tmp_path / "w", "uses-sin", "1.0", {"uses_sin/_m.abi3.so": so}, tag=TAG)
     # WHEN analysed THEN libm.so.6, loaded by the interpreter, provides it
     a = analyze_set(
-        [wheel_facts_from_path(wheel)], T, builtin_profile("manylinux_2_28_x86_64"), stack=BUILT_IN_STACK
+        [wheel_facts_from_path(wheel, unread_sources=BUILT_IN_UNREAD)],
+        T,
+        builtin_profile("manylinux_2_28_x86_64"),
+        stack=BUILT_IN_STACK,
     )
     assert [v.status for v in a.verdicts if v.check == "symbols"] == ["ok"]
 
@@ -49,7 +53,10 @@ def test_rpath_of_the_loading_extension_serves_its_dependencies(tmp_path: Path) 
     wheel = build_wheel(tmp_path / "w", "pkg", "1.0", files, tag=TAG)
     # WHEN analysed THEN libb.so is found through the extension's RPATH (the loader chain)
     a = analyze_set(
-        [wheel_facts_from_path(wheel)], T, builtin_profile("manylinux_2_28_x86_64"), stack=BUILT_IN_STACK
+        [wheel_facts_from_path(wheel, unread_sources=BUILT_IN_UNREAD)],
+        T,
+        builtin_profile("manylinux_2_28_x86_64"),
+        stack=BUILT_IN_STACK,
     )
     assert [(v.check, v.status) for v in a.verdicts if v.check in ("sonames", "symbols")] == [
         ("sonames", "ok"),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from support.cbuild import build_shared
+from support.held import BUILT_IN_UNREAD
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
@@ -62,7 +63,7 @@ def test_a_torch_lib_library_nothing_needs_is_not_judged(torch_wheel: Path) -> N
     # GIVEN torch whose torch/lib also holds libgfortran.so.5 (needing a library the target lacks),
     # which neither torch._C nor its dependencies need
     analysis = analyze_set(
-        [wheel_facts_from_path(torch_wheel)],
+        [wheel_facts_from_path(torch_wheel, unread_sources=BUILT_IN_UNREAD)],
         TARGET,
         builtin_profile("manylinux_2_28_x86_64"),
         stack=BUILT_IN_STACK,
@@ -81,7 +82,7 @@ def test_a_library_torch_c_needs_is_still_judged(torch_wheel: Path, tmp_path: Pa
     members["torch/lib/libtorch_cpu.so"] = members["torch/lib/libgfortran.so.5"]
     broken = build_wheel(tmp_path, "torch", "2.15.1", members, tag=f"{PY}-{PY}-manylinux_2_28_x86_64")
     analysis = analyze_set(
-        [wheel_facts_from_path(broken)],
+        [wheel_facts_from_path(broken, unread_sources=BUILT_IN_UNREAD)],
         TARGET,
         builtin_profile("manylinux_2_28_x86_64"),
         stack=BUILT_IN_STACK,

@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support.held import BUILT_IN_UNREAD
 from support.loading_wheels import LoadingWheels, build_loading_wheels
 
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
@@ -39,7 +40,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> LoadingWheels:
 
 def _analyze(wheels: LoadingWheels, name: str) -> SetAnalysis:
     return analyze_set(
-        [wheel_facts_from_path(getattr(wheels, k)) for k in SETS[name][0]],
+        [wheel_facts_from_path(getattr(wheels, k), unread_sources=BUILT_IN_UNREAD) for k in SETS[name][0]],
         TARGET,
         PROFILE,
         stack=BUILT_IN_STACK,

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from packaging.tags import sys_tags
 from support.cbuild import build_shared
+from support.held import BUILT_IN_UNREAD
 from support.indexserver import IndexServer
 from support.stacks import PY_TAG
 from support.wheelbuild import build_wheel
@@ -134,7 +135,7 @@ def test_metadata_and_facts_of_an_unhashed_wheel_are_kept_by_one_url_entry(
     file = index_file_from_url(server.file_url(served.filename))
     cache = Cache(tmp_path / "cache")
     with Http(progress=False) as http:
-        reads = WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS)
+        reads = WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS, unread_sources=BUILT_IN_UNREAD)
         # WHEN its METADATA alone is read THEN it is range-read, not downloaded whole
         metadata = reads.metadata(file)
         assert b"Name: mykernel" in metadata
@@ -147,7 +148,9 @@ def test_metadata_and_facts_of_an_unhashed_wheel_are_kept_by_one_url_entry(
     # WHEN both are asked for offline, by a new run THEN the one URL entry answers both
     server.reset_counts()
     with Http(progress=False) as http:
-        offline = WheelReads(http, cache, offline=True, preloaded=BUILT_IN_PRELOADS)
+        offline = WheelReads(
+            http, cache, offline=True, preloaded=BUILT_IN_PRELOADS, unread_sources=BUILT_IN_UNREAD
+        )
         assert (offline.metadata(file), offline.facts(file)) == (metadata, facts)
         assert offline.info(file).summary == facts.summary()
     assert server.requests[served.path] == 0
@@ -188,14 +191,16 @@ def test_every_read_of_a_listed_wheel_finds_what_another_stored(server: IndexSer
     with Http(progress=False) as http:
         (candidate,) = IndexClient([server.index_url], cache, http).list_project("mykernel").candidates
         file: IndexFile = candidate.file
-        part = WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS).runtime_info(
-            file, lambda path: path.endswith("libk.so")
-        )
+        part = WheelReads(
+            http, cache, preloaded=BUILT_IN_PRELOADS, unread_sources=BUILT_IN_UNREAD
+        ).runtime_info(file, lambda path: path.endswith("libk.so"))
         assert part.summary.sha256 == served.sha256
     # WHEN a new offline run asks the other paths THEN each finds it: summary, facts, runtime facts
     server.reset_counts()
     with Http(progress=False) as http:
-        offline = WheelReads(http, cache, offline=True, preloaded=BUILT_IN_PRELOADS)
+        offline = WheelReads(
+            http, cache, offline=True, preloaded=BUILT_IN_PRELOADS, unread_sources=BUILT_IN_UNREAD
+        )
         assert offline.info(file).summary == part.summary
         assert offline.facts(file).sha256 == served.sha256
         assert offline.runtime_info(file, lambda path: True).summary == part.summary

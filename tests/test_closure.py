@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support.held import BUILT_IN_UNREAD
 from support.wheelbuild import build_wheel
 
 from abiprobe.binary.wheel import wheel_facts_from_path
@@ -38,7 +39,9 @@ class Files:
 
 def _root(listing: Files, wheel: Path) -> StackCandidate:
     (c,) = [c for c in listing.candidates(wheel.name.split("-")[0]) if c.file.filename == wheel.name]
-    return StackCandidate("torch", c, 0, info=WheelInfo.of(wheel_facts_from_path(wheel)))
+    return StackCandidate(
+        "torch", c, 0, info=WheelInfo.of(wheel_facts_from_path(wheel, unread_sources=BUILT_IN_UNREAD))
+    )
 
 
 def test_newest_allowed_versions_markers_for_the_target_and_extras(tmp_path: Path) -> None:

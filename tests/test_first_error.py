@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from support.first_error_wheels import FirstErrorWheels, build_first_error_wheels
+from support.held import BUILT_IN_UNREAD
 
 from abiprobe.analyze.analysis import analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
@@ -36,7 +37,9 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> FirstErrorWheels:
 
 
 def _predicted(wheel: Path) -> str | None:
-    analysis = analyze_set([wheel_facts_from_path(wheel)], TARGET, PROFILE, stack=BUILT_IN_STACK)
+    analysis = analyze_set(
+        [wheel_facts_from_path(wheel, unread_sources=BUILT_IN_UNREAD)], TARGET, PROFILE, stack=BUILT_IN_STACK
+    )
     first = analysis.first_error
     return first.text if first is not None else None
 
@@ -64,7 +67,12 @@ def test_predicted_first_message_is_the_loaders(
 
 
 def test_the_full_list_still_names_every_failure(wheels: FirstErrorWheels) -> None:
-    analysis = analyze_set([wheel_facts_from_path(wheels.symbol)], TARGET, PROFILE, stack=BUILT_IN_STACK)
+    analysis = analyze_set(
+        [wheel_facts_from_path(wheels.symbol, unread_sources=BUILT_IN_UNREAD)],
+        TARGET,
+        PROFILE,
+        stack=BUILT_IN_STACK,
+    )
     (symbols,) = [v for v in analysis.verdicts if v.check == "symbols"]
     named = {m["symbol"] for m in symbols.evidence["missing"]}
     assert named == {"aardvark_missing", "alpha_fn", "zeta_data"}

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 from support.cbuild import build_shared
+from support.held import BUILT_IN_UNREAD
 from support.indexserver import IndexServer
 from support.solve_stacks import SolveStack, _kernel, serve, solve_argv, solve_stack
 from support.stacks import PY_TAG
@@ -303,11 +304,17 @@ def test_range_read_facts_are_published_only_once_a_verifying_read_checked_them(
         server.add_wheel(_padded_wheel(tmp_path / "w"))
         with Http(progress=False) as http:
             (candidate,) = IndexClient([server.index_url], cache, http).list_project("mykernel").candidates
-            assert not WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS).facts(candidate.file).verified
+            assert (
+                not WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS, unread_sources=BUILT_IN_UNREAD)
+                .facts(candidate.file)
+                .verified
+            )
             before = publish(cache.root, tmp_path / "before")
             # WHEN a run that checks every wheel (--verify-wheels, the nightly's) reads it again
             http.verify_wheels = True
-            again = WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS).facts(candidate.file)
+            again = WheelReads(
+                http, cache, preloaded=BUILT_IN_PRELOADS, unread_sources=BUILT_IN_UNREAD
+            ).facts(candidate.file)
         after = publish(cache.root, tmp_path / "after")
     # THEN the range-read facts were left out, and the checked ones replace them and are published
     assert (before.facts, before.unverified) == (0, 1)

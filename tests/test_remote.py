@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.cbuild import build_shared
+from support.held import BUILT_IN_UNREAD
 from support.indexserver import IndexServer
 from support.wheelbuild import build_wheel
 
@@ -143,8 +144,8 @@ def test_remote_facts_equal_local_facts_apart_from_nothing(
 ) -> None:
     served = server.add_wheel(small_wheel)
     with RemoteZip(http, server.file_url(served.filename), served.sha256) as remote:
-        facts = remote.facts(served.filename)
-    assert facts == wheel_facts_from_path(small_wheel)
+        facts = remote.facts(served.filename, unread_sources=BUILT_IN_UNREAD)
+    assert facts == wheel_facts_from_path(small_wheel, unread_sources=BUILT_IN_UNREAD)
 
 
 def test_literal_plus_and_quoted_urls_read_the_same_file(
@@ -191,7 +192,9 @@ def test_wrong_index_hash_raises_and_stores_no_facts(
     (candidate,) = IndexClient([server.index_url], cache, http).list_project("demo").candidates
     # WHEN its facts are read THEN the hash mismatch is one error and nothing is cached
     with pytest.raises(HashMismatchError, match="does not match the index's 0000"):
-        WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS).facts(candidate.file)
+        WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS, unread_sources=BUILT_IN_UNREAD).facts(
+            candidate.file
+        )
     assert cache.load_facts("0" * 64) is None
 
 
@@ -200,9 +203,13 @@ def test_remote_facts_are_cached_by_sha256(
 ) -> None:
     served = server.add_wheel(small_wheel)
     (candidate,) = IndexClient([server.index_url], cache, http).list_project("demo").candidates
-    first = WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS).facts(candidate.file)
+    first = WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS, unread_sources=BUILT_IN_UNREAD).facts(
+        candidate.file
+    )
     server.reset_counts()
-    second = WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS).facts(candidate.file)
+    second = WheelReads(http, cache, preloaded=BUILT_IN_PRELOADS, unread_sources=BUILT_IN_UNREAD).facts(
+        candidate.file
+    )
     assert first == second and first.sha256 == served.sha256
     assert server.requests[served.path] == 0
 

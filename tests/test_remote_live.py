@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.held import BUILT_IN_UNREAD
 
 from abiprobe.binary.wheel import select_members
 from abiprobe.index.client import IndexClient
@@ -39,10 +40,10 @@ def test_bytes_fetched_stay_within_a_tenth_of_the_elf_members_compressed_size(
     started, before = time.monotonic(), http.bytes_received
     with RemoteZip(http, newest.file.url, newest.file.sha256, newest.file.size) as remote:
         names = remote.names()
-        wanted = set(select_members(names))
+        wanted = set(select_members(names, unread_sources=BUILT_IN_UNREAD))
         assert remote._directory is not None
         members = [m for m in remote._directory.members if m.name in wanted]
-        facts = remote.facts(newest.file.filename)
+        facts = remote.facts(newest.file.filename, unread_sources=BUILT_IN_UNREAD)
     fetched = http.bytes_received - before
     compressed = sum(m.compressed_size for m in members)
     size = newest.file.size or 0

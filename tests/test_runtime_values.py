@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.held import BUILT_IN_UNREAD
 from support.probe_wheels import TAG
 from support.wheelbuild import build_wheel
 
@@ -25,7 +26,9 @@ def _torch(tmp: Path, version: str, files: dict[str, bytes | Path], requires: tu
 
 def test_torch_values_come_from_its_version_py_over_its_label(tmp_path: Path) -> None:
     # GIVEN a torch wheel labelled +cu130 whose version.py says CUDA 12.8
-    facts = wheel_facts_from_path(_torch(tmp_path, "2.9.0+cu130", {"torch/version.py": VERSION_PY}))
+    facts = wheel_facts_from_path(
+        _torch(tmp_path, "2.9.0+cu130", {"torch/version.py": VERSION_PY}), unread_sources=BUILT_IN_UNREAD
+    )
     values = runtime_values(TARGET, [facts])
     # THEN version.py decides, and the computed name says which values it read
     assert substitute("lib_cu{=torch.version.cuda.replace('.', '')=}.so", values) == (
@@ -48,14 +51,14 @@ def test_without_version_py_the_label_or_the_runtime_pin_says_the_build(
     tmp_path: Path, version: str, requires: tuple[str, ...], cuda: str | None
 ) -> None:
     # GIVEN torch facts stored before version.py was read (a wheel without one)
-    facts = wheel_facts_from_path(_torch(tmp_path, version, {}, requires))
+    facts = wheel_facts_from_path(_torch(tmp_path, version, {}, requires), unread_sources=BUILT_IN_UNREAD)
     # THEN its build's CUDA comes from its label, else from the CUDA runtime it pins
     assert evaluate("torch.version.cuda", runtime_values(TARGET, [facts])) == cuda
 
 
 def test_a_torch_whose_build_is_not_known_leaves_cuda_unevaluated(tmp_path: Path) -> None:
     # GIVEN a torch wheel with no version.py, no label and no runtime pin
-    facts = wheel_facts_from_path(_torch(tmp_path, "2.9.0", {}))
+    facts = wheel_facts_from_path(_torch(tmp_path, "2.9.0", {}), unread_sources=BUILT_IN_UNREAD)
     # THEN torch.version.cuda cannot be evaluated (never guessed as a CPU build)
     with pytest.raises(CannotEvaluate, match=r"torch\.version\.cuda"):
         evaluate("torch.version.cuda", runtime_values(TARGET, [facts]))
@@ -77,7 +80,9 @@ def test_target_values_and_environment_defaults() -> None:
 
 def test_hasattr_on_torch_is_true_for_what_the_target_fixes_and_unknown_otherwise(tmp_path: Path) -> None:
     # GIVEN a CUDA 12.8 torch
-    facts = wheel_facts_from_path(_torch(tmp_path, "2.9.0", {"torch/version.py": VERSION_PY}))
+    facts = wheel_facts_from_path(
+        _torch(tmp_path, "2.9.0", {"torch/version.py": VERSION_PY}), unread_sources=BUILT_IN_UNREAD
+    )
     values = runtime_values(TARGET, [facts])
     # THEN torch.xpu exists but is not available, CUDA is, and an attribute nobody fixes is not guessed
     assert evaluate("hasattr(torch, 'xpu') and torch.xpu.is_available()", values) is False
@@ -88,6 +93,8 @@ def test_hasattr_on_torch_is_true_for_what_the_target_fixes_and_unknown_otherwis
 
 def test_the_device_capability_is_the_target_gpus(tmp_path: Path) -> None:
     # GIVEN a CUDA torch and an sm120 target
-    facts = wheel_facts_from_path(_torch(tmp_path, "2.9.0", {"torch/version.py": VERSION_PY}))
+    facts = wheel_facts_from_path(
+        _torch(tmp_path, "2.9.0", {"torch/version.py": VERSION_PY}), unread_sources=BUILT_IN_UNREAD
+    )
     # THEN a package's test of the device capability sees the target's GPU
     assert evaluate("torch.cuda.get_device_capability() >= (10, 0)", runtime_values(TARGET, [facts])) is True

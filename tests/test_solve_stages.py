@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.held import BUILT_IN_UNREAD
 from support.indexserver import IndexServer
 from support.solve_stacks import serve, solve_stack
 from support.stacks import PY_TAG
@@ -56,6 +57,7 @@ def _solve(url: str, cache: Path) -> SolveResult:
             store,
             listed_as_before=client.listed_as_before,
             preloaded=preload_pattern(default_stack().loading()),
+            unread_sources=BUILT_IN_UNREAD,
         )
         profile = profile_for(TARGET.machine, TARGET.glibc)
         return pipeline.solve(default_stack(), TARGET, profile, solve_reads(client, wheels), FilterOptions())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from support.held import BUILT_IN_UNREAD
 from support.indexserver import IndexServer
 from support.solve_stacks import SolveStack, serve, solve_stack
 from support.stacks import PY_TAG
@@ -35,7 +36,11 @@ def _solve(url: str, cache: Path, options: FilterOptions, installs: CellSelectio
     with Http() as http:
         client = IndexClient([url], store, http)
         wheels = WheelReads(
-            http, store, listed_as_before=client.listed_as_before, preloaded=BUILT_IN_PRELOADS
+            http,
+            store,
+            listed_as_before=client.listed_as_before,
+            preloaded=BUILT_IN_PRELOADS,
+            unread_sources=BUILT_IN_UNREAD,
         )
         reads = solve_reads(client, wheels)
         profile = profile_for(TARGET.machine, TARGET.glibc)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.cbuild import build_shared
+from support.held import BUILT_IN_UNREAD
 from support.probe_wheels import TAG, build_extension
 from support.wheelbuild import build_wheel
 
@@ -63,7 +64,7 @@ def test_a_stack_files_loading_data_is_followed_and_agrees_with_a_real_import(
     torch, own = stack.loading()
     assert torch.package == "torch"
     assert own == PackageLoading("globdep", preload=("globdep/lib/libdep.so",), read_source=False)
-    facts = [wheel_facts_from_path(globdep)]
+    facts = [wheel_facts_from_path(globdep, unread_sources=BUILT_IN_UNREAD)]
     # WHEN the set is judged with the stack's loading data (on no GPU: the stack's CPU-only member would
     # fail gpu_arch on one, now that the whole stack file reaches the analysis)
     followed = analyze_set(facts, replace(TARGET, arch=None), PROFILE, stack=stack)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.cbuild import build_shared
+from support.held import BUILT_IN_UNREAD
 from support.schemas import assert_valid
 from support.wheelbuild import build_wheel
 
@@ -50,7 +51,9 @@ def numa_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _loader_verdicts(wheel: Path, profile: object) -> dict[str, tuple[str, str]]:
-    a = analyze_set([wheel_facts_from_path(wheel)], T, profile, stack=BUILT_IN_STACK)  # type: ignore[arg-type]
+    a = analyze_set(
+        [wheel_facts_from_path(wheel, unread_sources=BUILT_IN_UNREAD)], T, profile, stack=BUILT_IN_STACK
+    )  # type: ignore[arg-type]
     return {
         v.check: (v.status, v.explanation)
         for u in a.units

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
-from support.held import HELD
+from support.held import BUILT_IN_UNREAD, HELD
 from support.indexserver import IndexServer
 from support.torch_abi_stacks import PLATFORM, TorchAbiStacks, torch_abi_stacks, torch_wheel
 from support.venvs import make_venv, pip_install
@@ -55,8 +55,15 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> TorchAbiStacks:
 
 
 def _range(built: TorchAbiStacks, key: str) -> WheelTorchRange:
-    releases = releases_of([wheel_facts_from_path(built.torch_old), wheel_facts_from_path(built.torch_new)])
-    return wheel_torch_range(wheel_facts_from_path(built.kernels[key]), releases)
+    releases = releases_of(
+        [
+            wheel_facts_from_path(built.torch_old, unread_sources=BUILT_IN_UNREAD),
+            wheel_facts_from_path(built.torch_new, unread_sources=BUILT_IN_UNREAD),
+        ]
+    )
+    return wheel_torch_range(
+        wheel_facts_from_path(built.kernels[key], unread_sources=BUILT_IN_UNREAD), releases
+    )
 
 
 def test_the_shipped_shim_table_parses_and_names_its_source() -> None:
@@ -185,7 +192,7 @@ def test_diff_reports_removed_changed_and_added_exports_and_broken_kernels(
     # GIVEN a cache that knows three kernels built on 2.12.0
     cache = Cache(tmp_path / "cache")
     for key in ("removed-pinned", "changed-floating", "stable-pinned"):
-        cache.store_facts(wheel_facts_from_path(built.kernels[key]))
+        cache.store_facts(wheel_facts_from_path(built.kernels[key], unread_sources=BUILT_IN_UNREAD))
     # WHEN diffing 2.12.0 against 2.13.0
     code = _diff(built, tmp_path / "cache", "--json")
     text = capsys.readouterr().out
@@ -232,7 +239,7 @@ def test_diff_of_a_wheel_without_torch_libraries_is_one_line_usage_error(
 
 
 def _candidate(role: str, path: Path) -> StackCandidate:
-    facts = wheel_facts_from_path(path)
+    facts = wheel_facts_from_path(path, unread_sources=BUILT_IN_UNREAD)
     name, version, build, tags = parse_wheel_filename(path.name)
     file = IndexFile(filename=path.name, url=path.as_uri(), hashes={"sha256": facts.sha256})
     return StackCandidate(role, Candidate(name, version, build, tags, file), 0, WheelInfo.of(facts))
@@ -300,11 +307,16 @@ def test_diff_of_two_installed_environments(
 def _stable_with(built: TorchAbiStacks, requires: list[str], drop: str | None = None) -> WheelTorchRange:
     """The stable-pinned kernel's facts with another Requires-Dist (and a release lacking ``drop``)."""
     releases = list(
-        releases_of([wheel_facts_from_path(built.torch_old), wheel_facts_from_path(built.torch_new)])
+        releases_of(
+            [
+                wheel_facts_from_path(built.torch_old, unread_sources=BUILT_IN_UNREAD),
+                wheel_facts_from_path(built.torch_new, unread_sources=BUILT_IN_UNREAD),
+            ]
+        )
     )
     if drop is not None:
         releases[1] = replace(releases[1], exports=releases[1].exports - {drop})
-    facts = wheel_facts_from_path(built.kernels["stable-pinned"])
+    facts = wheel_facts_from_path(built.kernels["stable-pinned"], unread_sources=BUILT_IN_UNREAD)
     facts = replace(facts, metadata=replace(facts.metadata, requires_dist=tuple(requires)))
     return wheel_torch_range(facts, releases)
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
-from support.held import HELD
+from support.held import BUILT_IN_UNREAD, HELD
 from support.indexserver import IndexServer
 from support.torch_abi_stacks import TorchAbiStacks, no_torch_wheel, torch_abi_stacks
 
@@ -60,8 +60,13 @@ def _check(capsys: pytest.CaptureFixture[str], *wheels: Path) -> tuple[int, dict
 
 
 def _range(built: TorchAbiStacks, wheel: Path) -> WheelTorchRange:
-    releases = releases_of([wheel_facts_from_path(built.torch_old), wheel_facts_from_path(built.torch_new)])
-    return wheel_torch_range(wheel_facts_from_path(wheel), releases)
+    releases = releases_of(
+        [
+            wheel_facts_from_path(built.torch_old, unread_sources=BUILT_IN_UNREAD),
+            wheel_facts_from_path(built.torch_new, unread_sources=BUILT_IN_UNREAD),
+        ]
+    )
+    return wheel_torch_range(wheel_facts_from_path(wheel, unread_sources=BUILT_IN_UNREAD), releases)
 
 
 def _real_load(torch_wheel: Path, kernel_wheel: Path, tmp: Path) -> int:
@@ -152,14 +157,16 @@ def test_a_wheel_needing_no_torch_library_has_no_torch_range(
 
 def test_a_kernel_no_known_release_can_load_says_so_in_plain_words(built: TorchAbiStacks) -> None:
     # GIVEN the kernel importing at::legacy_helper, judged against 2.13.0 alone (which lacks it)
-    releases = releases_of([wheel_facts_from_path(built.torch_new)])
-    r = wheel_torch_range(wheel_facts_from_path(built.kernels["removed-unpinned"]), releases)
+    releases = releases_of([wheel_facts_from_path(built.torch_new, unread_sources=BUILT_IN_UNREAD)])
+    r = wheel_torch_range(
+        wheel_facts_from_path(built.kernels["removed-unpinned"], unread_sources=BUILT_IN_UNREAD), releases
+    )
     assert "no known torch release exports all of them (1 known: 2.13.0)" in r.reason
     assert "none of the known releases" not in r.reason
 
 
 def _candidate(role: str, path: Path) -> StackCandidate:
-    facts = wheel_facts_from_path(path)
+    facts = wheel_facts_from_path(path, unread_sources=BUILT_IN_UNREAD)
     name, version, build, tags = parse_wheel_filename(path.name)
     file = IndexFile(filename=path.name, url=path.as_uri(), hashes={"sha256": facts.sha256})
     return StackCandidate(role, Candidate(name, version, build, tags, file), 0, WheelInfo.of(facts))
@@ -190,7 +197,10 @@ def test_a_matrix_cell_that_does_not_load_is_fail_with_the_pin_named_too(built: 
 def test_the_loader_s_first_failure_is_the_first_reason_of_a_failing_set(built: TorchAbiStacks) -> None:
     # GIVEN a set that fails to load (at::legacy_helper is gone in 2.13.0) on a target its tags do not fit
     target = Target.parse(cuda="13.0", python=PY, platform="manylinux_2_17_x86_64")
-    wheels = [wheel_facts_from_path(p) for p in (built.torch_new, built.kernels["removed-pinned"])]
+    wheels = [
+        wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD)
+        for p in (built.torch_new, built.kernels["removed-pinned"])
+    ]
     analysis = analyze_set(wheels, target, builtin_profile("manylinux_2_28_x86_64"), stack=BUILT_IN_STACK)
     # THEN the failure the loader stops at comes first, before the tags and the pin
     first = analysis.failures()[0]
@@ -237,7 +247,7 @@ def test_a_torch_requirement_names_a_build_minor_only_when_it_admits_one_minor(
 def test_a_torch_version_in_a_local_label_is_read(
     built: TorchAbiStacks, version: str, minor: str | None
 ) -> None:
-    facts = wheel_facts_from_path(built.kernels["kept-unpinned"])
+    facts = wheel_facts_from_path(built.kernels["kept-unpinned"], unread_sources=BUILT_IN_UNREAD)
     facts = replace(facts, metadata=replace(facts.metadata, version=version))
     found = recorded_build_torch(facts, None)
     assert (found.minor if found else None) == minor

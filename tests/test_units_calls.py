@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from support.cbuild import build_shared
+from support.held import BUILT_IN_UNREAD
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.layout import Layout
@@ -67,7 +68,7 @@ def _plan(tmp: Path, name: str, source: bytes, libs: tuple[str, ...]) -> list[tu
             tmp / "libs", lib, f"int {lib.split('.')[0]}_fn(void) {{ return 1; }}\n"
         )
     wheel = build_wheel(tmp / "wheels", name, "1.0", files)
-    facts = wheel_facts_from_path(wheel)
+    facts = wheel_facts_from_path(wheel, unread_sources=BUILT_IN_UNREAD)
     return [(u.path, u.timing, u.where) for u in plan_units(Layout([facts]), [facts])]
 
 

@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support.held import BUILT_IN_UNREAD
 from support.pattern_wheels import PatternWheels, build_pattern_wheels
 
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_extension, analyze_set
@@ -32,7 +33,12 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> PatternWheels:
 
 def _analyze(wheels: PatternWheels, name: str) -> SetAnalysis:
     paths = [wheels.torch, getattr(wheels, name)]
-    return analyze_set([wheel_facts_from_path(p) for p in paths], TARGET, PROFILE, stack=BUILT_IN_STACK)
+    return analyze_set(
+        [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in paths],
+        TARGET,
+        PROFILE,
+        stack=BUILT_IN_STACK,
+    )
 
 
 def _import(wheels: PatternWheels, name: str, package: str, site: Path) -> tuple[int, str]:
@@ -184,8 +190,8 @@ def test_a_failure_the_package_catches_is_reported_and_does_not_fail_the_import(
 
 def test_native_code_that_nothing_followed_loads_is_never_ok(wheels: PatternWheels, tmp_path: Path) -> None:
     # GIVEN guarded, whose library path comes from a file, loaded under a test abiprobe cannot know
-    facts = wheel_facts_from_path(wheels.guarded)
-    torch = wheel_facts_from_path(wheels.torch)
+    facts = wheel_facts_from_path(wheels.guarded, unread_sources=BUILT_IN_UNREAD)
+    torch = wheel_facts_from_path(wheels.torch, unread_sources=BUILT_IN_UNREAD)
     a = analyze_set([torch, facts], TARGET, PROFILE, stack=BUILT_IN_STACK)
     # THEN no unit of it is judged, and the set is unknown, not ok, saying why
     assert _units(a, "guarded") == []
@@ -303,7 +309,10 @@ def test_an_and_with_a_value_abiprobe_cannot_know_is_false_when_the_known_side_i
     # GIVEN `is_windows and msvc` around a Windows-only load (msvc: a parameter abiprobe cannot know)
     pkg = _pure(tmp_path, "winguard", PLATFORM_GUARD)
     a = analyze_set(
-        [wheel_facts_from_path(p) for p in (wheels.torch, pkg)], TARGET, PROFILE, stack=BUILT_IN_STACK
+        [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in (wheels.torch, pkg)],
+        TARGET,
+        PROFILE,
+        stack=BUILT_IN_STACK,
     )
     # THEN on Linux the branch is not taken: no unit for the DLL, nothing fails
     assert [u.path for u in _units(a, "winguard")] == []
@@ -320,7 +329,10 @@ def test_a_functions_own_error_check_is_no_unit_of_its_own(wheels: PatternWheels
     # GIVEN a function that raises for some arguments and loads a library for others
     pkg = _pure(tmp_path, "errpath", ERROR_PATHS)
     a = analyze_set(
-        [wheel_facts_from_path(p) for p in (wheels.torch, pkg)], TARGET, PROFILE, stack=BUILT_IN_STACK
+        [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in (wheels.torch, pkg)],
+        TARGET,
+        PROFILE,
+        stack=BUILT_IN_STACK,
     )
     # THEN the raise, reached by no failed load, is no unit: it is not said to fail on first use
     assert "raise" not in [u.kind for u in _units(a, "errpath")]
@@ -345,7 +357,10 @@ def test_a_raise_after_a_test_abiprobe_cannot_know_is_no_claim(wheels: PatternWh
     # (transformers' direct_transformers_import has this shape)
     pkg = _pure(tmp_path, "guarded", OPAQUE_GUARD)
     a = analyze_set(
-        [wheel_facts_from_path(p) for p in (wheels.torch, pkg)], TARGET, PROFILE, stack=BUILT_IN_STACK
+        [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in (wheels.torch, pkg)],
+        TARGET,
+        PROFILE,
+        stack=BUILT_IN_STACK,
     )
     # THEN the raise is not said to happen at import
     assert "raise" not in [u.kind for u in _units(a, "guarded")]
@@ -375,7 +390,7 @@ def test_the_drivers_library_by_its_bare_name_is_there_on_a_gpu_target(
 
     # GIVEN a package that opens libcuda.so.1 by name (torchao, warp, bitsandbytes do)
     pkg = _pure(tmp_path, "drvprobe", DRIVER_PROBE)
-    facts = [wheel_facts_from_path(p) for p in (wheels.torch, pkg)]
+    facts = [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in (wheels.torch, pkg)]
     # THEN on a GPU target the driver's library is found: no feature that will not load
     a = analyze_set(facts, TARGET, PROFILE, stack=BUILT_IN_STACK)
     assert [(u.path, u.status) for u in _units(a, "drvprobe")] == [("libcuda.so.1", "ok")]

@@ -8,6 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from support.cbuild import build_shared
+from support.held import BUILT_IN_UNREAD
 from support.indexserver import IndexServer
 from support.stacks import ABI3_TAG, _gpu_module
 from support.wheelbuild import build_wheel
@@ -121,7 +122,10 @@ def test_label_and_metadata_cuda_claims_are_checked_against_sonames(
     wheel = _labelled(tmp_path, version, requires, cuda13_user)
     t = Target.parse(cuda="13.0", python="cp312", platform="manylinux_2_28_x86_64")
     a = analyze_set(
-        [wheel_facts_from_path(wheel)], t, builtin_profile("manylinux_2_28_x86_64"), stack=BUILT_IN_STACK
+        [wheel_facts_from_path(wheel, unread_sources=BUILT_IN_UNREAD)],
+        t,
+        builtin_profile("manylinux_2_28_x86_64"),
+        stack=BUILT_IN_STACK,
     )
     found = [v.explanation for v in a.set_verdicts if v.check == "metadata" and v.status == "warn"]
     assert found == ([expected] if expected else [])

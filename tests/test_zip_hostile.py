@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.cbuild import build_shared
+from support.held import BUILT_IN_UNREAD
 from support.wheelbuild import build_wheel
 
 from abiprobe.binary.wheel import wheel_facts_from_path
@@ -94,7 +95,7 @@ CASES = [*ODD_ZIPS, "name flagged UTF-8 but not"]
 def _facts_or_format_error(path: Path) -> str:
     """What reading a wheel ends in: its facts (and their member errors), or one WheelFormatError line."""
     try:
-        facts = wheel_facts_from_path(path)
+        facts = wheel_facts_from_path(path, unread_sources=BUILT_IN_UNREAD)
     except BinaryFormatError as exc:
         assert "\n" not in str(exc)
         return f"error: {exc}"
@@ -148,7 +149,7 @@ def test_a_zip_bomb_library_is_refused_before_it_inflates(tmp_path: Path) -> Non
     wheel = _wheel_with(tmp_path, "bomb", lambda zf: _add_zeros(zf, "bombpkg/bomb.so", 1 << 30))
     assert wheel.stat().st_size < 4 << 20
     # WHEN its facts are read
-    facts = wheel_facts_from_path(wheel)
+    facts = wheel_facts_from_path(wheel, unread_sources=BUILT_IN_UNREAD)
     # THEN it is an unreadable member (a failing verdict) known from its sizes: nothing was inflated
     assert facts.unreadable == ("bombpkg/bomb.so",)
     assert any("zip bomb" in e for e in facts.errors)
@@ -167,7 +168,7 @@ def test_a_huge_metadata_is_one_line_not_gigabytes_of_memory(tmp_path: Path) -> 
     assert wheel.stat().st_size < 2 << 20
     # WHEN it is read
     with pytest.raises(WheelFormatError) as caught:
-        wheel_facts_from_path(wheel)
+        wheel_facts_from_path(wheel, unread_sources=BUILT_IN_UNREAD)
     # THEN one line says the member is too big, known from its declared size
     assert "METADATA: inflates to" in str(caught.value) and "\n" not in str(caught.value)
 

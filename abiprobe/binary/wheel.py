@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import keyword
 import tempfile
@@ -32,8 +31,11 @@ _DIST_INFO_FILES = ("METADATA", "WHEEL", "RECORD", "top_level.txt")
 MemberOpener = Callable[[str], AbstractContextManager[BinaryIO]]
 
 
-def select_members(names: Sequence[str], read: Callable[[str], bool] | None = None) -> list[str]:
-    """Members worth reading: shared objects, extensions and cubins, plus the dist-info files.
+def select_members(
+    names: Sequence[str], read: Callable[[str], bool] | None = None, *, unread_sources: frozenset[str]
+) -> list[str]:
+    """Members worth reading: shared objects, extensions and cubins, the dist-info files, and the Python
+    sources :func:`is_package_source` takes (``unread_sources``: the stack's ``Stack.unread_sources()``).
 
     ``read`` narrows the binaries to those whose installed path it accepts."""
     info = dist_info_dir(names)
@@ -43,26 +45,21 @@ def select_members(names: Sequence[str], read: Callable[[str], bool] | None = No
         for n in names
         if n in wanted
         or (looks_like_binary_member(n) and (read is None or read(installed_path(n))))
-        or is_package_source(n, info)
+        or is_package_source(n, info, unread_sources)
     ]
 
 
-def is_package_source(member: str, info: str) -> bool:
+def is_package_source(member: str, info: str, unread_sources: frozenset[str]) -> bool:
     """A .py member of the wheel's own code (read for what it loads, :mod:`abiprobe.binary.pysource`), unless
-    the stack data says its package's loading is known without it (torch: thousands of modules); such a
-    package's ``version.py`` is still read (torch's ``cuda``, ``__version__``, which other code reads)."""
+    its package is one of ``unread_sources``, whose loading the stack data says without it (torch:
+    thousands of modules); such a package's ``version.py`` is still read (torch's ``cuda``,
+    ``__version__``, which other code reads). Stored facts depend on ``unread_sources``: they are kept
+    under a key that names them (``abiprobe.store.reads.read_rules_key``)."""
     if not member.endswith(".py") or member.startswith(f"{info}/"):
         return False
     path = installed_path(member)
     top = path.split("/", 1)[0]
-    return top not in _unread_source_packages() or path == f"{top}/version.py"  # its run-time values
-
-
-@functools.cache
-def _unread_source_packages() -> frozenset[str]:
-    from abiprobe.model.stack import default_stack
-
-    return frozenset(r.package for r in default_stack().loading() if not r.read_source)
+    return top not in unread_sources or path == f"{top}/version.py"  # its run-time values
 
 
 def parse_metadata(metadata: bytes, wheel_file: bytes | None, top_level: Iterable[str]) -> DistMetadata:
@@ -133,12 +130,14 @@ def facts_from_members(
     verified: bool = False,
     directory_sha256: str | None = None,
     prepared: Mapping[str, ElfFacts] | None = None,
+    unread_sources: frozenset[str],
 ) -> WheelFacts:
     """Build WheelFacts from a wheel's member list and a way to open (seekable) members by name.
 
     With ``read``, only binary members whose installed path it accepts are opened; the others are
     listed in ``unread`` (partial facts). ``verified`` says ``sha256`` was computed over the whole file.
-    ``prepared`` holds facts of members already read (up to their loader tables), by member name."""
+    ``prepared`` holds facts of members already read (up to their loader tables), by member name;
+    ``unread_sources`` the packages whose Python sources are not read (:func:`is_package_source`)."""
     info = dist_info_dir(names)
 
     def read_small(member: str) -> bytes | None:
@@ -162,7 +161,7 @@ def facts_from_members(
     unread: list[str] = []
     sources: dict[str, bytes] = {}
     for member in names:
-        if is_package_source(member, info):
+        if is_package_source(member, info, unread_sources):
             text = read_small(member)
             if text is not None and len(text) <= MAX_SOURCE_BYTES:
                 sources[installed_path(member)] = text
@@ -254,10 +253,15 @@ class _spooled(AbstractContextManager[BinaryIO]):
 
 
 def wheel_facts_from_path(
-    path: Path, expected_sha256: str | None = None, *, known_sha256: str | None = None
+    path: Path,
+    expected_sha256: str | None = None,
+    *,
+    known_sha256: str | None = None,
+    unread_sources: frozenset[str],
 ) -> WheelFacts:
     """Inspect a local wheel file (hash-checked when ``expected_sha256`` is given). ``known_sha256`` is
-    the file's digest when the caller has just established it (``local_sha256``): not hashed again."""
+    the file's digest when the caller has just established it (``local_sha256``): not hashed again.
+    ``unread_sources``: as :func:`is_package_source` takes them."""
     try:
         parse_wheel_filename(path.name)
     except InvalidWheelFilename as exc:
@@ -271,11 +275,16 @@ def wheel_facts_from_path(
         raise HashMismatchError(f"{path.name}: sha256 {digest} does not match the expected {expected_sha256}")
     with open_zip(path, path.name) as zf, zip_errors(path.name):
         names = zf.namelist()
-        return facts_from_members(path.name, digest, size, names, _ZipMembers(zf), verified=True)
+        return facts_from_members(
+            path.name, digest, size, names, _ZipMembers(zf), verified=True, unread_sources=unread_sources
+        )
 
 
-def facts_from_tree(root: Path, files: Sequence[str], filename: str, metadata: DistMetadata) -> WheelFacts:
-    """Facts for files laid out under ``root`` (an unpacked wheel or an installed distribution)."""
+def facts_from_tree(
+    root: Path, files: Sequence[str], filename: str, metadata: DistMetadata, *, unread_sources: frozenset[str]
+) -> WheelFacts:
+    """Facts for files laid out under ``root`` (an unpacked wheel or an installed distribution);
+    ``unread_sources``: as :func:`is_package_source` takes them."""
     objects = _BinaryReads()
     sources: dict[str, bytes] = {}
     for rel in files:
@@ -284,7 +293,7 @@ def facts_from_tree(root: Path, files: Sequence[str], filename: str, metadata: D
             objects.read(rel, partial(_open_binary, p))
         elif (
             ".dist-info/" not in rel
-            and is_package_source(rel, "")
+            and is_package_source(rel, "", unread_sources)
             and p.is_file()
             and p.stat().st_size <= MAX_SOURCE_BYTES
         ):

@@ -201,7 +201,8 @@ def installed_wheels(args: argparse.Namespace) -> list[WheelFacts]:
     """Facts of every distribution installed for ``--python`` (``--installed``)."""
     from abiprobe.host.installed import installed_distributions
 
-    return [d.facts for d in installed_distributions(args.python)]
+    unread = default_stack().unread_sources()  # check judges the built-in stack
+    return [d.facts for d in installed_distributions(args.python, unread_sources=unread)]
 
 
 def scoped(analysis: SetAnalysis, wheels: Sequence[WheelFacts], args: argparse.Namespace) -> SetAnalysis:

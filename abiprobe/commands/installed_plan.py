@@ -138,7 +138,10 @@ def planned_environment(
     args: argparse.Namespace, python: str, target: Target, source: ItemSource, prefer: str | None
 ) -> PlannedEnvironment:
     """Ask the installer about ``args.items`` for ``python`` and lay out the environment it leaves."""
-    installed: list[InstalledDist] = installed_distributions(python)
+    from abiprobe.model.stack import default_stack
+
+    unread = default_stack().unread_sources()  # the plan is judged with the built-in stack
+    installed: list[InstalledDist] = installed_distributions(python, unread_sources=unread)
     versions = {str(canonicalize_name(d.facts.metadata.name)): d.facts.metadata.version for d in installed}
     plan = ask_installer(python, args.items, versions, installer_options(args), prefer)
     links = [link for link in getattr(args, "find_links", None) or [] if "://" not in link]

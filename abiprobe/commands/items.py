@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
 from abiprobe.commands.item_specs import (
     Accepts,
@@ -41,6 +41,9 @@ from abiprobe.net.http import Http
 from abiprobe.solve.ports import FullFacts
 from abiprobe.store.cache import Cache
 from abiprobe.store.reads import LocalFacts, WheelReads
+
+if TYPE_CHECKING:
+    from abiprobe.model.stack import Stack
 
 ItemKind = Literal["wheel", "directory", "remote", "installed"]
 
@@ -142,18 +145,17 @@ class ItemSource:
         (``abiprobe.store.published_client``)."""
         if self._reads is None:
             from abiprobe.analyze.preloads import preload_pattern
-            from abiprobe.model.stack import default_stack
             from abiprobe.store.published_client import published_facts
 
             published = published_facts(self.http, self.cache, disabled=False, offline=self.offline)
-            preloaded = preload_pattern(default_stack().loading())  # items are judged with the built-in stack
             self._reads = WheelReads(
                 self.http,
                 self.cache,
                 self.offline,
                 published=published,
                 listed_as_before=self._listed_as_before,
-                preloaded=preloaded,
+                preloaded=preload_pattern(self.stack.loading()),
+                unread_sources=self.unread_sources,
             )
         return self._reads
 
@@ -177,7 +179,18 @@ class ItemSource:
 
     @functools.cached_property
     def _local(self) -> LocalFacts:
-        return LocalFacts(self.cache)
+        return LocalFacts(self.cache, unread_sources=self.unread_sources)
+
+    @functools.cached_property
+    def stack(self) -> Stack:
+        """The stack items are judged with: the built-in one (what a read leaves out follows its data)."""
+        from abiprobe.model.stack import default_stack
+
+        return default_stack()
+
+    @property
+    def unread_sources(self) -> frozenset[str]:
+        return self.stack.unread_sources()
 
     def remote_facts(self, file: IndexFile) -> WheelFacts:
         """Facts of a remote wheel: the cache first; offline, only a whole cached entry will do."""
@@ -233,7 +246,8 @@ def _installed(spec: InstalledSpec, source: ItemSource) -> Item:
 
     from abiprobe.host.installed import installed_distributions
 
-    found = installed_distributions(spec.interpreter, {canonicalize_name(spec.project)})
+    wanted = {str(canonicalize_name(spec.project))}
+    found = installed_distributions(spec.interpreter, wanted, unread_sources=source.unread_sources)
     if not found:
         if spec.text != spec.project:  # the text names the interpreter
             raise UsageError(f"{spec.text}: {spec.project} is not installed for this interpreter")
@@ -282,14 +296,14 @@ def facts_of(
     if isinstance(spec, WheelFileSpec):
         from abiprobe.store.reads import local_wheel_info
 
-        info = local_wheel_info(spec.path, source.cache)  # stored under its sha256 once read
+        info = local_wheel_info(spec.path, source.cache, unread_sources=source.unread_sources)
         sha = info.summary.sha256
         file = IndexFile(spec.path.name, spec.path.absolute().as_uri(), {"sha256": sha} if sha else {})
         return Item(spec.text, "wheel", file, info, local=spec.path, loads=source)
     if isinstance(spec, DirectorySpec):
         from abiprobe.host.installed import facts_from_directory
 
-        facts = facts_from_directory(spec.path)
+        facts = facts_from_directory(spec.path, unread_sources=source.unread_sources)
         meta = facts.metadata
         filename = f"{meta.name.replace('-', '_')}-{meta.version}-py3-none-any.whl"
         file = IndexFile(filename, spec.path.absolute().as_uri())

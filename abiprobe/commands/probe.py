@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from abiprobe.commands.item_specs import Accepts, WheelFileSpec
 from abiprobe.commands.options import add_index_options, add_target_options
 from abiprobe.errors import UsageError
+from abiprobe.model.stack import default_stack
 from abiprobe.model.target import driver_api_version
 from abiprobe.probe import PROBE_SCHEMA_VERSION, ProbeOptions, ProbeSet, probe_sets
 from abiprobe.probe.layers import parse_size
@@ -170,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.installed and not named:
         from abiprobe.probe.environment import installed_stack_order
 
-        order = installed_stack_order(args.python or sys.executable)
+        order = installed_stack_order(args.python or sys.executable, default_stack())
         if not order:
             raise UsageError(
                 "no stack package (torch, a kernel, flashinfer) is installed there: pass --import-order"
@@ -186,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
 
         replacing = plan.changed if plan is not None else None
         python = args.python or sys.executable
-        results = [probe_environment(python, order, options, wheels, replacing)]
+        results = [probe_environment(python, order, options, wheels, replacing, stack=default_stack())]
     else:
         results = probe_sets([ProbeSet(tuple(wheels), order, label, expected=args.expect)], options)
     if args.json:

@@ -66,4 +66,7 @@ def planned_overlay(
             raise UsageError(f"{label}: cannot be installed, its wheel could not be read ({reason})")
         http = None if args.no_download else source.http
         wheels = [fetch(i.local, i.file, i.info.sha256 if i.info else None, into, http) for i in env.items]
-    return env, wheels, _order(env, installed_stack_order(python), wheels, target)
+    from abiprobe.model.stack import default_stack
+
+    stack_order = installed_stack_order(python, default_stack())  # probe imports the built-in stack
+    return env, wheels, _order(env, stack_order, wheels, target)

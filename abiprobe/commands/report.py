@@ -59,7 +59,11 @@ def _torch_upgrade(
     new = stored_facts(cache, change.new_sha256) if change.new_sha256 else None
     old = stored_facts(cache, change.old_sha256) if change.old_sha256 else None
     if old is None and change.old_path and Path(change.old_path).is_file():
-        old = cached_wheel_facts(Path(change.old_path), cache)
+        from abiprobe.model.stack import default_stack
+
+        old = cached_wheel_facts(
+            Path(change.old_path), cache, unread_sources=default_stack().unread_sources()
+        )
     if old is None or new is None:
         return torch_upgrade(change, old, new, ())
     from abiprobe.commands.known_wheels import cached_kernels

@@ -272,6 +272,7 @@ def run(args: argparse.Namespace) -> int:
                 listed_as_before=client.listed_as_before,
                 directories=directories,
                 preloaded=preload_pattern(stack.loading()),
+                unread_sources=stack.unread_sources(),
             )
             reads = solve_reads(client, wheels, wheel_work)
             result = solve(

@@ -45,9 +45,13 @@ class InstalledDist:
     direct_url: str | None
     installer: str | None
 
-    def with_binaries(self) -> WheelFacts:
-        """These facts plus the ELF objects among the distribution's files (read now)."""
-        return facts_from_tree(self.location, self.facts.files, self.facts.filename, self.facts.metadata)
+    def with_binaries(self, unread_sources: frozenset[str]) -> WheelFacts:
+        """These facts plus the ELF objects among the distribution's files and its Python sources but
+        those of ``unread_sources``' packages (read now)."""
+        facts = self.facts
+        return facts_from_tree(
+            self.location, facts.files, facts.filename, facts.metadata, unread_sources=unread_sources
+        )
 
 
 def list_installed(python: str | None = None) -> list[dict[str, object]]:
@@ -69,10 +73,11 @@ def list_installed(python: str | None = None) -> list[dict[str, object]]:
 
 
 def installed_distributions(
-    python: str | None = None, names: set[str] | None = None, *, binaries: bool = True
+    python: str | None = None, names: set[str] | None = None, *, unread_sources: frozenset[str] | None
 ) -> list[InstalledDist]:
-    """Facts for every distribution installed for ``python`` (or only the ``names`` given, normalized);
-    without ``binaries`` only metadata and file lists (no ELF file is read: seconds for a torch stack)."""
+    """Facts for every distribution installed for ``python`` (or only the ``names`` given, normalized),
+    their binaries and Python sources read as :meth:`InstalledDist.with_binaries` reads them; with
+    ``unread_sources`` None only metadata and file lists (nothing is read: seconds for a torch stack)."""
     from packaging.utils import canonicalize_name
 
     result: list[InstalledDist] = []
@@ -101,12 +106,15 @@ def installed_distributions(
             direct_url=str(rec["direct_url"]) if rec["direct_url"] else None,
             installer=str(rec["installer"]).strip() if rec["installer"] else None,
         )
-        result.append(replace(dist, facts=dist.with_binaries()) if binaries else dist)
+        if unread_sources is not None:
+            dist = replace(dist, facts=dist.with_binaries(unread_sources))
+        result.append(dist)
     return result
 
 
-def facts_from_directory(path: Path) -> WheelFacts:
-    """An unpacked wheel (has a .dist-info) or any directory of binaries, as one WheelFacts."""
+def facts_from_directory(path: Path, *, unread_sources: frozenset[str]) -> WheelFacts:
+    """An unpacked wheel (has a .dist-info) or any directory of binaries, as one WheelFacts (the Python
+    sources of ``unread_sources``' packages not read)."""
     files = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and not p.is_symlink())
     infos = sorted({f.split("/", 1)[0] for f in files if f.split("/", 1)[0].endswith(".dist-info")})
     if len(infos) == 1:
@@ -124,4 +132,4 @@ def facts_from_directory(path: Path) -> WheelFacts:
         meta = DistMetadata(
             name=path.resolve().name, version="0", top_level=tuple(sorted(top_level_of(files)))
         )
-    return facts_from_tree(path, files, f"{path.name}/", meta)
+    return facts_from_tree(path, files, f"{path.name}/", meta, unread_sources=unread_sources)

@@ -130,7 +130,10 @@ def take_snapshot(
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError, ValueError) as exc:
         raise UsageError(f"cannot run the interpreter {exe}: {exc}") from None
     finder = WheelFinder([d.absolute() for d in wheel_dirs])
-    dists = sorted((snapshot_dist(d, finder) for d in installed_distributions(exe)), key=lambda d: d.key)
+    dists = sorted(
+        (snapshot_dist(d, finder) for d in installed_distributions(exe, unread_sources=None)),
+        key=lambda d: d.key,
+    )
     index_url, origin = default_index(os.environ, Path.cwd())
     stamp = (now or _dt.datetime.now(_dt.timezone.utc)).replace(microsecond=0).isoformat()
     return Snapshot(

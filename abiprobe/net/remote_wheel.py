@@ -482,8 +482,10 @@ class RemoteZip:
         read: Callable[[str], bool] | None = None,
         *,
         tables_only: Callable[[str], bool] | None = None,
+        unread_sources: frozenset[str],
     ) -> WheelFacts:
-        """WheelFacts from the members ``abiprobe.binary.wheel.select_members`` picks; nothing else fetched.
+        """WheelFacts from the members ``abiprobe.binary.wheel.select_members`` picks; nothing else fetched
+        (``unread_sources``: the packages whose Python sources are not read, ``Stack.unread_sources()``).
 
         ``read`` (installed path -> bool) limits the binaries read; the rest are listed as unread.
         ``tables_only`` (installed path -> bool): where the file is not read whole to be verified anyway,
@@ -494,7 +496,7 @@ class RemoteZip:
         from abiprobe.binary.wheel_members import installed_path
 
         names = self.names()
-        selected = select_members(names, read)
+        selected = select_members(names, read, unread_sources=unread_sources)
         # a member read only up to its loader tables costs a fraction of its size: not counted as read
         # whole, or a wheel of one big library would always be hashed whole for its sonames
         costly = [n for n in selected if tables_only is None or not tables_only(installed_path(n))]
@@ -513,6 +515,7 @@ class RemoteZip:
                 verified=self.sha256 is not None,
                 directory_sha256=None if self.sha256 is not None else self.directory_sha256,
                 prepared=self.early,
+                unread_sources=unread_sources,
             )
         finally:
             for fh in fetched.values():

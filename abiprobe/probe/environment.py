@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 from abiprobe.binary.wheel import importable
 from abiprobe.errors import UsageError
 from abiprobe.host.installed import InstalledDist, installed_distributions
-from abiprobe.model.stack import default_stack
+from abiprobe.model.stack import Stack
 from abiprobe.probe.execute import PreparedSet, RunContext, run_fresh
 from abiprobe.probe.model import ProbeOptions, ProbeResult, ProbeSet
 from abiprobe.probe.parallel import dist_name, refuse_bomb
@@ -48,11 +48,10 @@ def _site_of(python: str) -> tuple[Path, str]:
     return Path(site), str(version)
 
 
-def installed_stack_order(python: str) -> tuple[str, ...]:
-    """What importing the stack means in an environment: the top-level packages of its installed stack
+def installed_stack_order(python: str, stack: Stack) -> tuple[str, ...]:
+    """What importing ``stack`` means in an environment: the top-level packages of its installed stack
     distributions, in stack member order (torch first), as probe jobs import a solved set."""
-    stack = default_stack()
-    installed = installed_distributions(python, binaries=False)
+    installed = installed_distributions(python, unread_sources=None)
     members = [d.facts.metadata for d in installed if stack.role_of(d.facts.metadata.name) is not None]
     rank = {name: i for i, name in enumerate(stack.project_names())}
     members.sort(key=lambda m: rank.get(canonicalize_name(m.name), len(rank)))
@@ -65,23 +64,27 @@ def probe_environment(
     options: ProbeOptions,
     overlay: Sequence[Path] = (),
     replacing: frozenset[str] | None = None,
+    *,
+    stack: Stack,
 ) -> ProbeResult:
     """Import ``import_order`` with ``python`` as installed (plus ``overlay`` wheels on top); with
     ``replacing`` (normalized names), as an install of the wheels would leave site-packages: those
-    distributions' files gone, every other entry seen through the overlay (probe.overlay)."""
+    distributions' files gone, every other entry seen through the overlay (probe.overlay). What a read of
+    the binaries (for a driver stub) leaves out follows ``stack``'s data."""
     for w in overlay:
         refuse_bomb(w)
     site, version = _site_of(python)
-    installed = installed_distributions(python, binaries=False)
+    installed = installed_distributions(python, unread_sources=None)
+    unread = stack.unread_sources()
     wanted = set(import_order)
     may_stub = options.stub_driver == "always" or (options.stub_driver == "auto" and not host_has_driver())
     # the stub needs the driver symbols the stack's binaries import: only then are they read
-    stack = [
-        d.with_binaries() if may_stub else d.facts
+    present = [
+        d.with_binaries(unread) if may_stub else d.facts
         for d in installed
         if wanted & set(d.facts.metadata.top_level)
     ]
-    extra = [cached_wheel_facts(w) for w in overlay] if may_stub else []
+    extra = [cached_wheel_facts(w, unread_sources=unread) for w in overlay] if may_stub else []
     root = interrupt.temp_dir(options.temp_dir or Path(tempfile.gettempdir()), "abiprobe-env-")
     try:
         overlay_dir = root / "overlay" if overlay or replacing is not None else None
@@ -92,13 +95,13 @@ def probe_environment(
             assert overlay_dir is not None
             unpack_wheel(w, overlay_dir)
         stub = None
-        facts = stack + extra
+        facts = present + extra
         wants_stub = options.stub_driver == "always" or (may_stub and needs_driver(facts))
         if wants_stub:
             stub = build_stub(root / "stub", driver_symbols(facts), options.driver_version)
         label = f"installed ({python})" + (" + " + ", ".join(w.name for w in overlay) if overlay else "")
         probe = ProbeSet(tuple(overlay), tuple(import_order), label)
-        names = {canonicalize_name(f.metadata.name) for f in stack}
+        names = {canonicalize_name(f.metadata.name) for f in present}
         names |= {canonicalize_name(dist_name(w)) for w in overlay}
         prepared = PreparedSet(
             0, probe, Path(python), site, overlay_dir, root / "set", tuple(sorted(names)), stub

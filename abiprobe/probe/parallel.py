@@ -19,6 +19,7 @@ from abiprobe.binary.wheel_members import installed_path
 from abiprobe.binary.zipguard import check_archive, open_zip
 from abiprobe.errors import AbiprobeError, UsageError, WheelFormatError
 from abiprobe.model.facts import WheelInfo
+from abiprobe.model.stack import default_stack
 from abiprobe.probe.bytecode import BytecodeStore, layer_key, mirror
 from abiprobe.probe.classify import Failure
 from abiprobe.probe.execute import PreparedSet, RunContext, build_result, run_fresh, run_server
@@ -43,6 +44,14 @@ from abiprobe.store.reads import local_wheel_info, stored_local_summary
 from abiprobe.ui import interrupt
 
 FactsLoader = Callable[[Path], WheelInfo]
+
+
+def _local_summary(wheel: Path) -> WheelInfo:
+    """A local wheel's summary (all a probe reads of it: its files, sha256 and driver imports), from the
+    cache else its file, whose facts are then kept as the built-in stack's rules read them."""
+    return local_wheel_info(wheel, unread_sources=default_stack().unread_sources())
+
+
 _RUNNER = Path(__file__).with_name("runner.py")
 
 
@@ -384,7 +393,7 @@ def probe_sets(
     parent = options.temp_dir or Path(tempfile.gettempdir())
     jobs = options.jobs or default_jobs(sets, parent)
     root = interrupt.temp_dir(parent, "abiprobe-probe-")
-    prober = _Prober(sets, options, facts or local_wheel_info)
+    prober = _Prober(sets, options, facts or _local_summary)
     try:
         with interrupt.on_stop(prober.procs.cancel):
             runner = root / "runner.py"

@@ -248,17 +248,20 @@ class Cache:
     # wheel facts
 
     def load_facts(
-        self, sha256: str, *, allow_partial: bool = False, allow_unverified: bool = False
+        self, sha256: str, *, allow_partial: bool = False, allow_unverified: bool = False, rules: str = ""
     ) -> WheelFacts | None:
         """Facts of the wheel with this sha256, or None on a miss or a damaged/foreign entry.
 
         Facts with unread members (see ``WheelFacts.unread``) count as a miss unless ``allow_partial``;
         facts whose sha256 was never checked (a range read, ``WheelFacts.verified``) unless
-        ``allow_unverified``: the caller then answers for them (``abiprobe.net.remote_wheel.trusted``)."""
+        ``allow_unverified``: the caller then answers for them (``abiprobe.net.remote_wheel.trusted``).
+        ``rules``: the key of the read rules they were read under (``abiprobe.store.reads.read_rules_key``;
+        empty for the built-in stack's, whose entries are named by the sha256 alone); so for every method
+        of facts and summaries."""
         sha = sha256.lower()
         if not is_sha256_hex(sha):
             return None
-        path = entries.facts_path(self.root, sha)
+        path = entries.facts_path(self.root, sha, rules)
         data = self._read(path)
         if data is None:
             return None
@@ -267,22 +270,22 @@ class Cache:
             return None
         return facts if facts.verified or allow_unverified else None
 
-    def store_facts(self, facts: WheelFacts) -> None:
+    def store_facts(self, facts: WheelFacts, *, rules: str = "") -> None:
         """Store facts under the wheel's sha256; complete, verified facts already there are kept as is."""
         sha = facts.sha256.lower()
         if not is_sha256_hex(sha) or sha != facts.sha256:
             raise CacheError(f"wheel facts for {facts.filename} carry no valid lower-case sha256")
         if self.readonly:
             return
-        path = entries.facts_path(self.root, sha)
+        path = entries.facts_path(self.root, sha, rules)
         if not entries.facts_entry_is_current(path, sha):  # missing, foreign, partial or unverified
             self._write(path, entries.encode_facts(facts))
         elif facts.partial or not facts.verified:  # complete, verified facts are there: kept, with summary
             return
-        self.store_summary(facts.summary())
+        self.store_summary(facts.summary(), rules=rules)
 
     def load_summary(
-        self, sha256: str, *, allow_partial: bool = False, allow_unverified: bool = False
+        self, sha256: str, *, allow_partial: bool = False, allow_unverified: bool = False, rules: str = ""
     ) -> WheelSummary | None:
         """The wheel's summary (metadata, files, needed sonames), or None on a miss or a damaged entry;
         the summary of partial facts counts as a miss unless ``allow_partial``, of unverified facts
@@ -290,7 +293,7 @@ class Cache:
         sha = sha256.lower()
         if not is_sha256_hex(sha):
             return None
-        path = entries.summary_path(self.root, sha)
+        path = entries.summary_path(self.root, sha, rules)
         data = self._read(path)
         if data is None:
             return None
@@ -306,13 +309,13 @@ class Cache:
         shas = (entries.entry_name(p, entries.SUMMARY_SUFFIX) for p in found)
         return sorted(s for s in shas if is_sha256_hex(s))
 
-    def facts_verified(self, sha256: str) -> bool | None:
+    def facts_verified(self, sha256: str, *, rules: str = "") -> bool | None:
         """Whether the stored facts of ``sha256`` were checked against it, from the entry's header alone;
         None when none are stored (or the entry is damaged or of another schema)."""
         sha = sha256.lower()
         if not is_sha256_hex(sha):
             return None
-        header = entries.facts_header(entries.facts_path(self.root, sha), sha)
+        header = entries.facts_header(entries.facts_path(self.root, sha, rules), sha)
         return None if header is None else header.get("verified") is True
 
     def facts_published(self, sha256: str) -> bool:
@@ -331,13 +334,14 @@ class Cache:
             self._write(entries.facts_path(self.root, sha), entry)
         self.store_summary(facts.summary())
 
-    def store_summary(self, summary: WheelSummary) -> None:
+    def store_summary(self, summary: WheelSummary, *, rules: str = "") -> None:
         sha = summary.sha256.lower()
         if self.readonly or not is_sha256_hex(sha) or sha != summary.sha256:
             return
-        path = entries.summary_path(self.root, sha)
+        path = entries.summary_path(self.root, sha, rules)
         # missing, damaged, of another version, or of other (partial) facts
-        if not path.exists() or self.load_summary(sha, allow_partial=True, allow_unverified=True) != summary:
+        stored = self.load_summary(sha, allow_partial=True, allow_unverified=True, rules=rules)
+        if not path.exists() or stored != summary:
             self._write(path, entries.encode_summary(summary))
 
     # analysis results, keyed by a digest of everything they depend on (see abiprobe.solve.evaluate)

@@ -88,13 +88,25 @@ def body_path(root: Path, url: str, body_sha256: str) -> Path:
     return _fanout(root, PAGES_DIR, f"{url_hash(url)}.{body_sha256}", BODY_SUFFIX)
 
 
-def facts_path(root: Path, sha256: str) -> Path:
-    return _fanout(root, FACTS_DIR, sha256, FACTS_SUFFIX)
+def facts_path(root: Path, sha256: str, rules: str = "") -> Path:
+    """A wheel's facts, named by its sha256 and, for facts read under other rules than the built-in
+    stack's, the key of those rules (``abiprobe.store.reads.read_rules_key``): ``<sha256>.<rules>``."""
+    return _fanout(root, FACTS_DIR, facts_name(sha256, rules), FACTS_SUFFIX)
 
 
-def summary_path(root: Path, sha256: str) -> Path:
-    """A wheel's summary sits beside its facts: small enough to read on every solve."""
-    return _fanout(root, FACTS_DIR, sha256, SUMMARY_SUFFIX)
+def summary_path(root: Path, sha256: str, rules: str = "") -> Path:
+    """A wheel's summary sits beside its facts (named as they are): small enough to read on every solve."""
+    return _fanout(root, FACTS_DIR, facts_name(sha256, rules), SUMMARY_SUFFIX)
+
+
+def facts_name(sha256: str, rules: str) -> str:
+    return f"{sha256}.{rules}" if rules else sha256
+
+
+def split_facts_name(name: str) -> tuple[str, str]:
+    """(sha256, rules) of a facts or summary entry's name (rules empty: the built-in stack's)."""
+    sha, _, rules = name.partition(".")
+    return sha, rules
 
 
 def analysis_path(root: Path, key: str) -> Path:

@@ -160,6 +160,10 @@ def _classify(directory: str, path: Path) -> _Entry:
     if directory == entries.FACTS_DIR and name.endswith(entries.SUMMARY_SUFFIX):
         kind, suffix = "summaries", entries.SUMMARY_SUFFIX
     stem = entries.entry_name(path, suffix)
+    if directory == entries.FACTS_DIR:  # <sha256>, or <sha256>.<rules> for facts read under other rules
+        stem, rules = entries.split_facts_name(stem)
+        if rules and not (len(rules) == 16 and all(c in "0123456789abcdef" for c in rules)):
+            stem = ""
     if name.endswith(suffix) and is_sha256_hex(stem) and path.parent.name == stem[:2]:
         return _Entry(kind, path, stem)
     return _Entry("stray", path, "")

@@ -211,7 +211,9 @@ def _published_facts(
     partial: dict[str, bool] = {}
     unverified = unusable = 0
     for path in sorted((cache_root / entries.FACTS_DIR).glob(f"*/*{entries.FACTS_SUFFIX}")):
-        sha = entries.entry_name(path, entries.FACTS_SUFFIX)
+        sha, rules = entries.split_facts_name(entries.entry_name(path, entries.FACTS_SUFFIX))
+        if rules:  # read under a stack file's rules: what is published is read under the built-in ones
+            continue
         try:
             facts = entries.decode_facts(path.read_bytes(), sha) if is_sha256_hex(sha) else None
         except (OSError, CacheError):

@@ -23,6 +23,9 @@ What may answer:
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import re
 import threading
 from collections.abc import Callable
@@ -100,7 +103,10 @@ class WheelReads:
     may answer is :attr:`trust`'s rule; what a run derives is kept by :meth:`memoized`. ``preloaded`` (the
     installed paths of the libraries the stack's packages preload,
     ``abiprobe.analyze.preloads.preload_pattern``: of a runtime wheel only those are read for their GPU
-    code, the only ones a GPU-code verdict looks at)."""
+    code, the only ones a GPU-code verdict looks at). ``unread_sources`` (the packages whose Python sources a
+    read leaves out, ``Stack.unread_sources()``): facts read under other rules than the built-in stack's
+    are kept apart, under :attr:`rules` (:func:`read_rules_key`), and published facts, read under the
+    built-in ones, do not answer for them."""
 
     http: Http
     cache: Cache | None
@@ -109,7 +115,9 @@ class WheelReads:
     listed_as_before: Callable[[IndexFile], bool] = never_listed_before
     directories: ServedDirectories | None = None
     preloaded: re.Pattern[str] = field(kw_only=True)
+    unread_sources: frozenset[str] = field(kw_only=True)
     trust: Trust = field(init=False)
+    rules: str = field(init=False)
     _local: LocalFacts = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -117,7 +125,8 @@ class WheelReads:
         freshness = Freshness(self.offline, self.http.verify_wheels, self.listed_as_before)
         object.__setattr__(self, "directories", directories)
         object.__setattr__(self, "trust", Trust(freshness, directories))
-        object.__setattr__(self, "_local", LocalFacts(self.cache))
+        object.__setattr__(self, "rules", read_rules_key(self.unread_sources))
+        object.__setattr__(self, "_local", LocalFacts(self.cache, unread_sources=self.unread_sources))
 
     def _no_gpu_verdict(self, path: str) -> bool:
         """Whether no GPU-code verdict looks at the runtime library installed at ``path``: only the units
@@ -185,16 +194,16 @@ class WheelReads:
         sha = self.sha256_of(file)
         if self.cache is None or sha is None:
             return None
-        if self.published is not None:
-            self.published.fetch_facts(file)
-        hit = self.cache.load_facts(sha, allow_partial=partial, allow_unverified=True)
+        if self._published is not None:
+            self._published.fetch_facts(file)
+        hit = self.cache.load_facts(sha, allow_partial=partial, allow_unverified=True, rules=self.rules)
         return hit if hit is not None and self._trusted(hit, file) else None
 
     def _stored_summary(self, file: IndexFile, *, partial: bool = False) -> WheelSummary | None:
         sha = self.sha256_of(file)
         if self.cache is None or sha is None:
             return None
-        hit = self.cache.load_summary(sha, allow_partial=partial, allow_unverified=True)
+        hit = self.cache.load_summary(sha, allow_partial=partial, allow_unverified=True, rules=self.rules)
         return hit if hit is not None and self._trusted(hit, file) else None
 
     def _like(self, summary: WheelSummary, file: IndexFile | None = None) -> WheelFacts | None:
@@ -203,18 +212,25 @@ class WheelReads:
         cannot be had (a published summary may come without its facts)."""
         if self.cache is None:
             return None
-        if file is not None and self.published is not None:
-            self.published.fetch_facts(file)
+        if file is not None and self._published is not None:
+            self._published.fetch_facts(file)
         facts = self._local.stored(summary)
         if facts is not None:
             return facts
-        return self.facts(file) if file is not None and self.published is not None else None
+        return self.facts(file) if file is not None and self._published is not None else None
 
     def holds(self, file: IndexFile) -> bool:
         """Whether the cache holds complete facts of ``file`` as an offline read takes them (a preference
         among candidates: whether they still answer online is asked when they are read)."""
         sha = self.sha256_of(file)
-        return self.cache is not None and sha is not None and stored_summary(self.cache, sha) is not None
+        if self.cache is None or sha is None:
+            return False
+        return self.cache.load_summary(sha, allow_unverified=True, rules=self.rules) is not None
+
+    @property
+    def _published(self) -> PublishedFacts | None:
+        """Published facts where they may answer: for reads under the built-in stack's rules."""
+        return self.published if not self.rules else None
 
     def _missing(self, file: IndexFile) -> str:
         """The line an offline miss says: what is missing, and what a partial entry lacks."""
@@ -243,7 +259,9 @@ class WheelReads:
             if file.duplicate:
                 # listed again with other hashes: only the whole file's sha256 says which listing it is
                 remote.open_full()
-            facts = remote.facts(file.filename, file.sha256, read, tables_only=tables_only)
+            facts = remote.facts(
+                file.filename, file.sha256, read, tables_only=tables_only, unread_sources=self.unread_sources
+            )
             directory = remote.directory_sha256
             if file.sha256 or directory is None or not facts.verified:
                 return _Read(facts)
@@ -254,7 +272,7 @@ class WheelReads:
     def _keep(self, got: _Read) -> None:
         if self.cache is None or not got.facts.sha256:
             return
-        self.cache.store_facts(got.facts)
+        self.cache.store_facts(got.facts, rules=self.rules)
         entry = got.url_entry
         if entry is not None:
             self.cache.store_metadata(
@@ -268,12 +286,12 @@ class WheelReads:
         """``facts``' summary, stored."""
         summary = facts.summary()
         if self.cache is not None and facts.sha256:
-            self.cache.store_summary(summary)
+            self.cache.store_summary(summary, rules=self.rules)
         return summary
 
     def _published_first(self, file: IndexFile) -> None:
-        if self.published is not None:
-            self.published.fetch_summary(file)
+        if self._published is not None:
+            self._published.fetch_summary(file)
 
     # the reads
 
@@ -316,7 +334,7 @@ class WheelReads:
         if self.cache is None or self.cache.readonly or facts.partial:
             return WheelInfo.of(facts)
         # the entry holds these very facts, or (kept as it was) complete ones checked against the same sha256
-        if self.cache.facts_verified(facts.sha256) is not facts.verified:
+        if self.cache.facts_verified(facts.sha256, rules=self.rules) is not facts.verified:
             return WheelInfo.of(facts)
         return self._lazy(summary)
 
@@ -389,10 +407,14 @@ class WheelReads:
             if not binaries:
                 return None
             smallest = installed_path(binaries[0][1])
-            cost = sum(sizes[n] for n in select_members(list(sizes), lambda p: p == smallest))
+            only = lambda p: p == smallest  # noqa: E731
+            picked = select_members(list(sizes), only, unread_sources=self.unread_sources)
+            cost = sum(sizes[n] for n in picked)
             if 2 * cost > sum(sizes.values()):
                 return None
-            return WheelInfo.of(remote.facts(file.filename, file.sha256, lambda p: p == smallest))
+            return WheelInfo.of(
+                remote.facts(file.filename, file.sha256, only, unread_sources=self.unread_sources)
+            )
 
     def metadata(self, file: IndexFile) -> bytes:
         """A wheel's METADATA when its index offers no PEP 658 file: one member read from the wheel (a few
@@ -431,8 +453,10 @@ class LocalFacts:
     the full facts behind a summary, loaded once per summary (from the cache; a local wheel whose entry
     went missing or was damaged behind its summary is read again, and stored)."""
 
-    def __init__(self, cache: Cache | None) -> None:
+    def __init__(self, cache: Cache | None, *, unread_sources: frozenset[str]) -> None:
         self.cache = cache
+        self.unread_sources = unread_sources
+        self.rules = read_rules_key(unread_sources)
         self._loaded: dict[tuple[object, ...], WheelFacts | None] = {}
         self._lock = threading.Lock()
 
@@ -460,17 +484,19 @@ class LocalFacts:
         """The full facts a summary was made from (read as far, through the same directory), else None."""
         if self.cache is None:
             return None
-        facts = self.cache.load_facts(summary.sha256, allow_partial=summary.partial, allow_unverified=True)
+        facts = self.cache.load_facts(
+            summary.sha256, allow_partial=summary.partial, allow_unverified=True, rules=self.rules
+        )
         same = facts is not None and facts.directory_sha256 == summary.directory_sha256
         return facts if same and facts is not None and facts.verified == summary.verified else None
 
     def _local(self, summary: WheelSummary, path: Path) -> WheelFacts:
         store = self.cache if self.cache is not None else Cache()
-        hit = store.load_facts(summary.sha256)
+        hit = store.load_facts(summary.sha256, rules=self.rules)
         if hit is not None:
             return hit
-        facts = _local_facts(path, summary.sha256)
-        store.store_facts(facts)
+        facts = _local_facts(path, summary.sha256, self.unread_sources)
+        store.store_facts(facts, rules=self.rules)
         return facts
 
 
@@ -490,38 +516,62 @@ def stored_local_summary(path: Path, cache: Cache | None = None) -> WheelSummary
     return (cache if cache is not None else Cache()).load_summary(digest)
 
 
-def local_wheel_info(path: Path, cache: Cache | None = None) -> WheelInfo:
+def local_wheel_info(path: Path, cache: Cache | None = None, *, unread_sources: frozenset[str]) -> WheelInfo:
     """A local wheel's summary, its full facts loaded on first use through :class:`LocalFacts` (both from
-    the cache when there, read from the file and stored when not)."""
+    the cache when there, read from the file and stored when not; ``unread_sources`` as
+    :class:`WheelReads` takes them)."""
     store = cache if cache is not None else Cache()
     digest = _local_digest(path)
+    rules = read_rules_key(unread_sources)
 
     def lookup() -> WheelInfo | None:
-        summary = store.load_summary(digest)
+        summary = store.load_summary(digest, rules=rules)
         if summary is not None:
             return WheelInfo(summary, origin=path)
-        hit = store.load_facts(digest)
+        hit = store.load_facts(digest, rules=rules)
         if hit is not None:
-            store.store_summary(hit.summary())
+            store.store_summary(hit.summary(), rules=rules)
         return WheelInfo.of(hit) if hit is not None else None
+
+    def read() -> WheelInfo:
+        return WheelInfo.of(_local_facts(path, digest, unread_sources))
 
     def keep(info: WheelInfo) -> None:
         if info.held is not None:
-            store.store_facts(info.held)
+            store.store_facts(info.held, rules=rules)
 
-    return cache_first(
-        lookup, lambda: WheelInfo.of(_local_facts(path, digest)), keep, offline=False, missing=lambda: ""
-    )
+    return cache_first(lookup, read, keep, offline=False, missing=lambda: "")
 
 
-def cached_wheel_facts(path: Path, cache: Cache | None = None) -> WheelFacts:
+def cached_wheel_facts(
+    path: Path, cache: Cache | None = None, *, unread_sources: frozenset[str]
+) -> WheelFacts:
     """Facts of a local wheel, cache first (see :func:`local_wheel_info`)."""
-    facts = LocalFacts(cache).full(local_wheel_info(path, cache))
+    info = local_wheel_info(path, cache, unread_sources=unread_sources)
+    facts = LocalFacts(cache, unread_sources=unread_sources).full(info)
     assert facts is not None  # read from the file when the cache has none
     return facts
 
 
-def _local_facts(path: Path, digest: str) -> WheelFacts:
+def _local_facts(path: Path, digest: str, unread_sources: frozenset[str]) -> WheelFacts:
     from abiprobe.binary.wheel import wheel_facts_from_path
 
-    return wheel_facts_from_path(path, known_sha256=digest)
+    return wheel_facts_from_path(path, known_sha256=digest, unread_sources=unread_sources)
+
+
+@functools.cache
+def _built_in_unread_sources() -> frozenset[str]:
+    from abiprobe.model.stack import default_stack
+
+    return default_stack().unread_sources()
+
+
+def read_rules_key(unread_sources: frozenset[str]) -> str:
+    """The part of a stored facts entry's key that names the read rules they were read under: empty for
+    the built-in stack's (the entries stored before rules were in the key, the committed cache's), else
+    a digest of the rules (which packages' Python sources a read leaves out). Facts are stored forever by
+    sha256; read under other rules they would answer for the built-in ones, or the other way round."""
+    if unread_sources == _built_in_unread_sources():
+        return ""
+    text = json.dumps({"unread_sources": sorted(unread_sources)})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

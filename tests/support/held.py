@@ -14,3 +14,13 @@ class HeldFacts:
 
 
 HELD = HeldFacts()
+
+
+def _built_in_unread() -> frozenset[str]:
+    from abiprobe.model.stack import default_stack
+
+    return default_stack().unread_sources()
+
+
+# the packages whose Python sources a read under the built-in stack's rules leaves out
+BUILT_IN_UNREAD = _built_in_unread()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from abiprobe.model.facts import WheelFacts
 from support.cbuild import build_shared
+from support.held import BUILT_IN_UNREAD
 from support.nvbuild import need_nvcc
 from support.wheelbuild import build_wheel
 
@@ -120,7 +121,7 @@ class FixtureStacks:
         for k in keys:
             path = self.wheels[k]
             if path not in _FACTS:
-                _FACTS[path] = wheel_facts_from_path(path)
+                _FACTS[path] = wheel_facts_from_path(path, unread_sources=BUILT_IN_UNREAD)
             out.append(_FACTS[path])
         return out
 
