@@ -139,3 +139,34 @@ def test_an_offline_solve_reuses_what_an_online_one_with_a_dead_index_stored(
         lock = f"{NAME}.lock.txt"
         assert (tmp_path / "m2" / lock).read_text() == (tmp_path / "m1" / lock).read_text()
     capsys.readouterr()
+
+
+def test_a_lock_from_a_stored_resolution_is_the_cold_lock_byte_for_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from abiprobe.index.client import IndexClient
+
+    # GIVEN the fixture stack served with upload times, solved once into an empty cache
+    stack = solve_stack(tmp_path / "stack")
+    pylock = f"pylock.{NAME}.toml"
+    with IndexServer() as server:
+        serve(server, stack, upload_time="2025-04-23T15:03:12Z")
+        _solve(server, tmp_path / "cache", tmp_path / "m1")
+        cold = (tmp_path / "m1" / pylock).read_bytes()
+        # WHEN solved again, the dependencies' pins coming from the stored resolution (none listed)
+        listed: list[str] = []
+        real = IndexClient.list_project
+
+        def counting(self: IndexClient, project: str, **kw: object) -> object:
+            listed.append(project)
+            return real(self, project, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(IndexClient, "list_project", counting)
+        _solve(server, tmp_path / "cache", tmp_path / "m2")
+    assert not [p for p in listed if p.startswith("tiny")]
+    # THEN the lock is the cold one, byte for byte: the dependencies keep their upload times
+    warm = (tmp_path / "m2" / pylock).read_bytes()
+    assert b'name = "tinydep"' in cold
+    assert cold.count(b"upload-time = 2025-04-23T15:03:12Z") == cold.count(b"[[packages]]") > 0
+    assert warm == cold
+    capsys.readouterr()

@@ -233,15 +233,18 @@ def _memo_key(
 
 
 def _pin_to_json(p: Pin) -> dict[str, Any]:
+    """A pin as stored: everything of its file a lock says (a warm lock is the cold one, byte for byte)."""
     f = p.candidate.file
     return {"filename": f.filename, "url": neutral(f.url), "sha256": f.sha256, "size": f.size,
-            "index": neutral(f.index_url), "why": p.why}  # fmt: skip
+            "index": neutral(f.index_url), "upload_time": f.upload_time, "why": p.why}  # fmt: skip
 
 
 def _pin_from_json(d: dict[str, Any]) -> Pin:
     hashes = {"sha256": str(d["sha256"])} if d.get("sha256") else {}
+    uploaded = d.get("upload_time")
     file = IndexFile(str(d["filename"]), concrete(str(d["url"])), hashes, size=d.get("size"),
-                     index_url=concrete(str(d.get("index") or "")))  # fmt: skip
+                     index_url=concrete(str(d.get("index") or "")),
+                     upload_time=str(uploaded) if uploaded else None)  # fmt: skip
     ((c,), _) = candidates_from_files([file])
     return Pin(c.name, c.version, c, why=str(d.get("why") or ""))
 
