@@ -29,6 +29,7 @@ from abiprobe.model.snapshot import (
     parse_direct_url,
     record_rows,
 )
+from abiprobe.model.stack import default_stack
 from abiprobe.report.jsondoc import load_versioned
 
 
@@ -130,8 +131,9 @@ def take_snapshot(
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError, ValueError) as exc:
         raise UsageError(f"cannot run the interpreter {exe}: {exc}") from None
     finder = WheelFinder([d.absolute() for d in wheel_dirs])
+    unread = default_stack().unread_sources()  # its extensions are read as the built-in stack reads them
     dists = sorted(
-        (snapshot_dist(d, finder) for d in installed_distributions(exe, unread_sources=None)),
+        (snapshot_dist(d, finder) for d in installed_distributions(exe, unread_sources=unread)),
         key=lambda d: d.key,
     )
     index_url, origin = default_index(os.environ, Path.cwd())
