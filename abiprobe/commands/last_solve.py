@@ -4,6 +4,11 @@ Two stored entries under one key (the indexes and the stack): the projects it li
 facts it had from range reads. ``abiprobe solve`` recalls both before it solves (``LastSolve.recall``),
 asks about all those pages and zip directories at once (``revalidate``), and after the solve adds what
 this one listed and range-read (``remember``). Offline solves neither recall nor remember.
+
+Not the store's memo rule (``abiprobe.store.reads.WheelReads.memoized``: what is stored under a key
+answers instead of computing it): what is stored here answers nothing. It is read before the solve so the
+solve's pages can be asked about at once, the solve runs whatever it says, and what is written after is
+the union of the old entry and what this solve met, written only when it grew.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ class LastSolve:
 
     cache: Cache
     key: str
+    rules: str  # the read rules' key of the stack's stored facts (abiprobe.store.reads.read_rules_key)
     projects: tuple[str, ...]  # every project of the stack, then those the last solve listed
     listed_doc: tuple[Any, ...]
     range_doc: tuple[Any, ...]
@@ -67,7 +73,10 @@ class LastSolve:
     def recall(cls, cache: Cache, sources: Sequence[IndexSource], stack: Stack) -> LastSolve:
         key = listed_projects_key(sources, stack)
         listed_doc, range_doc = (tuple(cache.load_analysis(k) or ()) for k in (key, _range_key(key)))
-        return cls(cache, key, (*stack.project_names(), *_listed(listed_doc)), listed_doc, range_doc)
+        from abiprobe.store.reads import read_rules_key  # imported while the indexes answer (see solve)
+
+        projects = (*stack.project_names(), *_listed(listed_doc))
+        return cls(cache, key, read_rules_key(stack.unread_sources()), projects, listed_doc, range_doc)
 
     def revalidate(self, client: IndexClient, directories: ServedDirectories) -> Future[None]:
         """Stale pages (conditionally), all asked at once now (a listing waits for its own page's
@@ -99,7 +108,8 @@ class LastSolve:
         names = sorted(set(listed) | set(before))
         known: dict[str, dict[str, object]] = {}
         for f in [*_range_read(self.range_doc), *range_read]:
-            if f.sha256 and self.cache.facts_verified(f.sha256) is False:  # from the entry's header
+            # from the entry's header
+            if f.sha256 and self.cache.facts_verified(f.sha256, rules=self.rules) is False:
                 known[f.url] = {
                     "filename": f.filename,
                     "url": neutral(f.url),
