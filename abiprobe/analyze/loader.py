@@ -200,6 +200,8 @@ class LoaderSimulation:
         self.rules = tuple(default_stack().loading() if rules is None else rules)
         self.loaded_by: dict[str, str] = {}  # loaded key -> the unit whose load brought it in
         self.timing_of: dict[str, str] = {}  # unit path -> when its package loads it
+        # objects the packages' own code loads only in branches this set and target do not take
+        self.not_taken: set[str] = set()
         self.target = target
         self.profile = profile
         self.driver = Driver() if profile.driver else None
@@ -229,6 +231,7 @@ class LoaderSimulation:
             dict(self.timing_of),
         )
         new.global_scope = list(self.global_scope)
+        new.not_taken = set(self.not_taken)
         # shared, copied by whichever of the two joins the global scope first (a kernel's units load
         # RTLD_LOCAL, so a pair on a torch base usually never copies the base's index of every export)
         self._owns_index = new._owns_index = False
@@ -252,7 +255,7 @@ class LoaderSimulation:
         """The units of ``wheels`` (default: every wheel of the set) in the order their packages load them."""
         chosen = self.layout.wheels if wheels is None else wheels
         values = runtime_values(self.target, self.layout.wheels)
-        return plan_units(self.layout, chosen, self.rules, values)
+        return plan_units(self.layout, chosen, self.rules, values, self.not_taken)
 
     def load_unit(self, unit: PlannedUnit) -> LoadResult:
         """Load one planned unit (RTLD_LOCAL, as CPython and ctypes do); what it loads stays loaded, so a

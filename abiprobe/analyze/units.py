@@ -233,6 +233,10 @@ class _Planner:
                 out.rais.append(self.cond)
                 return out
             key = f"raise:{where}"
+            n = 1
+            while key in self.units and self.units[key].when != self.cond:  # reached after another failure
+                n += 1  # (a helper called once per library of a list raises after each one's failure)
+                key = f"raise:{where} #{n}"
             if key not in self.units:
                 self.units[key] = PlannedUnit(
                     key, "raise", timing, where, when=self.cond, note=self.note, raises=line
@@ -545,9 +549,11 @@ def plan_units(
     wheels: Sequence[WheelFacts],
     rules: Sequence[PackageLoading] = (),
     values: RuntimeValues | None = None,
+    not_taken: set[str] | None = None,
 ) -> list[PlannedUnit]:
     """The units of ``wheels`` (part of ``layout``) in the order importing their packages loads them,
-    their code evaluated with ``values`` (those the set and the target fix; None: none known)."""
+    their code evaluated with ``values`` (those the set and the target fix; None: none known).
+    ``not_taken`` gets the objects their code loads only in branches these values do not take."""
     by_package = {r.package: r for r in rules}
     planner = _Planner(layout, wheels, rules, values)
     tops: list[str] = []
@@ -571,6 +577,8 @@ def plan_units(
         # code loads it only in a branch this set and target do not take)
         if o.wheel in wheels and o.path not in planner.not_taken:
             planner.add(o.path, "import", "first_use", "")
+    if not_taken is not None:
+        not_taken |= {p for p in planner.not_taken if p in layout.objects and p not in planner.units}
     return list(planner.units.values())
 
 

@@ -544,7 +544,7 @@ class _Scanner:
                 finally:
                     self.local_nodes[node.id] = local
             constant = self.constants.get(node.id)
-            return constant if constant is not None else self.runtime(node)
+            return constant if constant is not None else self.known_text(node) or self.runtime(node)
         if isinstance(node, ast.JoinedStr):
             parts = []
             for v in node.values:
@@ -558,7 +558,15 @@ class _Scanner:
             left, right = self.text(node.left, params), self.text(node.right, params)
             if left is not None and right is not None:
                 return left + right
-        return self.runtime(node)
+        return self.known_text(node) or self.runtime(node)
+
+    def known_text(self, node: ast.expr) -> str | None:
+        """A string the module's top level computed from what is known at facts time (a name read from
+        a JSON file of the wheel); None elsewhere."""
+        if self.in_function or self.static is None:
+            return None
+        value = self.static.value(node)
+        return value if isinstance(value, str) and "{" not in value and "*" not in value else None
 
     def path_of(self, node: ast.expr, params: dict[str, str]) -> str | None:
         """An installed path (relative to site-packages) a path expression evaluates to, or None."""

@@ -1,0 +1,147 @@
+"""What a package computes before it loads native code, followed (issue 26): a list of libraries from a
+data file of the wheel, a version guard, a load reached from a method on first use. Each fixture
+(support.data_wheels) is judged statically and imported for real."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from support.data_wheels import DataWheels, build_data_wheels, build_homename
+
+from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
+from abiprobe.analyze.first_error import matches_loader_line
+from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.host.wheel import wheel_facts_from_path
+from abiprobe.model.target import Target
+
+PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+TARGET = Target.parse(cuda="13.0", arch="sm90", python=PY, platform="manylinux_2_28_x86_64")
+PROFILE = builtin_profile("manylinux_2_28_x86_64")
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> DataWheels:
+    return build_data_wheels(tmp_path_factory.mktemp("data"))
+
+
+def _analyze(wheels: DataWheels, name: str) -> SetAnalysis:
+    return analyze_set([wheel_facts_from_path(p) for p in (wheels.torch, getattr(wheels, name))], TARGET, PROFILE)
+
+
+def _run(wheels: DataWheels, name: str, code: str, site: Path) -> tuple[int, str]:
+    """Install the fixture torch and the package into one directory and run ``code`` for real: the exit
+    status and the last line Python printed, paths cut to their site-packages form."""
+    for wheel in (wheels.torch, getattr(wheels, name)):
+        zipfile.ZipFile(wheel).extractall(site)
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {code}"],
+        capture_output=True,
+        text=True,
+    )
+    lines = run.stderr.strip().splitlines()
+    return run.returncode, "\n".join(lines).replace(f"{site}/", "")
+
+
+def _units(a: SetAnalysis, dist: str) -> list[UnitAnalysis]:
+    return [u for u in a.units if u.dist.startswith(f"{dist} ")]
+
+
+def test_a_list_read_from_a_data_file_of_the_wheel_loads_in_order_and_fails_on_the_first_bad_one(
+    wheels: DataWheels, tmp_path: Path
+) -> None:
+    # GIVEN datalist, which loads the libraries listed for each data/target.*.json the wheel has (only
+    # "default": libdl_first, then libdl_second, which has an undefined symbol), re-raising a failure
+    a = _analyze(wheels, "datalist")
+    # THEN both are import units in that order (the "extra" target's library is none), and importing
+    # fails with the loader's line for libdl_second
+    units = [(u.path, u.status) for u in _units(a, "datalist") if u.kind != "raise"]
+    assert units == [("datalist/libdl_first.so", "ok"), ("datalist/libdl_second.so", "warn")]  # re-raised:
+    assert [u.status for u in _units(a, "datalist") if u.kind == "raise"] == ["fail"]  # the re-raise
+    assert "datalist/libdl_extra.so" not in [u.path for u in a.units]
+    assert a.import_status == "fail" and a.first_error is not None
+    assert a.first_error.text == "OSError: <site-packages>/datalist/libdl_second.so: undefined symbol: dl_missing"
+    # AND a real import fails with that line
+    code, out = _run(wheels, "datalist", "import datalist", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, out.splitlines()[-1]), out
+
+
+def test_a_value_from_the_data_file_reaches_the_helper_that_decides_whether_a_failure_raises(
+    wheels: DataWheels, tmp_path: Path
+) -> None:
+    # GIVEN datalist_docs: the same code, its data file's variant "docs" (the helper swallows failures)
+    a = _analyze(wheels, "datalist_docs")
+    # THEN libdl_second still fails, caught, and the import passes
+    second = next(u for u in a.units if u.path == "datalist/libdl_second.so")
+    assert second.status == "fail" and second.timing == "optional"
+    assert a.import_status == "ok"
+    # AND a real import passes
+    assert _run(wheels, "datalist_docs", "import datalist", tmp_path)[0] == 0
+
+
+def test_a_version_guard_that_skips_loading_leaves_its_libraries_out(wheels: DataWheels, tmp_path: Path) -> None:
+    # GIVEN guard_skip, built for torch 2.8.0: with torch 2.9.0 its own test skips its _C*.so
+    a = _analyze(wheels, "guard_skip")
+    # THEN no unit loads _C.abi3.so (not at import, not on first use), and the set is not unknown
+    assert [u.path for u in _units(a, "guard_skip")] == []
+    assert a.import_status == "ok"
+    assert not [v for v in a.set_verdicts if v.subject.startswith("guard_skip") and v.status == "unknown"]
+    # AND a real import passes, saying it skipped
+    code, out = _run(wheels, "guard_skip", "import guard_skip", tmp_path)
+    assert code == 0 and "Skipping import of cpp extensions" in out, out
+
+
+def test_a_version_guard_that_allows_loading_loads_its_glob(wheels: DataWheels, tmp_path: Path) -> None:
+    # GIVEN guard_load, built for torch 2.9.0 (the set's): its own test passes and it loads _C*.so
+    a = _analyze(wheels, "guard_load")
+    # THEN _C.abi3.so is an import unit, and its undefined symbol fails the import
+    (unit,) = _units(a, "guard_load")
+    assert (unit.path, unit.timing, unit.status) == ("guard_load/_C.abi3.so", "import", "fail")
+    assert a.first_error is not None
+    assert a.first_error.text == "OSError: <site-packages>/guard_load/_C.abi3.so: undefined symbol: guard_missing"
+    # AND a real import fails with that line
+    code, out = _run(wheels, "guard_load", "import guard_load", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, out.splitlines()[-1]), out
+
+
+def test_a_library_a_method_loads_on_first_use_is_judged_and_does_not_fail_the_import(
+    wheels: DataWheels, tmp_path: Path
+) -> None:
+    # GIVEN methodload: init() makes a Runtime whose __init__ calls self.load_dll(bin/core.so), which
+    # needs an absent library
+    a = _analyze(wheels, "methodload")
+    # THEN core.so is judged on first use (its failure is the package's candidate), and the package's own
+    # RuntimeError is what first use fails with; importing passes
+    (unit,) = [u for u in _units(a, "methodload") if u.path == "methodload/bin/core.so"]
+    assert unit.timing in ("first_use", "optional") and unit.status in ("warn", "fail")
+    assert any("libcudart_gone.so.12 not found" in v.explanation for v in unit.verdicts)
+    (raised,) = [u for u in _units(a, "methodload") if u.kind == "raise"]
+    assert (raised.timing, raised.status) == ("first_use", "fail")
+    assert "RuntimeError: Failed to load the shared library" in raised.verdicts[0].explanation
+    assert a.import_status == "ok"
+    # AND for real: the import passes, init() fails with that error, caused by that library
+    assert _run(wheels, "methodload", "import methodload", tmp_path)[0] == 0
+    code, out = _run(wheels, "methodload", "import methodload; methodload.init()", tmp_path)
+    assert code != 0 and "RuntimeError: Failed to load the shared library" in out.splitlines()[-1], out
+    assert "libcudart_gone.so.12: cannot open shared object file" in out, out
+
+
+def test_a_name_read_from_a_file_outside_the_wheel_is_unknown_with_file_line_and_expression(
+    wheels: DataWheels, tmp_path: Path
+) -> None:
+    # GIVEN homename, which reads its library's name from a file in the user's home at import
+    wheel = build_homename(tmp_path / "build")
+    facts = wheel_facts_from_path(wheel)
+    a = analyze_set([wheel_facts_from_path(wheels.torch), facts], TARGET, PROFILE)
+    # THEN the unit is unknown, named by file, line and expression; the set is not ok
+    (unit,) = _units(a, "homename")
+    assert (unit.status, unit.timing, unit.where) == ("unknown", "import", "homename/__init__.py line 8")
+    assert "ctypes.CDLL(os.path.join(_HERE, _NAME))" in unit.verdicts[0].explanation
+    assert (a.status, a.import_status) == ("unknown", "unknown")
+    # AND a real import does not pass (no such file here): ok would have been wrong
+    zipfile.ZipFile(wheel).extractall(tmp_path / "site")
+    code, out = _run(wheels, "torch", "import homename", tmp_path / "site")
+    assert code != 0 and "homename-abiprobe.json" in out, out
