@@ -135,10 +135,17 @@ _CONTAINER_METHODS = frozenset({"get", "items", "keys", "values", "index", "coun
 _MUTATING = frozenset({"append", "extend", "insert", "pop", "update", "setdefault", "add", "remove", "clear"})
 
 
+# a group with a quantifier inside that is itself quantified (``(a+)+``): backtracking that can take
+# exponential time, never run
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]")
+
+
 def _regex(name: str) -> Callable[..., Any]:
     def call(pattern: str, text: str, *rest: Any) -> Any:
         if not isinstance(pattern, str) or not isinstance(text, str) or len(text) > MAX_TEXT:
             raise Unknown(f"re.{name} of a value abiprobe does not apply it to")
+        if len(pattern) > 512 or _NESTED_QUANTIFIER.search(pattern):
+            raise Unknown(f"re.{name} with a pattern abiprobe does not run")
         return getattr(re, name)(pattern, text, *rest)
 
     return call
@@ -484,6 +491,12 @@ class Interpreter:
 
     def _op(self, op: Callable[[Any, Any], Any], left: Any, right: Any) -> Any:
         left, right = self.plain(left), self.plain(right)
+        if op is operator.mul and any(isinstance(x, (str, list, tuple)) for x in (left, right)):
+            sized, count = (left, right) if isinstance(left, (str, list, tuple)) else (right, left)
+            if not isinstance(count, int) or len(sized) * max(count, 0) > 1 << 16:
+                raise Unknown("a repetition longer than abiprobe follows")
+        if isinstance(left, int) and isinstance(right, int) and max(abs(left), abs(right)) > 1 << 128:
+            raise Unknown("a number larger than abiprobe follows")
         try:
             out = op(left, right)
         except ZeroDivisionError:
@@ -636,6 +649,8 @@ class Interpreter:
             if name == "readlines":
                 return owner.text.splitlines(keepends=True)
             raise Unknown(f"file.{name}")
+        if name == "format" and isinstance(owner, str) and ("__" in owner or len(owner) > MAX_TEXT):
+            raise Unknown("a format string abiprobe does not apply")
         allowed = (
             (isinstance(owner, str) and name in _STR_METHODS)
             or (isinstance(owner, (dict, list, tuple, set)) and name in _CONTAINER_METHODS | _MUTATING)

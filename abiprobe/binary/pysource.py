@@ -220,7 +220,6 @@ class _Scanner:
         line = getattr(stmt, "lineno", 0)
         if isinstance(stmt, ast.If):  # a test on run-time values is kept; any other is opaque ("")
             test = self.runtime(stmt.test)
-            setup = self.setup(stmt.test)
             argued = self.argument_test(stmt.test, params) if test is None else None
             if test is not None:
                 self.guards.append((stmt.test, True))
@@ -236,6 +235,8 @@ class _Scanner:
                 self.unsure_depth -= 1
             own = [] if test is not None else self.calls(stmt, params)
             kept = test or argued or ""
+            top = self.package.split(".")[0]
+            setup = self.setup(stmt.test) if _matters(body, top) or _matters(orelse, top) else ""
             return [*own, PyEvent("if", kept, line=line, body=tuple(body), orelse=tuple(orelse), setup=setup)]
         if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
             chosen = self.chosen(stmt.iter)
@@ -645,6 +646,16 @@ class _Scanner:
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 ARG_PREFIX = "__abiprobe_arg_"  # a function's parameter in a kept test (abiprobe.analyze.units binds it)
+
+
+def _matters(events: list[PyEvent], top: str) -> bool:
+    """Whether a branch loads, calls the package's code, raises, or imports a module of the package."""
+    return any(
+        e.kind in ("load", "raise")
+        or (e.kind == "call" and e.target not in _BUILTIN_NAMES)
+        or (e.kind == "import" and e.target.split(".")[0] == top)
+        for e in all_events(tuple(events))
+    )
 
 
 def _jumps(body: list[ast.stmt]) -> bool:

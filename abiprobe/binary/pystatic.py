@@ -11,10 +11,11 @@ import ast
 from collections.abc import Sequence
 from typing import Any
 
-from abiprobe.binary.pyinterp import Interpreter, Opaque, Raised, Unknown, literal
+from abiprobe.binary.pyinterp import MAX_STEPS, Interpreter, Opaque, Raised, Unknown, literal
 from abiprobe.binary.pyslice import setup_program
 
 MAX_UNROLLED = 64  # items of a loop unrolled at facts time
+MAX_MODULE_STEPS = 200_000  # interpreter steps one module's top level may take in all
 _NOTHING = Opaque("not known when the facts are read")
 
 
@@ -24,10 +25,13 @@ class StaticValues:
     def __init__(self, interp: Interpreter) -> None:
         self.interp = interp
         self.overlay: dict[str, Any] = {}  # the names an unrolled loop binds, while its body is read
+        self.budget = MAX_MODULE_STEPS
 
     def step(self, stmt: ast.stmt) -> None:
-        self.interp.steps = 0
+        """Run one top-level statement (once the module's budget is spent, what it binds is unknown)."""
+        self.interp.steps = 0 if self.budget > 0 else MAX_STEPS
         self.interp.step(stmt)
+        self.budget -= self.interp.steps
 
     def value(self, node: ast.expr) -> Any:
         """The value of ``node`` now, or an :class:`Opaque` one."""

@@ -320,7 +320,9 @@ def facts_from_tree(root: Path, files: Sequence[str], filename: str, metadata: D
 def _tree_data(root: Path, files: frozenset[str], path: str) -> bytes | None:
     """The bytes of a small file of an unpacked tree by its path (None: absent, a binary, or too large)."""
     p = root / path
-    if path not in files or looks_like_binary_member(path) or not p.is_file():
+    if path not in files or path.startswith("/") or ".." in path.split("/") or looks_like_binary_member(path):
+        return None
+    if not p.is_file():
         return None
     if p.stat().st_size > MAX_DATA_BYTES:
         return None
