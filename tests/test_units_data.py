@@ -29,7 +29,9 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> DataWheels:
 
 
 def _analyze(wheels: DataWheels, name: str) -> SetAnalysis:
-    return analyze_set([wheel_facts_from_path(p) for p in (wheels.torch, getattr(wheels, name))], TARGET, PROFILE)
+    return analyze_set(
+        [wheel_facts_from_path(p) for p in (wheels.torch, getattr(wheels, name))], TARGET, PROFILE
+    )
 
 
 def _run(wheels: DataWheels, name: str, code: str, site: Path) -> tuple[int, str]:
@@ -63,7 +65,10 @@ def test_a_list_read_from_a_data_file_of_the_wheel_loads_in_order_and_fails_on_t
     assert [u.status for u in _units(a, "datalist") if u.kind == "raise"] == ["fail"]  # the re-raise
     assert "datalist/libdl_extra.so" not in [u.path for u in a.units]
     assert a.import_status == "fail" and a.first_error is not None
-    assert a.first_error.text == "OSError: <site-packages>/datalist/libdl_second.so: undefined symbol: dl_missing"
+    assert (
+        a.first_error.text
+        == "OSError: <site-packages>/datalist/libdl_second.so: undefined symbol: dl_missing"
+    )
     # AND a real import fails with that line
     code, out = _run(wheels, "datalist", "import datalist", tmp_path)
     assert code != 0 and matches_loader_line(a.first_error.text, out.splitlines()[-1]), out
@@ -82,7 +87,9 @@ def test_a_value_from_the_data_file_reaches_the_helper_that_decides_whether_a_fa
     assert _run(wheels, "datalist_docs", "import datalist", tmp_path)[0] == 0
 
 
-def test_a_version_guard_that_skips_loading_leaves_its_libraries_out(wheels: DataWheels, tmp_path: Path) -> None:
+def test_a_version_guard_that_skips_loading_leaves_its_libraries_out(
+    wheels: DataWheels, tmp_path: Path
+) -> None:
     # GIVEN guard_skip, built for torch 2.8.0: with torch 2.9.0 its own test skips its _C*.so
     a = _analyze(wheels, "guard_skip")
     # THEN no unit loads _C.abi3.so (not at import, not on first use), and the set is not unknown
@@ -101,7 +108,10 @@ def test_a_version_guard_that_allows_loading_loads_its_glob(wheels: DataWheels, 
     (unit,) = _units(a, "guard_load")
     assert (unit.path, unit.timing, unit.status) == ("guard_load/_C.abi3.so", "import", "fail")
     assert a.first_error is not None
-    assert a.first_error.text == "OSError: <site-packages>/guard_load/_C.abi3.so: undefined symbol: guard_missing"
+    assert (
+        a.first_error.text
+        == "OSError: <site-packages>/guard_load/_C.abi3.so: undefined symbol: guard_missing"
+    )
     # AND a real import fails with that line
     code, out = _run(wheels, "guard_load", "import guard_load", tmp_path)
     assert code != 0 and matches_loader_line(a.first_error.text, out.splitlines()[-1]), out

@@ -348,7 +348,7 @@ def evaluate_setup(program: str, module_path: str, values: RuntimeValues) -> Any
         raise CannotEvaluate(str(exc)) from None
     except Raised as exc:
         raise CannotEvaluate(f"the package's code raises {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - a break outside a loop, an operation Python refuses
+    except Exception as exc:  # a break outside a loop, an operation Python refuses
         raise CannotEvaluate(f"the test's program: {type(exc).__name__}") from None
 
 

@@ -34,7 +34,14 @@ from packaging.utils import canonicalize_name
 
 from abiprobe.analyze.layout import Layout
 from abiprobe.analyze.preloads import install_glob
-from abiprobe.analyze.runtime import TOKEN, CannotEvaluate, RuntimeValues, evaluate, evaluate_setup, substitute
+from abiprobe.analyze.runtime import (
+    TOKEN,
+    CannotEvaluate,
+    RuntimeValues,
+    evaluate,
+    evaluate_setup,
+    substitute,
+)
 from abiprobe.binary.pysource import ARG_PREFIX
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts, all_events
 from abiprobe.solve.stack import PackageLoading
@@ -299,7 +306,9 @@ class _Planner:
         first.uncertain = bool(left) and bool(first.next)
         return first
 
-    def _skip(self, module: PyModule, events: Sequence[PyEvent], timing: Timing, args: dict[str, str]) -> None:
+    def _skip(
+        self, module: PyModule, events: Sequence[PyEvent], timing: Timing, args: dict[str, str]
+    ) -> None:
         """Note what a branch the target does not take would load (:attr:`not_taken`), changing nothing
         else of the plan."""
         if not any(x.kind in ("load", "for", "if", "try", "call") for x in events):
@@ -402,7 +411,9 @@ class _Planner:
             self.add(path, how, timing if picked else "unknown", where, api, note)
         self.tries = tries
 
-    def call(self, module: PyModule, e: PyEvent, timing: Timing, caller: dict[str, str] | None = None) -> _Exits:
+    def call(
+        self, module: PyModule, e: PyEvent, timing: Timing, caller: dict[str, str] | None = None
+    ) -> _Exits:
         """Run the package's function the event calls; its returns go on after the call."""
         out = _Exits()
         out.next.append(self.cond)
@@ -412,9 +423,12 @@ class _Planner:
         if owner not in self.modules and owner.rpartition(".")[0] in self.modules:  # Class.method
             owner, fname = owner.rpartition(".")[0], f"{owner.rpartition('.')[2]}.{fname}"
         callee_module = self.modules.get(owner)
-        if callee_module is not None and self._function(callee_module, fname) is None:
-            if self._function(callee_module, f"{fname}.__init__") is not None:  # Class(...): its __init__
-                fname, passed = f"{fname}.__init__", ("", *passed)
+        if (
+            callee_module is not None
+            and self._function(callee_module, fname) is None
+            and self._function(callee_module, f"{fname}.__init__") is not None
+        ):  # Class(...): its __init__
+            fname, passed = f"{fname}.__init__", ("", *passed)
         function = None
         for _ in range(4):  # follow re-exports: ``from .utils import _load_lib`` in the package
             if callee_module is None:

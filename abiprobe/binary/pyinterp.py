@@ -226,8 +226,8 @@ class Interpreter:
             op = _BINOPS.get(type(stmt.op))
             if op is None or not isinstance(stmt.target, ast.Name):
                 raise Unknown(ast.unparse(stmt))
-            self.assign(stmt.target, self._op(op, self.eval(stmt.target, scope), self.eval(stmt.value, scope)),
-                        scope)  # fmt: skip
+            value = self._op(op, self.eval(stmt.target, scope), self.eval(stmt.value, scope))
+            self.assign(stmt.target, value, scope)
         elif isinstance(stmt, ast.If):
             self.run(stmt.body if self.truth(self.eval(stmt.test, scope)) else stmt.orelse, scope)
         elif isinstance(stmt, (ast.For, ast.While)):
@@ -374,7 +374,7 @@ class Interpreter:
         """``value`` as a value Python operators apply to (a Ref resolved)."""
         if isinstance(value, Ref):
             return self.resolve(value)
-        if isinstance(value, _PURE_TYPES) or isinstance(value, re.Match):
+        if isinstance(value, (*_PURE_TYPES, re.Match)):
             return value
         if isinstance(value, Opaque):
             raise Unknown(value.why)
@@ -393,7 +393,7 @@ class Interpreter:
     def iterable(self, value: Any) -> Iterable[Any]:
         value = self.plain(value) if isinstance(value, Ref) else value
         if isinstance(value, (list, tuple, str, set, frozenset, range, map, filter, zip, enumerate)):
-            return value  # type: ignore[no-any-return]
+            return value
         if isinstance(value, dict):
             return list(value)
         if isinstance(value, Iterator):
@@ -453,9 +453,9 @@ class Interpreter:
             raise Unknown(ast.unparse(node))
         if isinstance(node, ast.Compare):
             left = self.plain(self.eval(node.left, scope))
-            for op, right_node in zip(node.ops, node.comparators, strict=True):
+            for cmp, right_node in zip(node.ops, node.comparators, strict=True):
                 right = self.plain(self.eval(right_node, scope))
-                if not self._op(_COMPARE[type(op)], left, right):
+                if not self._op(_COMPARE[type(cmp)], left, right):
                     return False
                 left = right
             return True
@@ -463,7 +463,13 @@ class Interpreter:
             return self.eval(node.body if self.truth(self.eval(node.test, scope)) else node.orelse, scope)
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             items = [self.eval(e, scope) for e in node.elts]
-            return tuple(items) if isinstance(node, ast.Tuple) else items if isinstance(node, ast.List) else set(items)
+            return (
+                tuple(items)
+                if isinstance(node, ast.Tuple)
+                else items
+                if isinstance(node, ast.List)
+                else set(items)
+            )
         if isinstance(node, ast.Dict):
             out = {}
             for k, v in zip(node.keys, node.values, strict=True):
@@ -476,7 +482,9 @@ class Interpreter:
             base = self.plain(self.eval(node.value, scope))
             if isinstance(node.slice, ast.Slice):
                 s = node.slice
-                bounds = [None if b is None else self.plain(self.eval(b, scope)) for b in (s.lower, s.upper, s.step)]
+                bounds = [
+                    None if b is None else self.plain(self.eval(b, scope)) for b in (s.lower, s.upper, s.step)
+                ]
                 return base[slice(*bounds)]
             key = self.plain(self.eval(node.slice, scope))
             try:
@@ -549,7 +557,11 @@ class Interpreter:
                 return PackagePath(posixpath.dirname(base.path))
             if attr in ("name", "stem", "suffix"):
                 name = posixpath.basename(base.path)
-                return {"name": name, "stem": posixpath.splitext(name)[0], "suffix": posixpath.splitext(name)[1]}[attr]
+                return {
+                    "name": name,
+                    "stem": posixpath.splitext(name)[0],
+                    "suffix": posixpath.splitext(name)[1],
+                }[attr]
             return _Bound(base, attr)
         if isinstance(base, Raised) and attr == "args":
             return (base.message,)
@@ -593,10 +605,14 @@ class Interpreter:
             return self._glob(str(self.plain(args[0])))
         if dotted in ("os.listdir",) and args:
             folder = posixpath.normpath(str(self.plain(args[0])))
-            return sorted({f[len(folder) + 1:].split("/", 1)[0] for f in self.files if f.startswith(folder + "/")})
+            return sorted(
+                {f[len(folder) + 1 :].split("/", 1)[0] for f in self.files if f.startswith(folder + "/")}
+            )
         if dotted in ("os.path.exists", "os.path.isfile") and args and self.files:
             path = posixpath.normpath(str(self.plain(args[0])))
-            return path in self.files or (dotted == "os.path.exists" and any(f.startswith(path + "/") for f in self.files))
+            return path in self.files or (
+                dotted == "os.path.exists" and any(f.startswith(path + "/") for f in self.files)
+            )
         if dotted == "hasattr" and len(args) == 2 and isinstance(args[0], Ref):
             attr = self._attribute(args[0], str(self.plain(args[1])))
             if isinstance(attr, Ref):
@@ -634,10 +650,14 @@ class Interpreter:
                 text = self._read(owner.path)
                 return _File(text) if name == "open" else text
             if name in ("glob", "rglob") and args:
-                pattern = posixpath.join(owner.path, "**" if name == "rglob" else "", str(self.plain(args[0])))
+                pattern = posixpath.join(
+                    owner.path, "**" if name == "rglob" else "", str(self.plain(args[0]))
+                )
                 return [PackagePath(p) for p in self._glob(pattern.replace("/**//", "/**/"))]
             if name in ("exists", "is_file") and self.files:
-                return owner.path in self.files or (name == "exists" and any(f.startswith(owner.path + "/") for f in self.files))
+                return owner.path in self.files or (
+                    name == "exists" and any(f.startswith(owner.path + "/") for f in self.files)
+                )
             if name in ("resolve", "absolute"):
                 return owner
             if name == "joinpath":
@@ -655,12 +675,13 @@ class Interpreter:
             (isinstance(owner, str) and name in _STR_METHODS)
             or (isinstance(owner, (dict, list, tuple, set)) and name in _CONTAINER_METHODS | _MUTATING)
             or (isinstance(owner, re.Match) and name in ("group", "groups", "groupdict", "start", "end"))
-            or (isinstance(owner, Version) and name in ())
         )
         if not allowed:
             raise Unknown(f"{type(owner).__name__}.{name}")
         try:
-            out = getattr(owner, name)(*[self._arg(a) for a in args], **{k: self._arg(v) for k, v in kwargs.items()})
+            out = getattr(owner, name)(
+                *[self._arg(a) for a in args], **{k: self._arg(v) for k, v in kwargs.items()}
+            )
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise Raised(type(exc).__name__, str(exc)) from None
         if name in ("items", "keys", "values"):
@@ -726,7 +747,9 @@ class Interpreter:
         if not self.files:
             raise Unknown(f"the files matching {pattern}")
         depth = pattern.count("/")
-        return sorted(f for f in self.files if ("**" in pattern or f.count("/") == depth) and fnmatchcase(f, pattern))
+        return sorted(
+            f for f in self.files if ("**" in pattern or f.count("/") == depth) and fnmatchcase(f, pattern)
+        )
 
 
 class _Bound:

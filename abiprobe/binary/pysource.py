@@ -30,10 +30,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from abiprobe.binary.pyflow import UNKNOWN_NAME, catches, runtime_text, version_constants
-from abiprobe.binary.pyinterp import Interpreter
-from abiprobe.binary.pystatic import StaticValues
 from abiprobe.binary.pyimports import absolute as _absolute
 from abiprobe.binary.pyimports import module_name, scan_imports
+from abiprobe.binary.pyinterp import Interpreter
+from abiprobe.binary.pystatic import StaticValues
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, all_events
 
 LOAD_APIS = {
@@ -206,7 +206,9 @@ class _Scanner:
         return events
 
     def function(self, name: str, stmt: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        inner = {a.arg: f"{{{a.arg}}}" for a in (*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs)}
+        inner = {
+            a.arg: f"{{{a.arg}}}" for a in (*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs)
+        }
         self.local_nodes, self.in_function, loops, unsure = {}, True, self.loops, self.unsure
         self.loops, self.unsure = [], set()
         body = self.block(stmt.body, inner)
@@ -270,7 +272,9 @@ class _Scanner:
         if isinstance(stmt, ast.Try):
             body = self.block(stmt.body, params) + self.block(stmt.orelse, params)
             handlers = tuple(
-                PyEvent("except", ",".join(catches(h.type)), line=h.lineno, body=tuple(self.handler(h, params)))
+                PyEvent(
+                    "except", ",".join(catches(h.type)), line=h.lineno, body=tuple(self.handler(h, params))
+                )
                 for h in stmt.handlers
             )
             return [PyEvent("try", "", line=line, body=tuple(body), orelse=handlers),
@@ -474,7 +478,9 @@ class _Scanner:
                 out.append(PyEvent("import", target, callee, line=node.lineno))
             elif self.cls is not None and re.fullmatch(r"self\.\w+", callee):  # a method of its own class
                 args = ("", *(self.argument(a, params) for a in node.args))
-                out.append(PyEvent("call", f"{self.module}.{self.cls}.{callee[5:]}", args=args, line=node.lineno))
+                out.append(
+                    PyEvent("call", f"{self.module}.{self.cls}.{callee[5:]}", args=args, line=node.lineno)
+                )
             elif "." not in callee or callee.startswith(self.package.split(".")[0] + "."):
                 builtin = "." not in callee and callee in _BUILTIN_NAMES
                 args = tuple("" if builtin else self.argument(a, params) for a in node.args)

@@ -140,12 +140,16 @@ class DataWheels:
 
 
 def _undefined(out: Path, filename: str, symbol: str) -> Path:
-    return build_shared(out, filename, f"extern int {symbol}(void); int f_{symbol}(void) {{ return {symbol}(); }}\n")
+    return build_shared(
+        out, filename, f"extern int {symbol}(void); int f_{symbol}(void) {{ return {symbol}(); }}\n"
+    )
 
 
 def build_data_wheels(root: Path) -> DataWheels:
     work, out = root / "build", root / "wheels"
-    torch_lib = build_shared(work / "torch", "libc10.so", "int c10_fn(void) { return 1; }\n", soname="libc10.so")
+    torch_lib = build_shared(
+        work / "torch", "libc10.so", "int c10_fn(void) { return 1; }\n", soname="libc10.so"
+    )
     torch = build_wheel(out, "torch", "2.9.0", {
         "torch/__init__.py": TORCH_INIT, "torch/version.py": TORCH_VERSION, "torch/lib/libc10.so": torch_lib,
     }, tag=TAG)  # fmt: skip
@@ -153,8 +157,8 @@ def build_data_wheels(root: Path) -> DataWheels:
                           soname="libcudart_gone.so.12")  # fmt: skip
     first = build_shared(work / "dl", "libdl_first.so", "int dl_first(void) { return 1; }\n")
     second = _undefined(work / "dl", "libdl_second.so", "dl_missing")
-    extra = build_shared(work / "dl", "libdl_extra.so", "extern int gone(void); int e(void) { return gone(); }\n",
-                         link=[absent])  # fmt: skip
+    needs_gone = "extern int gone(void); int e(void) { return gone(); }\n"
+    extra = build_shared(work / "dl", "libdl_extra.so", needs_gone, link=[absent])
 
     def datalist_wheel(folder: str, variant: str) -> Path:
         info = b'{"version": "1.0.0", "target": "default", "variant": "%s"}\n' % variant.encode()
@@ -200,5 +204,5 @@ def build_homename(root: Path) -> Path:
                           soname="libcudart_gone.so.12")  # fmt: skip
     lib = build_shared(root / "hn", "libhome.so", "extern int gone(void); int h(void) { return gone(); }\n",
                        link=[absent])  # fmt: skip
-    return build_wheel(root / "wheels", "homename", "1.0.0", {"homename/__init__.py": HOMENAME,
-                                                              "homename/libhome.so": lib}, tag=TAG)  # fmt: skip
+    files = {"homename/__init__.py": HOMENAME, "homename/libhome.so": lib}
+    return build_wheel(root / "wheels", "homename", "1.0.0", files, tag=TAG)
