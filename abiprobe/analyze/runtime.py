@@ -32,6 +32,8 @@ from abiprobe.model.target import Target
 TOKEN = re.compile(r"\{=(.+?)=\}")
 _LABEL_CUDA = re.compile(r"\+cu(\d+?)(\d)$")
 _RUNTIME_PIN = re.compile(r"nvidia-cuda-runtime(?:-cu\d+)?\s*==\s*(\d+)\.(\d+)", re.I)
+# torch 2.12 and later pin the toolkit's meta package with the parts they need: cudart among them
+_TOOLKIT_PIN = re.compile(r"cuda-toolkit\s*\[([^\]]*)\]\s*==\s*(\d+)\.(\d+)", re.I)
 _SAFE = (str, int, float, bool, tuple, list, dict, type(None))
 _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Mod: operator.mod, ast.Mult: operator.mul, ast.Sub: operator.sub,
@@ -167,6 +169,9 @@ def _build_cuda(torch: WheelFacts) -> str | None:
         pin = _RUNTIME_PIN.match(req)
         if pin and "extra ==" not in req:
             return f"{pin.group(1)}.{pin.group(2)}"
+        kit = _TOOLKIT_PIN.match(req)
+        if kit and "extra ==" not in req and "cudart" in {p.strip().lower() for p in kit.group(1).split(",")}:
+            return f"{kit.group(2)}.{kit.group(3)}"
     return None
 
 

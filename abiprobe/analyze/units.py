@@ -300,7 +300,7 @@ class _Planner:
         second = self.run(module, e.orelse, later, args, [cond])
         self.opaque -= 1
         self.note = note
-        left = any((x.brk, x.cont, x.ret, x.rais) for x in (first, second))
+        left = any(x.brk or x.cont or x.ret or x.rais for x in (first, second))
         first.add(second)
         first.next = list(dict.fromkeys(first.next + second.next))
         first.uncertain = bool(left) and bool(first.next)
