@@ -10,7 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from support.data_wheels import DataWheels, build_data_wheels, build_homename
+from support.data_wheels import DataWheels, build_data_wheels, build_homename, build_nvmluser
 
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
@@ -155,3 +155,23 @@ def test_a_name_read_from_a_file_outside_the_wheel_is_unknown_with_file_line_and
     zipfile.ZipFile(wheel).extractall(tmp_path / "site")
     code, out = _run(wheels, "torch", "import homename", tmp_path / "site")
     assert code != 0 and "homename-abiprobe.json" in out, out
+
+
+def test_the_drivers_nvml_needed_by_a_library_is_there_on_a_gpu_target(
+    wheels: DataWheels, tmp_path: Path
+) -> None:
+    # GIVEN nvmluser, whose library needs libnvidia-ml.so.1 (installed with the NVIDIA driver) by DT_NEEDED
+    wheel, stub_dir = build_nvmluser(tmp_path / "build")
+    torch = wheel_facts_from_path(wheels.torch)
+    a = analyze_set([torch, wheel_facts_from_path(wheel)], TARGET, PROFILE)
+    # THEN on a GPU target the library loads
+    (unit,) = _units(a, "nvmluser")
+    assert (unit.path, unit.status) == ("nvmluser/libuses_nvml.so", "ok")
+    # AND for real, on a host with the driver's library (a stub of it here), the import passes
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); import nvmluser"],
+        capture_output=True, text=True, env={"LD_LIBRARY_PATH": str(stub_dir)},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr

@@ -31,6 +31,9 @@ from abiprobe.solve.stack import PackageLoading, default_stack
 INTERPRETER_LIBS = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "libutil.so.1")
 # installed paths of the libraries the stack's packages preload (torch/lib, the nvidia libraries it names)
 PRELOADED = preload_pattern(default_stack().loading())
+# what the NVIDIA driver installs beside libcuda.so.1 (NVML): there on a target with the driver, its
+# symbols not known here (fbgemm-gpu's libraries need it by DT_NEEDED)
+NVML_SONAME = "libnvidia-ml.so.1"
 _IGNORED_IMPORTS = frozenset({"__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable"})
 
 
@@ -368,6 +371,8 @@ class LoaderSimulation:
                         prov, how = lib, "system"
                     elif soname == DRIVER_SONAME and self.driver is not None:
                         prov, how = self.driver, "driver"
+                    elif soname == NVML_SONAME and self.driver is not None:
+                        prov, how = SystemLibrary(NVML_SONAME), "driver"
                 if prov is None:
                     needed.append(NeededResolution(obj.path, soname, None, "missing"))
                     continue
@@ -376,7 +381,7 @@ class LoaderSimulation:
                     otherwise = (
                         self._find(obj, soname, loaders)[0] is not None
                         or self.profile.library(soname) is not None
-                        or (soname == DRIVER_SONAME and self.driver is not None)
+                        or (soname in (DRIVER_SONAME, NVML_SONAME) and self.driver is not None)
                     )
                 local[soname] = prov
                 deps[obj.path][soname] = prov

@@ -206,3 +206,21 @@ def build_homename(root: Path) -> Path:
                        link=[absent])  # fmt: skip
     files = {"homename/__init__.py": HOMENAME, "homename/libhome.so": lib}
     return build_wheel(root / "wheels", "homename", "1.0.0", files, tag=TAG)
+
+
+NVMLUSER = b"""import ctypes
+import os
+
+ctypes.CDLL(os.path.join(os.path.dirname(__file__), "libuses_nvml.so"))
+"""
+
+
+def build_nvmluser(root: Path) -> tuple[Path, Path]:
+    """``nvmluser``: loads a library that needs the driver's ``libnvidia-ml.so.1`` by DT_NEEDED; and the
+    directory of a stub of that library (what a host with the NVIDIA driver has)."""
+    stub = build_shared(root / "stub", "libnvidia-ml.so.1", "int nvmlInit_v2(void) { return 0; }\n",
+                        soname="libnvidia-ml.so.1")  # fmt: skip
+    uses = "extern int nvmlInit_v2(void); int u(void) { return nvmlInit_v2(); }\n"
+    lib = build_shared(root / "nu", "libuses_nvml.so", uses, link=[stub])
+    files = {"nvmluser/__init__.py": NVMLUSER, "nvmluser/libuses_nvml.so": lib}
+    return build_wheel(root / "wheels", "nvmluser", "1.0.0", files, tag=TAG), stub.parent
