@@ -10,7 +10,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support.cbuild import build_shared
 from support.data_wheels import DataWheels, build_data_wheels, build_homename, build_nvmluser
+from support.probe_wheels import TAG
+from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
@@ -175,3 +178,24 @@ def test_the_drivers_nvml_needed_by_a_library_is_there_on_a_gpu_target(
         capture_output=True, text=True, env={"LD_LIBRARY_PATH": str(stub_dir)},
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
+
+
+def test_what_the_packages_own_tests_load_is_no_unit(wheels: DataWheels, tmp_path: Path) -> None:
+    # GIVEN a package whose test module loads a file abiprobe cannot follow (numpy's test_public_api.py)
+    init = b"import ctypes, os\nctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libwt.so'))\n"
+    tests = b"import ctypes\n\nimport withtests as wt\n\n\ndef test_hidden():\n    ctypes.CDLL(wt._core.__file__)\n"
+    lib = build_shared(tmp_path / "wt", "libwt.so", "int wt(void) { return 1; }\n")
+    files = {
+        "withtests/__init__.py": init,
+        "withtests/libwt.so": lib,
+        "withtests/tests/__init__.py": b"",
+        "withtests/tests/test_api.py": tests,
+    }
+    wheel = build_wheel(tmp_path / "wheels", "withtests", "1.0.0", files, tag=TAG)
+    a = analyze_set([wheel_facts_from_path(wheels.torch), wheel_facts_from_path(wheel)], TARGET, PROFILE)
+    # THEN only the package's own library is a unit, and the set is ok (no unknown from its tests)
+    assert [(u.path, u.status) for u in _units(a, "withtests")] == [("withtests/libwt.so", "ok")]
+    assert (a.import_status, a.status) == ("ok", "ok")
+    # AND a real import passes
+    zipfile.ZipFile(wheel).extractall(tmp_path / "site")
+    assert _run(wheels, "torch", "import withtests", tmp_path / "site")[0] == 0

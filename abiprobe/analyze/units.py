@@ -584,7 +584,7 @@ def plan_units(
         planner.cond = ()
         planner.import_module(top, "import", "")
     for module in sorted(planner.modules.values(), key=lambda m: m.path):
-        if module.path.split("/", 1)[0] in sourced:
+        if module.path.split("/", 1)[0] in sourced and not _test_code(module.path):
             planner.deferred(module)
     for o in sorted(layout.extensions(), key=lambda o: o.path):
         # nothing in the package imports it: the program's own import loads it (unless the package's own
@@ -594,6 +594,13 @@ def plan_units(
     if not_taken is not None:
         not_taken |= {p for p in planner.not_taken if p in layout.objects and p not in planner.units}
     return list(planner.units.values())
+
+
+def _test_code(path: str) -> bool:
+    """A module of the package's own test suite (``numpy/tests/test_public_api.py``): what its functions
+    load is no feature of the package (a test runner calls them, not the program)."""
+    *folders, name = path.split("/")
+    return any(f in ("tests", "test") for f in folders) or name.startswith("test_") or name == "conftest.py"
 
 
 def _imported_tops(wheel: WheelFacts, rules: dict[str, PackageLoading]) -> list[str]:
