@@ -183,7 +183,8 @@ def test_the_drivers_nvml_needed_by_a_library_is_there_on_a_gpu_target(
 def test_what_the_packages_own_tests_load_is_no_unit(wheels: DataWheels, tmp_path: Path) -> None:
     # GIVEN a package whose test module loads a file abiprobe cannot follow (numpy's test_public_api.py)
     init = b"import ctypes, os\nctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libwt.so'))\n"
-    tests = b"import ctypes\n\nimport withtests as wt\n\n\ndef test_hidden():\n    ctypes.CDLL(wt._core.__file__)\n"
+    tests = b"import ctypes\n\nimport withtests as wt\n\n\ndef test_hidden():\n"
+    tests += b"    ctypes.CDLL(wt._core.__file__)\n"
     lib = build_shared(tmp_path / "wt", "libwt.so", "int wt(void) { return 1; }\n")
     files = {
         "withtests/__init__.py": init,
