@@ -45,6 +45,8 @@ def test_torch_values_come_from_its_version_py_over_its_label(tmp_path: Path) ->
         ("2.9.0+cu130", (), "13.0"),
         ("2.9.0+cpu", (), None),
         ("2.9.0", ("nvidia-cuda-runtime-cu12==12.8.90",), "12.8"),
+        # torch 2.14.1's own pin: the toolkit's meta package, cudart among its parts
+        ("2.14.1", ('cuda-toolkit[cublas,cudart,nvrtc]==13.0.3; platform_system == "Linux"',), "13.0"),
     ],
 )
 def test_without_version_py_the_label_or_the_runtime_pin_says_the_build(

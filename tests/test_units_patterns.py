@@ -156,19 +156,19 @@ def test_a_list_in_init_and_a_glob_load_every_library_in_order(wheels: PatternWh
     assert code != 0 and matches_loader_line(a.first_error.text, last), last
 
 
-def test_a_library_name_read_at_run_time_is_unknown_with_file_line_and_expression(
+def test_a_library_name_read_from_a_data_file_of_the_wheel_is_followed(
     wheels: PatternWheels, tmp_path: Path
 ) -> None:
-    # GIVEN netname, which reads its library's name from a JSON file at import
+    # GIVEN netname, which reads its library's name from a JSON file of its wheel at import
     a = _analyze(wheels, "netname")
-    # THEN the unit is unknown, named by file, line and the expression; the set is not ok
+    # THEN the file's content is a fact: the unit is the library it names, which fails on its need
     (unit,) = _units(a, "netname")
-    assert (unit.status, unit.timing, unit.where) == ("unknown", "import", "netname/__init__.py line 8")
-    assert "ctypes.CDLL(os.path.join(_HERE, _NAME))" in unit.verdicts[0].explanation
-    assert (a.status, a.import_status) == ("unknown", "unknown")
-    # AND a real import fails (the library it names needs an absent one): ok would have been wrong
+    assert (unit.path, unit.status, unit.timing) == ("netname/libnet.so", "fail", "import")
+    assert a.import_status == "fail" and a.first_error is not None
+    assert "libcudart_gone.so.12" in a.first_error.text
+    # AND a real import fails with that line
     code, last = _import(wheels, "netname", "netname", tmp_path)
-    assert code != 0 and "libcudart_gone.so.12" in last, last
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last
 
 
 def test_a_failure_the_package_catches_is_reported_and_does_not_fail_the_import(

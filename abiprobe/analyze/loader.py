@@ -29,6 +29,9 @@ from abiprobe.model.target import Target
 
 # Libraries the interpreter itself has loaded before any import: part of the global scope.
 INTERPRETER_LIBS = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "libutil.so.1")
+# what the NVIDIA driver installs beside libcuda.so.1 (NVML): there on a target with the driver, its
+# symbols not known here (fbgemm-gpu's libraries need it by DT_NEEDED)
+NVML_SONAME = "libnvidia-ml.so.1"
 _IGNORED_IMPORTS = frozenset({"__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable"})
 
 
@@ -198,6 +201,8 @@ class LoaderSimulation:
         self.rules = tuple(rules)  # the stack's loading data
         self.loaded_by: dict[str, str] = {}  # loaded key -> the unit whose load brought it in
         self.timing_of: dict[str, str] = {}  # unit path -> when its package loads it
+        # objects the packages' own code loads only in branches this set and target do not take
+        self.not_taken: set[str] = set()
         self.target = target
         self.profile = profile
         self.driver = Driver() if profile.driver else None
@@ -227,6 +232,7 @@ class LoaderSimulation:
             dict(self.timing_of),
         )
         new.global_scope = list(self.global_scope)
+        new.not_taken = set(self.not_taken)
         # shared, copied by whichever of the two joins the global scope first (a kernel's units load
         # RTLD_LOCAL, so a pair on a torch base usually never copies the base's index of every export)
         self._owns_index = new._owns_index = False
@@ -250,7 +256,7 @@ class LoaderSimulation:
         """The units of ``wheels`` (default: every wheel of the set) in the order their packages load them."""
         chosen = self.layout.wheels if wheels is None else wheels
         values = runtime_values(self.target, self.layout.wheels)
-        return plan_units(self.layout, chosen, self.rules, values)
+        return plan_units(self.layout, chosen, self.rules, values, self.not_taken)
 
     def load_unit(self, unit: PlannedUnit) -> LoadResult:
         """Load one planned unit (RTLD_LOCAL, as CPython and ctypes do); what it loads stays loaded, so a
@@ -363,6 +369,8 @@ class LoaderSimulation:
                         prov, how = lib, "system"
                     elif soname == DRIVER_SONAME and self.driver is not None:
                         prov, how = self.driver, "driver"
+                    elif soname == NVML_SONAME and self.driver is not None:
+                        prov, how = SystemLibrary(NVML_SONAME), "driver"
                 if prov is None:
                     needed.append(NeededResolution(obj.path, soname, None, "missing"))
                     continue
@@ -371,7 +379,7 @@ class LoaderSimulation:
                     otherwise = (
                         self._find(obj, soname, loaders)[0] is not None
                         or self.profile.library(soname) is not None
-                        or (soname == DRIVER_SONAME and self.driver is not None)
+                        or (soname in (DRIVER_SONAME, NVML_SONAME) and self.driver is not None)
                     )
                 local[soname] = prov
                 deps[obj.path][soname] = prov

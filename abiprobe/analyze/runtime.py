@@ -14,19 +14,26 @@ An expression over anything else cannot be evaluated: :class:`CannotEvaluate` sa
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from abiprobe.binary.pyflow import UNKNOWN_NAME
+from abiprobe.binary.pyinterp import Interpreter, Raised, Unknown
+from abiprobe.binary.pyslice import TEST_NAME
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 
 TOKEN = re.compile(r"\{=(.+?)=\}")
 _LABEL_CUDA = re.compile(r"\+cu(\d+?)(\d)$")
 _RUNTIME_PIN = re.compile(r"nvidia-cuda-runtime(?:-cu\d+)?\s*==\s*(\d+)\.(\d+)", re.I)
+# torch 2.12 and later pin the toolkit's meta package with the parts they need: cudart among them
+_TOOLKIT_PIN = re.compile(r"cuda-toolkit\s*\[([^\]]*)\]\s*==\s*(\d+)\.(\d+)", re.I)
 _SAFE = (str, int, float, bool, tuple, list, dict, type(None))
 _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Mod: operator.mod, ast.Mult: operator.mul, ast.Sub: operator.sub,
@@ -162,6 +169,9 @@ def _build_cuda(torch: WheelFacts) -> str | None:
         pin = _RUNTIME_PIN.match(req)
         if pin and "extra ==" not in req:
             return f"{pin.group(1)}.{pin.group(2)}"
+        kit = _TOOLKIT_PIN.match(req)
+        if kit and "extra ==" not in req and "cudart" in {p.strip().lower() for p in kit.group(1).split(",")}:
+            return f"{kit.group(2)}.{kit.group(3)}"
     return None
 
 
@@ -179,6 +189,15 @@ def runtime_values(target: Target, wheels: Sequence[WheelFacts]) -> RuntimeValue
     }
     torch, source = _torch_values(wheels)
     values.update(torch)
+    versions = {canonicalize_name(w.metadata.name): w.metadata.version for w in wheels}
+
+    def dist_version(name: str) -> str:  # importlib.metadata.version of a distribution of the set
+        found = versions.get(canonicalize_name(str(name)))
+        if found is None:
+            raise CannotEvaluate(f"importlib.metadata.version({name!r}): not a distribution of the set")
+        return found
+
+    values["importlib.metadata.version"] = dist_version
     cc = target.arch.cc if target.arch is not None else None
     if cc is not None and torch.get("torch.version.cuda"):  # the target's GPU, seen by a CUDA torch
         values["torch.cuda.get_device_capability"] = lambda *_device: cc
@@ -311,6 +330,33 @@ def _call(node: ast.Call, values: RuntimeValues) -> Any:
     return result
 
 
+@functools.lru_cache(maxsize=256)
+def _program(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def evaluate_setup(program: str, module_path: str, values: RuntimeValues) -> Any:
+    """The value of a test a module computes before it (``setup`` of an ``if``,
+    :mod:`abiprobe.binary.pyslice`), run with ``values``; :class:`CannotEvaluate` when it reads anything
+    they do not fix, or the package's own code raises on the way."""
+    tree = _program(program)
+    if tree is None:
+        raise CannotEvaluate("the test's program does not parse")
+    interp = Interpreter(module_path, values.lookup)
+    try:
+        interp.run(tree.body)
+        return interp.plain(interp.env[TEST_NAME])
+    except Unknown as exc:
+        raise CannotEvaluate(str(exc)) from None
+    except Raised as exc:
+        raise CannotEvaluate(f"the package's code raises {exc}") from None
+    except Exception as exc:  # a break outside a loop, an operation Python refuses
+        raise CannotEvaluate(f"the test's program: {type(exc).__name__}") from None
+
+
 def substitute(pattern: str, values: RuntimeValues) -> tuple[str, str]:
     """``pattern`` with each ``{=expr=}`` replaced by its value, and the values it was computed from
     (``torch.version.cuda='13.0'``); :class:`CannotEvaluate` when one cannot be evaluated."""
@@ -325,4 +371,12 @@ def substitute(pattern: str, values: RuntimeValues) -> tuple[str, str]:
     return text, values.described(read)
 
 
-__all__ = ["TOKEN", "CannotEvaluate", "RuntimeValues", "evaluate", "runtime_values", "substitute"]
+__all__ = [
+    "TOKEN",
+    "CannotEvaluate",
+    "RuntimeValues",
+    "evaluate",
+    "evaluate_setup",
+    "runtime_values",
+    "substitute",
+]

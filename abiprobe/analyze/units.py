@@ -34,7 +34,15 @@ from packaging.utils import canonicalize_name
 
 from abiprobe.analyze.layout import Layout
 from abiprobe.analyze.preloads import install_glob
-from abiprobe.analyze.runtime import TOKEN, CannotEvaluate, RuntimeValues, evaluate, substitute
+from abiprobe.analyze.runtime import (
+    TOKEN,
+    CannotEvaluate,
+    RuntimeValues,
+    evaluate,
+    evaluate_setup,
+    substitute,
+)
+from abiprobe.binary.pysource import ARG_PREFIX
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts, all_events
 from abiprobe.model.stack import PackageLoading
 
@@ -112,6 +120,9 @@ class _Planner:
         # left out (``_cut``) is not one of them: called from elsewhere, that call may run in full.
         self._explored: set[tuple[str, str, tuple[tuple[str, str], ...], Timing]] = set()
         self._cut = False
+        # what the branches the target does not take would load (an extension loaded only there is no
+        # unit: the package's own code decided not to load it)
+        self.not_taken: set[str] = set()
 
     def add(self, path: str, how: str, timing: Timing, where: str, api: str = "", note: str = "") -> None:
         if path in self.units:
@@ -205,7 +216,7 @@ class _Planner:
         elif e.kind == "load":
             self.load(_bind(e.target, args), e.api, timing, where, e.expr)
         elif e.kind == "call":
-            return self.call(module, e, timing)
+            return self.call(module, e, timing, args)
         elif e.kind == "if":
             return self._if(module, e, timing, args, where)
         elif e.kind == "for":
@@ -229,6 +240,10 @@ class _Planner:
                 out.rais.append(self.cond)
                 return out
             key = f"raise:{where}"
+            n = 1
+            while key in self.units and self.units[key].when != self.cond:  # reached after another failure
+                n += 1  # (a helper called once per library of a list raises after each one's failure)
+                key = f"raise:{where} #{n}"
             if key not in self.units:
                 self.units[key] = PlannedUnit(
                     key, "raise", timing, where, when=self.cond, note=self.note, raises=line
@@ -257,13 +272,24 @@ class _Planner:
         """Only the branch the target takes runs; both, when the test cannot be known (of unknown timing
         when it reads a run-time value abiprobe cannot evaluate), and then a ``raise`` in either is no
         claim (whether it is reached is not known)."""
-        test = TOKEN.fullmatch(e.target)
         later, note = timing, self.note
+        if e.setup and self.values is not None:  # computed by the module before the test
+            try:
+                taken = bool(evaluate_setup(e.setup, module.path, self.values))
+            except CannotEvaluate:
+                pass
+            else:
+                self._skip(module, e.orelse if taken else e.body, timing, args)
+                return self.run(module, e.body if taken else e.orelse, timing, args, [self.cond])
+        test = TOKEN.fullmatch(_bind_arguments(e.target, args))
+        if test is not None and ARG_PREFIX in test.group(1):
+            test = None  # a test on a parameter no call passed: opaque
         if test is not None:
             try:
                 if self.values is None:
                     raise CannotEvaluate("no run-time values given")
                 taken = bool(evaluate(test.group(1), self.values))
+                self._skip(module, e.orelse if taken else e.body, timing, args)
                 return self.run(module, e.body if taken else e.orelse, timing, args, [self.cond])
             except CannotEvaluate as exc:
                 later = "unknown" if timing == "import" else timing
@@ -274,11 +300,27 @@ class _Planner:
         second = self.run(module, e.orelse, later, args, [cond])
         self.opaque -= 1
         self.note = note
-        left = any((x.brk, x.cont, x.ret, x.rais) for x in (first, second))
+        left = any(x.brk or x.cont or x.ret or x.rais for x in (first, second))
         first.add(second)
         first.next = list(dict.fromkeys(first.next + second.next))
         first.uncertain = bool(left) and bool(first.next)
         return first
+
+    def _skip(
+        self, module: PyModule, events: Sequence[PyEvent], timing: Timing, args: dict[str, str]
+    ) -> None:
+        """Note what a branch the target does not take would load (:attr:`not_taken`), changing nothing
+        else of the plan."""
+        if not any(x.kind in ("load", "for", "if", "try", "call") for x in events):
+            return
+        saved = (dict(self.units), set(self.imported), set(self._explored), self.cond, self.note, self.opaque,
+                 list(self.tries), self._cut)  # fmt: skip
+        try:
+            self.run(module, events, timing, args, [self.cond])
+            self.not_taken |= set(self.units) - set(saved[0])
+        finally:
+            (self.units, self.imported, self._explored, self.cond, self.note, self.opaque, self.tries,
+             self._cut) = saved  # fmt: skip
 
     def _for(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str], where: str) -> _Exits:
         """Each item in turn (a list's, a glob's matches in path order, a directory's files); a ``break``
@@ -369,13 +411,24 @@ class _Planner:
             self.add(path, how, timing if picked else "unknown", where, api, note)
         self.tries = tries
 
-    def call(self, module: PyModule, e: PyEvent, timing: Timing) -> _Exits:
+    def call(
+        self, module: PyModule, e: PyEvent, timing: Timing, caller: dict[str, str] | None = None
+    ) -> _Exits:
         """Run the package's function the event calls; its returns go on after the call."""
         out = _Exits()
         out.next.append(self.cond)
         target = e.target if "." in e.target else f"{module.name}.{e.target}"
         owner, _, fname = target.rpartition(".")
+        passed = tuple(_bind(a, caller or {}) for a in e.args)
+        if owner not in self.modules and owner.rpartition(".")[0] in self.modules:  # Class.method
+            owner, fname = owner.rpartition(".")[0], f"{owner.rpartition('.')[2]}.{fname}"
         callee_module = self.modules.get(owner)
+        if (
+            callee_module is not None
+            and self._function(callee_module, fname) is None
+            and self._function(callee_module, f"{fname}.__init__") is not None
+        ):  # Class(...): its __init__
+            fname, passed = f"{fname}.__init__", ("", *passed)
         function = None
         for _ in range(4):  # follow re-exports: ``from .utils import _load_lib`` in the package
             if callee_module is None:
@@ -393,7 +446,7 @@ class _Planner:
         if (owner, fname) in self.ran:  # a recursive call: what it loads is being found already
             self._cut = True
             return out
-        bound = {p: a for p, a in zip(function.params, e.args, strict=False) if a}
+        bound = {p: a for p, a in zip(function.params, passed, strict=False) if a and "{" not in _strip(a)}
         key = (owner, fname, tuple(sorted(bound.items())), timing)
         if key in self._explored:  # run with these arguments before: running it again adds nothing
             return out
@@ -477,6 +530,28 @@ def _literal_head(part: str) -> bool:
     return bool(part) and "*" not in part and "{" not in part
 
 
+def _strip(text: str) -> str:
+    """``text`` without its ``{=expr=}`` parts (a parameter no call filled is what is left in braces)."""
+    return TOKEN.sub("", text)
+
+
+def _bind_arguments(text: str, args: dict[str, str]) -> str:
+    """A kept test with the parameters a call passed put in (``__abiprobe_arg_no_throw`` -> ``False``)."""
+    if ARG_PREFIX not in text:
+        return text
+
+    def one(m: re.Match[str]) -> str:
+        value = args.get(m.group(1))
+        if value is None:
+            return m.group(0)
+        token = TOKEN.fullmatch(value)
+        if token is not None:
+            return f"({token.group(1)})"
+        return repr(value) if "{" not in value else m.group(0)
+
+    return re.sub(rf"{ARG_PREFIX}(\w+)", one, text)
+
+
 def _bind(text: str, args: dict[str, str]) -> str:
     for name, value in args.items():
         text = text.replace(f"{{{name}}}", value)
@@ -488,9 +563,11 @@ def plan_units(
     wheels: Sequence[WheelFacts],
     rules: Sequence[PackageLoading] = (),
     values: RuntimeValues | None = None,
+    not_taken: set[str] | None = None,
 ) -> list[PlannedUnit]:
     """The units of ``wheels`` (part of ``layout``) in the order importing their packages loads them,
-    their code evaluated with ``values`` (those the set and the target fix; None: none known)."""
+    their code evaluated with ``values`` (those the set and the target fix; None: none known).
+    ``not_taken`` gets the objects their code loads only in branches these values do not take."""
     by_package = {r.package: r for r in rules}
     planner = _Planner(layout, wheels, rules, values)
     tops: list[str] = []
@@ -507,12 +584,23 @@ def plan_units(
         planner.cond = ()
         planner.import_module(top, "import", "")
     for module in sorted(planner.modules.values(), key=lambda m: m.path):
-        if module.path.split("/", 1)[0] in sourced:
+        if module.path.split("/", 1)[0] in sourced and not _test_code(module.path):
             planner.deferred(module)
     for o in sorted(layout.extensions(), key=lambda o: o.path):
-        if o.wheel in wheels:  # nothing in the package imports it: the program's own import loads it
+        # nothing in the package imports it: the program's own import loads it (unless the package's own
+        # code loads it only in a branch this set and target do not take)
+        if o.wheel in wheels and o.path not in planner.not_taken:
             planner.add(o.path, "import", "first_use", "")
+    if not_taken is not None:
+        not_taken |= {p for p in planner.not_taken if p in layout.objects and p not in planner.units}
     return list(planner.units.values())
+
+
+def _test_code(path: str) -> bool:
+    """A module of the package's own test suite (``numpy/tests/test_public_api.py``): what its functions
+    load is no feature of the package (a test runner calls them, not the program)."""
+    *folders, name = path.split("/")
+    return any(f in ("tests", "test") for f in folders) or name.startswith("test_") or name == "conftest.py"
 
 
 def _imported_tops(wheel: WheelFacts, rules: dict[str, PackageLoading]) -> list[str]:

@@ -21,11 +21,14 @@ def runtime_text(
     node: ast.expr,
     dotted: Callable[[ast.expr], str | None],
     local: Callable[[str], ast.expr | None],
+    extra: frozenset[str] = frozenset(),
 ) -> str | None:
     """The source text of ``node`` with import aliases spelled out and assigned names replaced by their
     values, when it reads nothing but constants and :data:`RUNTIME_ROOTS` values (and at least one of
-    those); None otherwise."""
+    those); None otherwise. ``extra``: names that stand for values the planner fills in (a function's
+    parameters)."""
     rewriter = _Rewriter(dotted, local)
+    rewriter.extra = extra
     out = rewriter.visit(copy.deepcopy(node))
     if not rewriter.ok or not rewriter.reads_runtime:
         return None
@@ -37,6 +40,7 @@ class _Rewriter(ast.NodeTransformer):
         self.dotted, self.local = dotted, local
         self.ok, self.reads_runtime, self.depth = True, False, 0
         self.seen: set[str] = set()
+        self.extra: frozenset[str] = frozenset()
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         if isinstance(node, _FORBIDDEN):
@@ -53,6 +57,9 @@ class _Rewriter(ast.NodeTransformer):
             self.depth -= 1
             self.seen.discard(node.id)
             return out
+        if node.id in self.extra:
+            self.reads_runtime = True
+            return node
         name = self.dotted(node) or node.id
         if name.split(".")[0] in RUNTIME_ROOTS:
             self.reads_runtime = True
@@ -66,12 +73,13 @@ class _Rewriter(ast.NodeTransformer):
         is False on Linux whatever the parameter ``msvc`` is (the evaluator short-circuits over it)."""
         operands: list[ast.expr] = []
         for value in node.values:
-            was_ok, self.ok = self.ok, True
+            was_ok, self.ok, reads = self.ok, True, self.reads_runtime
             out = self.visit(value)
-            operands.append(
-                out if self.ok and isinstance(out, ast.expr) else ast.Name(UNKNOWN_NAME, ast.Load())
-            )
+            known = self.ok and isinstance(out, ast.expr)
+            operands.append(out if known else ast.Name(UNKNOWN_NAME, ast.Load()))
             self.ok = was_ok
+            if not known:  # what an operand that is no run-time value read does not make the test one
+                self.reads_runtime = reads
         node.values = operands
         return node
 

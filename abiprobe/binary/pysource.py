@@ -24,13 +24,16 @@ imports (those inside a ``def`` run later and are left out).
 from __future__ import annotations
 
 import ast
+import builtins
 import posixpath
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from abiprobe.binary.pyflow import catches, runtime_text, version_constants
+from abiprobe.binary.pyflow import UNKNOWN_NAME, catches, runtime_text, version_constants
 from abiprobe.binary.pyimports import absolute as _absolute
 from abiprobe.binary.pyimports import module_name, scan_imports
+from abiprobe.binary.pyinterp import Interpreter
+from abiprobe.binary.pystatic import StaticValues
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, all_events
 
 LOAD_APIS = {
@@ -46,14 +49,24 @@ _MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"import_module"
 _UNKNOWN = "*"
 
 
-def scan_sources(sources: Mapping[str, bytes]) -> tuple[PyModule, ...]:
-    """Every module of ``sources`` (installed path -> bytes), parsed where it may load something."""
+def scan_sources(
+    sources: Mapping[str, bytes],
+    read: Callable[[str], bytes | None] | None = None,
+    files: Sequence[str] = (),
+) -> tuple[PyModule, ...]:
+    """Every module of ``sources`` (installed path -> bytes), parsed where it may load something.
+    ``read``: the bytes of a small data file of the wheel (None when it is too large), for the values the
+    code reads from its own files (``json.load(open(...))``); ``files``: every path the wheel installs."""
     parse = {p for p, src in sources.items() if any(m in src for m in _MARKERS) or _is_version_module(p)}
     modules: dict[str, PyModule | None] = {}
     loaders: set[str] = set()
+
+    def data(path: str) -> bytes | None:  # the wheel's own .py files are data too (``target.json.py``)
+        return sources[path] if path in sources else read(path) if read is not None else None
+
     while True:
         for path in sorted(parse - modules.keys()):
-            modules[path] = scan_module(path, sources[path])
+            modules[path] = scan_module(path, sources[path], data, files)
         found = {f.name for m in modules.values() if m for f in m.functions if _loads(f.events, loaders)}
         if found <= loaders:
             break
@@ -78,7 +91,12 @@ def _loads(events: tuple[PyEvent, ...], loaders: set[str]) -> bool:
     )
 
 
-def scan_module(path: str, source: bytes) -> PyModule | None:
+def scan_module(
+    path: str,
+    source: bytes,
+    read: Callable[[str], bytes | None] | None = None,
+    files: Sequence[str] = (),
+) -> PyModule | None:
     """A module's top-level events and its functions' events, from its syntax tree."""
     name = module_name(path)
     if name is None:
@@ -89,8 +107,9 @@ def scan_module(path: str, source: bytes) -> PyModule | None:
         return scan_imports(path, source)
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
     scanner = _Scanner(name, package, path)
+    scanner.static = StaticValues(Interpreter(path, None, read, files))
     try:
-        events = scanner.block(tree.body, {})
+        events = scanner.top(tree.body)
     except RecursionError:  # expressions nested deeper than the scanner follows: imports alone
         return scan_imports(path, source)
     constants = version_constants(tree) if _is_version_module(path) else ()
@@ -108,6 +127,24 @@ class _Scanner:
         self.loops: list[bool] = []  # enclosing loops: True for one the planner runs (a list, a glob)
         self.guards: list[tuple[ast.expr, bool]] = []  # enclosing run-time tests, and which branch
         self.in_function = False
+        self.static: StaticValues | None = None  # the top level's values known at facts time
+        self.seen_top: list[ast.stmt] = []  # the top-level statements read so far
+        self.handlers: list[str] = []  # the names enclosing ``except ... as name`` clauses bind
+        self.cls: str | None = None  # the class whose method is being read
+        # names assigned where it is not known whether (or how often) the assignment runs: an opaque
+        # ``if``, a loop, an ``except`` clause; a run-time test over them is not evaluated from one of them
+        self.unsure: set[str] = set()
+        self.unsure_depth = 0
+
+    def top(self, body: list[ast.stmt]) -> list[PyEvent]:
+        """The module's top level, statement by statement, its facts-time values followed as it goes."""
+        events: list[PyEvent] = []
+        for stmt in body:
+            events += self.statement(stmt, {})
+            if self.static is not None:
+                self.static.step(stmt)
+            self.seen_top.append(stmt)
+        return events
 
     def block(self, body: list[ast.stmt], params: dict[str, str]) -> list[PyEvent]:
         events: list[PyEvent] = []
@@ -117,20 +154,19 @@ class _Scanner:
 
     def statement(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent]:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            inner = {
-                a.arg: f"{{{a.arg}}}"
-                for a in (*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs)
-            }
             self.aliases[stmt.name] = f"{self.module}.{stmt.name}"
             if (
                 not self.in_function
             ):  # module-level functions are recorded (nested ones run with their parent)
-                self.local_nodes, self.in_function, loops = {}, True, self.loops
-                self.loops = []
-                body = self.block(stmt.body, inner)
-                self.local_nodes, self.in_function, self.loops = {}, False, loops
-                self.functions.append(PyFunction(stmt.name, tuple(inner), tuple(body)))
+                self.function(stmt.name, stmt)
             return []
+        if isinstance(stmt, ast.ClassDef) and not self.in_function:
+            self.aliases[stmt.name] = f"{self.module}.{stmt.name}"
+            methods = [s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            for m in methods:  # ``Class.method``: run when called (``self.method(...)``, ``Class()``)
+                self.cls = stmt.name
+                self.function(f"{stmt.name}.{m.name}", m)
+                self.cls = None
         if isinstance(stmt, ast.If) and _type_checking_or_main(stmt.test):
             return self.block(stmt.orelse, params)
         if isinstance(stmt, ast.Import):
@@ -157,6 +193,8 @@ class _Scanner:
             name = stmt.targets[0].id
             nodes = self.local_nodes if self.in_function else self.module_nodes
             nodes[name] = self.guarded(stmt.value, nodes.get(name))
+            if self.unsure_depth:
+                self.unsure.add(name)
             if self.guards:  # a value chosen by a run-time test: evaluated by the planner, not here
                 self.constants.pop(name, None)
             elif not self.in_function and (value := self.path_of(stmt.value, params)) is not None:
@@ -167,6 +205,16 @@ class _Scanner:
             events += self.block(sub, params)
         return events
 
+    def function(self, name: str, stmt: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        inner = {
+            a.arg: f"{{{a.arg}}}" for a in (*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs)
+        }
+        self.local_nodes, self.in_function, loops, unsure = {}, True, self.loops, self.unsure
+        self.loops, self.unsure = [], set()
+        body = self.block(stmt.body, inner)
+        self.local_nodes, self.in_function, self.loops, self.unsure = {}, False, loops, unsure
+        self.functions.append(PyFunction(name, tuple(inner), tuple(body)))
+
     def flow(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent] | None:
         """Control flow the planner follows: an ``if`` on run-time values, a ``for`` over a list, a glob or
         a directory, ``try`` and its handlers, ``raise``, ``break``, ``continue``, ``return``; None for
@@ -174,16 +222,24 @@ class _Scanner:
         line = getattr(stmt, "lineno", 0)
         if isinstance(stmt, ast.If):  # a test on run-time values is kept; any other is opaque ("")
             test = self.runtime(stmt.test)
+            argued = self.argument_test(stmt.test, params) if test is None else None
             if test is not None:
                 self.guards.append((stmt.test, True))
+            else:
+                self.unsure_depth += 1
             body = self.block(stmt.body, params)
             if test is not None:
                 self.guards[-1] = (stmt.test, False)
             orelse = self.block(stmt.orelse, params)
             if test is not None:
                 self.guards.pop()
+            else:
+                self.unsure_depth -= 1
             own = [] if test is not None else self.calls(stmt, params)
-            return [*own, PyEvent("if", test or "", line=line, body=tuple(body), orelse=tuple(orelse))]
+            kept = test or argued or ""
+            top = self.package.split(".")[0]
+            setup = self.setup(stmt.test) if _matters(body, top) or _matters(orelse, top) else ""
+            return [*own, PyEvent("if", kept, line=line, body=tuple(body), orelse=tuple(orelse), setup=setup)]
         if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
             chosen = self.chosen(stmt.iter)
             if chosen is not None:  # a list chosen by a run-time test: one loop per branch
@@ -196,14 +252,20 @@ class _Scanner:
                 api, items = loop
                 inner = {**params, stmt.target.id: f"{{{stmt.target.id}}}"}
                 self.loops.append(True)
+                self.unsure_depth += 1
                 body = self.block(stmt.body, inner)
+                self.unsure_depth -= 1
                 self.loops.pop()
                 orelse = self.block(stmt.orelse, params)
                 return [PyEvent("for", stmt.target.id, api, items, line, tuple(body), tuple(orelse))]
+        if isinstance(stmt, ast.For) and (known := self.static_loop(stmt, params)) is not None:
+            return known
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):  # runs its body any number of times
             own = self.calls(stmt, params)
             self.loops.append(False)
+            self.unsure_depth += 1
             body = self.block(stmt.body, params)
+            self.unsure_depth -= 1
             self.loops.pop()
             orelse = self.block(stmt.orelse, params)  # whether it runs is as unknown as the body's runs
             return [*own, PyEvent("if", "", line=line, body=tuple(body), orelse=tuple(orelse))]
@@ -211,7 +273,7 @@ class _Scanner:
             body = self.block(stmt.body, params) + self.block(stmt.orelse, params)
             handlers = tuple(
                 PyEvent(
-                    "except", ",".join(catches(h.type)), line=h.lineno, body=tuple(self.block(h.body, params))
+                    "except", ",".join(catches(h.type)), line=h.lineno, body=tuple(self.handler(h, params))
                 )
                 for h in stmt.handlers
             )
@@ -220,6 +282,8 @@ class _Scanner:
         if isinstance(stmt, ast.Raise):
             exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
             name = (self.dotted(exc) or "") if exc is not None else ""
+            if isinstance(stmt.exc, ast.Name) and stmt.exc.id in self.handlers:
+                name = ""  # ``except OSError as e: raise e``: the caught error again, as a bare raise
             message = ""
             if isinstance(stmt.exc, ast.Call) and stmt.exc.args:
                 message = self.text(stmt.exc.args[0], params) or _UNKNOWN
@@ -230,6 +294,90 @@ class _Scanner:
         if isinstance(stmt, ast.Return) and self.in_function:
             return [*self.calls(stmt, params), PyEvent("return", "", line=line)]
         return None
+
+    def handler(self, h: ast.ExceptHandler, params: dict[str, str]) -> list[PyEvent]:
+        self.handlers.append(h.name or "")
+        self.unsure_depth += 1
+        try:
+            return self.block(h.body, params)
+        finally:
+            self.unsure_depth -= 1
+            self.handlers.pop()
+
+    def setup(self, test: ast.expr) -> str:
+        """The program that computes a top-level test from what the module computed before it
+        (:mod:`abiprobe.binary.pyslice`); ``""`` inside functions, or when the test reads none of it."""
+        if self.in_function or self.static is None or self.static.overlay:
+            return ""
+        return self.static.setup(test, self.seen_top)
+
+    def argument_test(self, test: ast.expr, params: dict[str, str]) -> str | None:
+        """A function's test on its own parameters (and run-time values): ``if not no_throw: raise``,
+        kept as ``{=...=}`` with each parameter as ``__abiprobe_arg_<name>`` (the planner puts in what a
+        call passed; a test on a parameter no call passed stays opaque)."""
+        if not self.in_function:
+            return None
+        names = {p for p in params if p not in self.local_nodes}
+
+        def local(name: str) -> ast.expr | None:
+            if name in self.local_nodes:
+                return self.local_nodes[name]
+            if name in names:
+                return ast.Name(f"{ARG_PREFIX}{name}", ast.Load())
+            return self.module_nodes.get(name)
+
+        text = runtime_text(test, self.dotted, local, frozenset(f"{ARG_PREFIX}{n}" for n in names))
+        return None if text is None or ARG_PREFIX not in text else f"{{={text}=}}"
+
+    def static_loop(self, stmt: ast.For, params: dict[str, str]) -> list[PyEvent] | None:
+        """A top-level loop over a value known at facts time (a list of the module, a dict read from a
+        file of the wheel): a list of strings is a ``for`` the planner runs; other items are unrolled
+        (each item's names bound while its body is read) unless the body breaks out of the loop."""
+        if self.in_function or self.static is None:
+            return None
+        items = self.static.items(stmt.iter)
+        if items is None:
+            return None
+        line = stmt.lineno
+        if isinstance(stmt.target, ast.Name) and all(isinstance(i, str) for i in items):
+            name = stmt.target.id
+            self.loops.append(True)
+            self.unsure_depth += 1
+            body = self.block(stmt.body, {**params, name: f"{{{name}}}"})
+            self.unsure_depth -= 1
+            self.loops.pop()
+            orelse = self.block(stmt.orelse, params)
+            return [PyEvent("for", name, "", tuple(items), line, tuple(body), tuple(orelse))]
+        if _jumps(stmt.body):
+            return None
+        saved = dict(self.static.overlay)
+        events: list[PyEvent] = []
+        self.unsure_depth += 1
+        try:
+            for item in items:
+                names = self.static.bind(stmt.target, item)
+                if names is None:
+                    return None
+                events += self.block(stmt.body, {**params, **names})
+                self.static.overlay = dict(saved)
+        finally:
+            self.static.overlay = saved
+            self.unsure_depth -= 1
+        return events + self.block(stmt.orelse, params)
+
+    def argument(self, node: ast.expr, params: dict[str, str]) -> str:
+        """A call's argument as the text the planner binds to the callee's parameter: a string, a value
+        known at facts time, a path or name built from the caller's own parameters; ``""`` otherwise."""
+        if isinstance(node, ast.Constant):
+            return node.value if isinstance(node.value, str) else ""
+        if not self.in_function and self.static is not None:
+            known = self.static.argument(node)
+            if known is not None:
+                return known
+        if isinstance(node, (ast.Starred, ast.Lambda)):
+            return ""
+        text = self.text(node, params)
+        return text if text is not None and _UNKNOWN not in text else ""
 
     def guarded(self, value: ast.expr, before: ast.expr | None) -> ast.expr:
         """An assignment under run-time tests, as the value it leaves: ``value if test else before``."""
@@ -286,6 +434,8 @@ class _Scanner:
         the target fix (:data:`RUNTIME_ROOTS`), through the module's and the function's assignments."""
 
         def local(name: str) -> ast.expr | None:
+            if name in self.unsure:  # assigned where abiprobe cannot say whether it ran
+                return ast.Name(UNKNOWN_NAME, ast.Load())
             if self.in_function and name in self.local_nodes:
                 return self.local_nodes[name]
             if name in self.module_nodes:
@@ -326,11 +476,14 @@ class _Scanner:
             elif callee in ("importlib.import_module", "__import__") and node.args:
                 target = self.module_of(node.args[0], node.args[1:], params)
                 out.append(PyEvent("import", target, callee, line=node.lineno))
-            elif "." not in callee or callee.startswith(self.package.split(".")[0] + "."):
-                args = tuple(
-                    a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else ""
-                    for a in node.args
+            elif self.cls is not None and re.fullmatch(r"self\.\w+", callee):  # a method of its own class
+                args = ("", *(self.argument(a, params) for a in node.args))
+                out.append(
+                    PyEvent("call", f"{self.module}.{self.cls}.{callee[5:]}", args=args, line=node.lineno)
                 )
+            elif "." not in callee or callee.startswith(self.package.split(".")[0] + "."):
+                builtin = "." not in callee and callee in _BUILTIN_NAMES
+                args = tuple("" if builtin else self.argument(a, params) for a in node.args)
                 out.append(PyEvent("call", callee, args=args, line=node.lineno))
         return out
 
@@ -398,7 +551,7 @@ class _Scanner:
                 finally:
                     self.local_nodes[node.id] = local
             constant = self.constants.get(node.id)
-            return constant if constant is not None else self.runtime(node)
+            return constant if constant is not None else self.known_text(node) or self.runtime(node)
         if isinstance(node, ast.JoinedStr):
             parts = []
             for v in node.values:
@@ -412,7 +565,15 @@ class _Scanner:
             left, right = self.text(node.left, params), self.text(node.right, params)
             if left is not None and right is not None:
                 return left + right
-        return self.runtime(node)
+        return self.known_text(node) or self.runtime(node)
+
+    def known_text(self, node: ast.expr) -> str | None:
+        """A string the module's top level computed from what is known at facts time (a name read from
+        a JSON file of the wheel); None elsewhere."""
+        if self.in_function or self.static is None:
+            return None
+        value = self.static.value(node)
+        return value if isinstance(value, str) and "{" not in value and "*" not in value else None
 
     def path_of(self, node: ast.expr, params: dict[str, str]) -> str | None:
         """An installed path (relative to site-packages) a path expression evaluates to, or None."""
@@ -425,7 +586,7 @@ class _Scanner:
         if isinstance(node, ast.Call):
             callee = self.dotted(node.func) or ""
             args = node.args
-            short = callee.rsplit(".", 1)[-1]
+            short = node.func.attr if isinstance(node.func, ast.Attribute) else callee.rsplit(".", 1)[-1]
             if callee in ("os.path.join", "posixpath.join") or short == "joinpath":
                 parts = [self._path(a, params) for a in args]
                 if short == "joinpath" and isinstance(node.func, ast.Attribute):
@@ -487,6 +648,36 @@ class _Scanner:
             left, right = self._path(node.left, params), self._path(node.right, params)
             return None if left is None or right is None else posixpath.join(left, right)
         return self.text(node, params)
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+ARG_PREFIX = "__abiprobe_arg_"  # a function's parameter in a kept test (abiprobe.analyze.units binds it)
+
+
+def _matters(events: list[PyEvent], top: str) -> bool:
+    """Whether a branch loads, calls the package's code, raises, or imports a module of the package."""
+    return any(
+        e.kind in ("load", "raise")
+        or (e.kind == "call" and e.target not in _BUILTIN_NAMES)
+        or (e.kind == "import" and e.target.split(".")[0] == top)
+        for e in all_events(tuple(events))
+    )
+
+
+def _jumps(body: list[ast.stmt]) -> bool:
+    """Whether ``body`` has a ``break`` or ``continue`` of the loop it is the body of."""
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Break, ast.Continue)):
+            return True
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            todo.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.expr)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _system_search(node: ast.expr) -> bool:

@@ -26,6 +26,7 @@ from abiprobe.model.facts import DistMetadata, ElfFacts, WheelFacts
 _SPOOL_LIMIT = 64 << 20
 _HASH_CHUNK = 1 << 20
 MAX_SOURCE_BYTES = 1 << 20  # a larger .py file is generated data, not code that loads libraries
+MAX_DATA_BYTES = 64 << 10  # a data file the package's code reads (json.load(open(...))), read when smaller
 _DIST_INFO_FILES = ("METADATA", "WHEEL", "RECORD", "top_level.txt")
 
 MemberOpener = Callable[[str], AbstractContextManager[BinaryIO]]
@@ -188,8 +189,23 @@ def facts_from_members(
         unreadable=tuple(objects.unreadable),
         verified=verified,
         directory_sha256=directory_sha256,
-        python=scan_sources(sources),
+        python=scan_sources(sources, _data_reader(names, open_member), files),
     )
+
+
+def _data_reader(names: Sequence[str], open_member: MemberOpener) -> Callable[[str], bytes | None]:
+    """The bytes of a small file of the wheel by installed path (None: absent, a binary, or too large)."""
+    by_path = {installed_path(n): n for n in names if not n.endswith("/") and not looks_like_binary_member(n)}
+
+    def read(path: str) -> bytes | None:
+        member = by_path.get(path)
+        if member is None:
+            return None
+        with open_member(member) as fh:
+            data = fh.read(MAX_DATA_BYTES + 1)
+        return data if len(data) <= MAX_DATA_BYTES else None
+
+    return read
 
 
 class _BinaryReads:
@@ -307,8 +323,20 @@ def facts_from_tree(
         elf=tuple(objects.elf),
         errors=tuple(objects.errors),
         unreadable=tuple(objects.unreadable),
-        python=scan_sources(sources),
+        python=scan_sources(sources, partial(_tree_data, root, frozenset(files)), files),
     )
+
+
+def _tree_data(root: Path, files: frozenset[str], path: str) -> bytes | None:
+    """The bytes of a small file of an unpacked tree by its path (None: absent, a binary, or too large)."""
+    p = root / path
+    if path not in files or path.startswith("/") or ".." in path.split("/") or looks_like_binary_member(path):
+        return None
+    if not p.is_file():
+        return None
+    if p.stat().st_size > MAX_DATA_BYTES:
+        return None
+    return p.read_bytes()
 
 
 _LINKER_SCRIPT_STARTS = (b"/* GNU ld script", b"INPUT(", b"INPUT (", b"GROUP(", b"GROUP (", b"OUTPUT_FORMAT(")

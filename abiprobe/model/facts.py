@@ -128,6 +128,8 @@ class PyEvent:
     body: tuple[PyEvent, ...] = ()  # if / for / try: the events of the body
     orelse: tuple[PyEvent, ...] = ()  # if: the else branch; for: its else; try: the handler
     expr: str = ""  # load: the path expression's source text, kept where it could not be evaluated
+    # if: the program computing the test from what the module computed before it (abiprobe.binary.pyslice)
+    setup: str = ""
 
 
 def all_events(events: tuple[PyEvent, ...]) -> Iterator[PyEvent]:
@@ -397,6 +399,7 @@ def _event(d: dict[str, Any]) -> PyEvent:
         tuple(_event(e) for e in d.get("body", ())),
         tuple(_event(e) for e in d.get("orelse", ())),
         str(d.get("expr", "")),
+        str(d.get("setup", "")),
     )
 
 

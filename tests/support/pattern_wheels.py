@@ -11,7 +11,7 @@
 - ``chain``: CUDA, else ROCm, else XPU, else CPU; the XPU library needs Intel's absent ``libsvml.so``.
 - ``listglob``: loads ``liba.so`` then ``libb.so`` (which needs ``liba.so`` by soname, no RUNPATH) from a
   list in ``__init__``, then every ``ops/*.so`` of a glob; ``ops/libop1.so`` has an undefined symbol.
-- ``netname``: the library's name is read from a JSON file at import: abiprobe cannot follow it.
+- ``netname``: the library's name is read from a JSON file of the wheel at import.
 - ``optional``: loads ``libopt.so`` (which needs an absent library) inside a ``try`` whose handler goes on.
 - ``sysnames`` / ``sysnames_none``: try ``libm.so.9``, then ``libm.so.6`` (the target's) by
   bare name, newest first, through the system's search; in ``sysnames_none`` only absent names.

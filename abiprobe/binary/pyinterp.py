@@ -1,0 +1,806 @@
+"""A small, bounded interpreter of the plain Python a package computes values with before it loads
+native code: assignments, ``if``, ``for`` / ``while`` with ``break`` and ``continue``, ``try`` with its
+handlers, the package's own functions, comprehensions, and a fixed set of pure library calls (string and
+container methods, ``re``, ``json``, ``os.path``, ``pathlib``, ``packaging.version``).
+
+Nothing is run for real. Two things come from outside, each through a callback: a value the set and the
+target fix (``lookup``: ``torch.__version__``, ``importlib.metadata.version``; abiprobe.analyze.runtime)
+and the bytes of a file of the wheel (``read``: ``json.load(open(path))``, ``Path.read_text()``, at facts
+time only). Anything else (an unknown call, a name nothing binds, a file outside the wheel, a loop or a
+recursion past its bound) is :class:`Unknown`, never a guess; the package's own exceptions
+(``raise ValueError(...)``, a ``KeyError``, a file the wheel lacks) are raised as :class:`Raised` and caught
+by the package's handlers as Python would.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import operator
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Iterator
+from fnmatch import fnmatchcase
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+MAX_STEPS = 20_000
+MAX_DEPTH = 12
+MAX_TEXT = 4096  # the longest string a regular expression is applied to
+MAX_ITEMS = 4096
+
+
+class Unknown(Exception):
+    """The value depends on something the interpreter does not know (the message says what)."""
+
+
+class Raised(Exception):
+    """An exception the package's code itself raises (``name``: its class), caught by its handlers."""
+
+    def __init__(self, name: str, message: str = "") -> None:
+        super().__init__(f"{name}: {message}" if message else name)
+        self.name, self.message = name, message
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+class _Return(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class Ref:
+    """A dotted name bound by an import (``torch``, ``os.path.join``): resolved when used."""
+
+    def __init__(self, dotted: str) -> None:
+        self.dotted = dotted
+
+    def __repr__(self) -> str:
+        return f"<{self.dotted}>"
+
+
+class PackagePath:
+    """A ``pathlib`` path inside site-packages (``pkg/sub``), relative like every installed path."""
+
+    def __init__(self, path: str) -> None:
+        self.path = posixpath.normpath(path) if path else "."
+
+    def __repr__(self) -> str:
+        return f"Path({self.path!r})"
+
+    def __str__(self) -> str:
+        return self.path
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PackagePath) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+
+class Opaque:
+    """A value the interpreter could not compute (a branch on a value it does not know chose it), kept
+    where it stands inside a container: reading it is :class:`Unknown`, carrying it is not."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def __repr__(self) -> str:
+        return f"<unknown: {self.why}>"
+
+
+class _Function:
+    def __init__(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: dict[str, Any]) -> None:
+        self.node, self.scope = node, scope
+
+
+class _File:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+_CATCH_ALL = frozenset({"Exception", "BaseException"})
+_ERROR_BASES = {
+    "FileNotFoundError": {"OSError", "IOError", "EnvironmentError"},
+    "KeyError": {"LookupError"},
+    "IndexError": {"LookupError"},
+    "ZeroDivisionError": {"ArithmeticError"},
+    "StopIteration": set(),
+    "InvalidVersion": {"ValueError"},
+    "JSONDecodeError": {"ValueError"},
+}
+_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Mod: operator.mod,
+    ast.FloorDiv: operator.floordiv, ast.BitOr: operator.or_, ast.BitAnd: operator.and_,
+}  # fmt: skip
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}  # fmt: skip
+_PURE_TYPES = (str, int, float, bool, type(None), list, tuple, dict, set, frozenset, Version, PackagePath)
+_STR_METHODS = frozenset({
+    "startswith", "endswith", "split", "rsplit", "strip", "lstrip", "rstrip", "replace", "lower", "upper",
+    "join", "format", "partition", "rpartition", "count", "find", "rfind", "isdigit", "removeprefix",
+    "removesuffix", "splitlines", "index",
+})  # fmt: skip
+_CONTAINER_METHODS = frozenset({"get", "items", "keys", "values", "index", "count", "copy"})
+_MUTATING = frozenset({"append", "extend", "insert", "pop", "update", "setdefault", "add", "remove", "clear"})
+
+
+# a group with a quantifier inside that is itself quantified (``(a+)+``): backtracking that can take
+# exponential time, never run
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]")
+
+
+def _regex(name: str) -> Callable[..., Any]:
+    def call(pattern: str, text: str, *rest: Any) -> Any:
+        if not isinstance(pattern, str) or not isinstance(text, str) or len(text) > MAX_TEXT:
+            raise Unknown(f"re.{name} of a value abiprobe does not apply it to")
+        if len(pattern) > 512 or _NESTED_QUANTIFIER.search(pattern):
+            raise Unknown(f"re.{name} with a pattern abiprobe does not run")
+        return getattr(re, name)(pattern, text, *rest)
+
+    return call
+
+
+def _version(text: Any) -> Version:
+    try:
+        return Version(str(text))
+    except InvalidVersion:
+        raise Raised("InvalidVersion", f"Invalid version: {text!r}") from None
+
+
+def _builtins() -> dict[str, Any]:
+    def _range(*a: int) -> range:
+        r = range(*a)
+        if len(r) > MAX_ITEMS:
+            raise Unknown("a range longer than abiprobe follows")
+        return r
+
+    return {
+        "str": str, "int": int, "float": float, "bool": bool, "len": len, "list": list, "tuple": tuple,
+        "dict": dict, "set": set, "sorted": sorted, "min": min, "max": max, "any": any, "all": all,
+        "map": map, "filter": filter, "enumerate": enumerate, "zip": zip, "range": _range, "repr": repr,
+        "abs": abs, "next": next, "iter": iter, "reversed": reversed, "frozenset": frozenset,
+        "isinstance": None, "open": None, "hasattr": None,
+        "re.match": _regex("match"), "re.search": _regex("search"), "re.fullmatch": _regex("fullmatch"),
+        "re.sub": _regex("sub"), "re.split": _regex("split"), "re.findall": _regex("findall"),
+        "json.loads": json.loads,
+        "os.path.join": posixpath.join, "os.path.dirname": posixpath.dirname,
+        "os.path.basename": posixpath.basename, "os.path.normpath": posixpath.normpath,
+        "os.path.abspath": posixpath.normpath, "os.path.realpath": posixpath.normpath,
+        "os.path.splitext": posixpath.splitext, "os.fspath": str,
+        "packaging.version.Version": _version, "packaging.version.parse": _version,
+    }  # fmt: skip
+
+
+_PLAIN = _builtins()
+
+
+class Interpreter:
+    """Runs statements in one module's namespace (``env``); see the module docstring."""
+
+    def __init__(
+        self,
+        module_path: str,
+        lookup: Callable[[str], Any] | None = None,
+        read: Callable[[str], bytes | None] | None = None,
+        files: Iterable[str] = (),
+    ) -> None:
+        self.module_path = module_path
+        self.package = posixpath.dirname(module_path)
+        self.lookup, self.read = lookup, read
+        self.files = tuple(files)
+        self.env: dict[str, Any] = {"__file__": module_path, "__name__": module_path}
+        self.steps = 0
+        self.depth = 0
+
+    # statements ----------------------------------------------------------------------------------
+    def run(self, body: Iterable[ast.stmt], scope: dict[str, Any] | None = None) -> None:
+        for stmt in body:
+            self.statement(stmt, self.env if scope is None else scope)
+
+    def _tick(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise Unknown("more steps than abiprobe follows")
+
+    def statement(self, stmt: ast.stmt, scope: dict[str, Any]) -> None:
+        self._tick()
+        if isinstance(stmt, ast.Assign):
+            value = self.eval(stmt.value, scope)
+            for t in stmt.targets:
+                self.assign(t, value, scope)
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None:
+                self.assign(stmt.target, self.eval(stmt.value, scope), scope)
+        elif isinstance(stmt, ast.AugAssign):
+            op = _BINOPS.get(type(stmt.op))
+            if op is None or not isinstance(stmt.target, ast.Name):
+                raise Unknown(ast.unparse(stmt))
+            value = self._op(op, self.eval(stmt.target, scope), self.eval(stmt.value, scope))
+            self.assign(stmt.target, value, scope)
+        elif isinstance(stmt, ast.If):
+            self.run(stmt.body if self.truth(self.eval(stmt.test, scope)) else stmt.orelse, scope)
+        elif isinstance(stmt, (ast.For, ast.While)):
+            self._loop(stmt, scope)
+        elif isinstance(stmt, ast.Try):
+            self._try(stmt, scope)
+        elif isinstance(stmt, ast.With):
+            for item in stmt.items:
+                value = self.eval(item.context_expr, scope)
+                if item.optional_vars is not None:
+                    self.assign(item.optional_vars, value, scope)
+            self.run(stmt.body, scope)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope[stmt.name] = _Function(stmt, self.env)
+        elif isinstance(stmt, ast.Return):
+            raise _Return(None if stmt.value is None else self.eval(stmt.value, scope))
+        elif isinstance(stmt, ast.Raise):
+            raise self._raised(stmt, scope)
+        elif isinstance(stmt, ast.Break):
+            raise _Break
+        elif isinstance(stmt, ast.Continue):
+            raise _Continue
+        elif isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                scope[a.asname or a.name.split(".")[0]] = Ref(a.name if a.asname else a.name.split(".")[0])
+        elif isinstance(stmt, ast.ImportFrom):
+            base = "." * stmt.level + (stmt.module or "")
+            for a in stmt.names:
+                if a.name != "*":
+                    scope[a.asname or a.name] = Ref(f"{base}.{a.name}".lstrip(".") if not stmt.level else "")
+        elif isinstance(stmt, ast.Expr):
+            self._effect(stmt.value, scope)
+        elif isinstance(stmt, (ast.Pass, ast.Global, ast.Nonlocal)):
+            pass
+        else:
+            raise Unknown(f"{type(stmt).__name__} statement")
+
+    def step(self, stmt: ast.stmt) -> None:
+        """Run one top-level statement; a name it binds that cannot be computed becomes :class:`Opaque`
+        (what else the module computes stays known)."""
+        try:
+            self.statement(stmt, self.env)
+        except (Unknown, Raised, _Break, _Continue, _Return, RecursionError, MemoryError) as exc:
+            why = str(exc) if isinstance(exc, (Unknown, Raised)) else type(exc).__name__
+            for name in bound_names(stmt):
+                self.env[name] = Opaque(why)
+
+    def _effect(self, node: ast.expr, scope: dict[str, Any]) -> None:
+        """An expression statement: a call for its effect. One that changes a value this namespace
+        holds (``libs.append(x)``) is run; others (``logger.warning(...)``) change no value read here."""
+        if isinstance(node, ast.Constant):
+            return
+        mutates = (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MUTATING
+            and isinstance(node.func.value, ast.Name)
+            and (node.func.value.id in scope or node.func.value.id in self.env)
+        )
+        try:
+            self.eval(node, scope)
+        except Unknown:
+            if mutates:
+                raise
+        except Raised:
+            if mutates:
+                raise
+
+    def _raised(self, stmt: ast.Raise, scope: dict[str, Any]) -> Exception:
+        if stmt.exc is None:
+            return Unknown("a bare raise")
+        exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+        name = ast.unparse(exc).rsplit(".", 1)[-1]
+        message = ""
+        if isinstance(stmt.exc, ast.Call) and stmt.exc.args:
+            try:
+                message = str(self.eval(stmt.exc.args[0], scope))
+            except (Unknown, Raised):
+                message = ""
+        return Raised(name, message)
+
+    def _loop(self, stmt: ast.For | ast.While, scope: dict[str, Any]) -> None:
+        items: Iterator[Any]
+        if isinstance(stmt, ast.For):
+            items = iter(self.iterable(self.eval(stmt.iter, scope)))
+        else:
+            items = iter(range(MAX_ITEMS))
+        for n, item in enumerate(items):
+            if n >= MAX_ITEMS:
+                raise Unknown("a loop longer than abiprobe follows")
+            if isinstance(stmt, ast.For):
+                self.assign(stmt.target, item, scope)
+            elif not self.truth(self.eval(stmt.test, scope)):
+                break
+            try:
+                self.run(stmt.body, scope)
+            except _Break:
+                return
+            except _Continue:
+                continue
+        else:
+            if isinstance(stmt, ast.While):
+                raise Unknown("a while loop longer than abiprobe follows")
+        self.run(stmt.orelse, scope)
+
+    def _try(self, stmt: ast.Try, scope: dict[str, Any]) -> None:
+        try:
+            try:
+                self.run(stmt.body, scope)
+            except Raised as exc:
+                handler = next((h for h in stmt.handlers if _catches(h.type, exc.name)), None)
+                if handler is None:
+                    raise
+                if handler.name:
+                    scope[handler.name] = exc
+                self.run(handler.body, scope)
+            else:
+                self.run(stmt.orelse, scope)
+        finally:
+            self.run(stmt.finalbody, scope)
+
+    def assign(self, target: ast.expr, value: Any, scope: dict[str, Any]) -> None:
+        if isinstance(target, ast.Name):
+            scope[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            items = list(self.iterable(value))
+            if len(items) != len(target.elts):
+                raise Raised("ValueError", "cannot unpack")
+            for t, v in zip(target.elts, items, strict=True):
+                self.assign(t, v, scope)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            container = self.eval(target.value, scope)
+            if not isinstance(container, (dict, list)):
+                raise Unknown(ast.unparse(target))
+            container[self.eval(target.slice, scope)] = value
+        else:
+            raise Unknown(f"an assignment to {ast.unparse(target)}")
+
+    # expressions ---------------------------------------------------------------------------------
+    def truth(self, value: Any) -> bool:
+        return bool(self.plain(value))
+
+    def plain(self, value: Any) -> Any:
+        """``value`` as a value Python operators apply to (a Ref resolved)."""
+        if isinstance(value, Ref):
+            return self.resolve(value)
+        if isinstance(value, (*_PURE_TYPES, re.Match)):
+            return value
+        if isinstance(value, Opaque):
+            raise Unknown(value.why)
+        raise Unknown(f"{value!r} is not a value abiprobe evaluates")
+
+    def resolve(self, ref: Ref) -> Any:
+        if ref.dotted in _PLAIN and _PLAIN[ref.dotted] is not None:
+            return _PLAIN[ref.dotted]
+        if self.lookup is None or not ref.dotted:
+            raise Unknown(f"{ref.dotted or 'a module of the package'} is not fixed here")
+        try:
+            return self.lookup(ref.dotted)
+        except Exception as exc:  # the caller's own CannotEvaluate, or a value that is not there
+            raise Unknown(str(exc)) from None
+
+    def iterable(self, value: Any) -> Iterable[Any]:
+        value = self.plain(value) if isinstance(value, Ref) else value
+        if isinstance(value, (list, tuple, str, set, frozenset, range, map, filter, zip, enumerate)):
+            return value
+        if isinstance(value, dict):
+            return list(value)
+        if isinstance(value, Iterator):
+            return value
+        raise Unknown(f"iterating {value!r}")
+
+    def eval(self, node: ast.expr, scope: dict[str, Any]) -> Any:
+        self._tick()
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id in scope:
+                return scope[node.id]
+            if node.id in self.env:
+                return self.env[node.id]
+            if node.id in _PLAIN:
+                return Ref(node.id)
+            raise Unknown(f"the name {node.id}")
+        if isinstance(node, ast.Attribute):
+            return self._attribute(self.eval(node.value, scope), node.attr)
+        if isinstance(node, ast.Call):
+            return self._call(node, scope)
+        if isinstance(node, ast.JoinedStr):
+            return "".join(str(self.eval(v, scope)) for v in node.values)
+        if isinstance(node, ast.FormattedValue):
+            value = self.plain(self.eval(node.value, scope))
+            if node.conversion == 114:
+                value = repr(value)
+            elif node.conversion in (115, 97):
+                value = str(value)
+            spec = "" if node.format_spec is None else str(self.eval(node.format_spec, scope))
+            return format(value, spec)
+        if isinstance(node, ast.BinOp):
+            op = _BINOPS.get(type(node.op))
+            if isinstance(node.op, ast.Div):
+                left, right = self.eval(node.left, scope), self.eval(node.right, scope)
+                if isinstance(left, PackagePath):
+                    return PackagePath(posixpath.join(left.path, str(self.plain(right))))
+                op = operator.truediv
+                return op(self.plain(left), self.plain(right))
+            if op is None:
+                raise Unknown(ast.unparse(node))
+            return self._op(op, self.eval(node.left, scope), self.eval(node.right, scope))
+        if isinstance(node, ast.BoolOp):
+            result: Any = None
+            for v in node.values:
+                result = self.eval(v, scope)
+                if self.truth(result) == isinstance(node.op, ast.Or):
+                    return result
+            return result
+        if isinstance(node, ast.UnaryOp):
+            inner = self.plain(self.eval(node.operand, scope))
+            if isinstance(node.op, ast.Not):
+                return not inner
+            if isinstance(node.op, ast.USub):
+                return -inner
+            raise Unknown(ast.unparse(node))
+        if isinstance(node, ast.Compare):
+            left = self.plain(self.eval(node.left, scope))
+            for cmp, right_node in zip(node.ops, node.comparators, strict=True):
+                right = self.plain(self.eval(right_node, scope))
+                if not self._op(_COMPARE[type(cmp)], left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.IfExp):
+            return self.eval(node.body if self.truth(self.eval(node.test, scope)) else node.orelse, scope)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            items = [self.eval(e, scope) for e in node.elts]
+            return (
+                tuple(items)
+                if isinstance(node, ast.Tuple)
+                else items
+                if isinstance(node, ast.List)
+                else set(items)
+            )
+        if isinstance(node, ast.Dict):
+            out = {}
+            for k, v in zip(node.keys, node.values, strict=True):
+                if k is None:
+                    out.update(self.plain(self.eval(v, scope)))
+                else:
+                    out[self.plain(self.eval(k, scope))] = self.eval(v, scope)
+            return out
+        if isinstance(node, ast.Subscript):
+            base = self.plain(self.eval(node.value, scope))
+            if isinstance(node.slice, ast.Slice):
+                s = node.slice
+                bounds = [
+                    None if b is None else self.plain(self.eval(b, scope)) for b in (s.lower, s.upper, s.step)
+                ]
+                return base[slice(*bounds)]
+            key = self.plain(self.eval(node.slice, scope))
+            try:
+                return base[key]
+            except KeyError:
+                raise Raised("KeyError", repr(key)) from None
+            except IndexError:
+                raise Raised("IndexError", "index out of range") from None
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            return self._comprehension(node, scope)
+        raise Unknown(f"{type(node).__name__} expression")
+
+    def _op(self, op: Callable[[Any, Any], Any], left: Any, right: Any) -> Any:
+        left, right = self.plain(left), self.plain(right)
+        if op is operator.mul and any(isinstance(x, (str, list, tuple)) for x in (left, right)):
+            sized, count = (left, right) if isinstance(left, (str, list, tuple)) else (right, left)
+            if not isinstance(count, int) or len(sized) * max(count, 0) > 1 << 16:
+                raise Unknown("a repetition longer than abiprobe follows")
+        if isinstance(left, int) and isinstance(right, int) and max(abs(left), abs(right)) > 1 << 128:
+            raise Unknown("a number larger than abiprobe follows")
+        try:
+            out = op(left, right)
+        except ZeroDivisionError:
+            raise Raised("ZeroDivisionError") from None
+        except TypeError:
+            raise Raised("TypeError") from None
+        if isinstance(out, str) and len(out) > 1 << 16:
+            raise Unknown("a string longer than abiprobe follows")
+        return out
+
+    def _comprehension(self, node: ast.expr, scope: dict[str, Any]) -> Any:
+        inner = dict(scope)
+        out: list[Any] = []
+        assert isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp))
+
+        def walk(i: int) -> None:
+            if i == len(node.generators):
+                if isinstance(node, ast.DictComp):
+                    out.append((self.plain(self.eval(node.key, inner)), self.eval(node.value, inner)))
+                else:
+                    out.append(self.eval(node.elt, inner))
+                if len(out) > MAX_ITEMS:
+                    raise Unknown("a comprehension longer than abiprobe follows")
+                return
+            gen = node.generators[i]
+            for item in self.iterable(self.eval(gen.iter, inner)):
+                self.assign(gen.target, item, inner)
+                if all(self.truth(self.eval(c, inner)) for c in gen.ifs):
+                    walk(i + 1)
+
+        walk(0)
+        if isinstance(node, ast.DictComp):
+            return dict(out)
+        if isinstance(node, ast.SetComp):
+            return set(out)
+        return out
+
+    def _attribute(self, base: Any, attr: str) -> Any:
+        if isinstance(base, Ref):
+            ref = Ref(f"{base.dotted}.{attr}" if base.dotted else "")
+            if self.lookup is not None and ref.dotted and ref.dotted not in _PLAIN:
+                try:
+                    value = self.lookup(ref.dotted)
+                except Exception:
+                    return ref
+                return value if isinstance(value, _PURE_TYPES) or callable(value) else ref
+            return ref
+        if isinstance(base, PackagePath):
+            if attr == "parent":
+                return PackagePath(posixpath.dirname(base.path))
+            if attr in ("name", "stem", "suffix"):
+                name = posixpath.basename(base.path)
+                return {
+                    "name": name,
+                    "stem": posixpath.splitext(name)[0],
+                    "suffix": posixpath.splitext(name)[1],
+                }[attr]
+            return _Bound(base, attr)
+        if isinstance(base, Raised) and attr == "args":
+            return (base.message,)
+        if attr.startswith("_"):
+            raise Unknown(f"the attribute {attr}")
+        if isinstance(base, (str, dict, list, tuple, set, Version, re.Match, _File)):
+            return _Bound(base, attr)
+        raise Unknown(f"{attr} of {type(base).__name__}")
+
+    def _call(self, node: ast.Call, scope: dict[str, Any]) -> Any:
+        func = self.eval(node.func, scope)
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.iterable(self.eval(a.value, scope)))
+            else:
+                args.append(self.eval(a, scope))
+        kwargs = {k.arg: self.eval(k.value, scope) for k in node.keywords if k.arg is not None}
+        if any(k.arg is None for k in node.keywords):
+            raise Unknown("a call with **kwargs")
+        if isinstance(func, _Function):
+            return self._run_function(func, args, kwargs)
+        if isinstance(func, _Bound):
+            return self._method(func, args, kwargs)
+        if isinstance(func, Ref):
+            return self._library(func.dotted, args, kwargs)
+        if callable(func):  # a function the caller's values hold (``torch.cuda.is_available``)
+            out = func(*[self.plain(a) for a in args], **{k: self.plain(v) for k, v in kwargs.items()})
+            return self.plain(out)
+        raise Unknown(f"calling {ast.unparse(node.func)}")
+
+    def _library(self, dotted: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if dotted in ("open", "io.open"):
+            return _File(self._read(args[0]))
+        if dotted == "json.load" and args and isinstance(args[0], _File):
+            return self._json(args[0].text)
+        if dotted in ("pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "Path") and args:
+            value = args[0]
+            return value if isinstance(value, PackagePath) else PackagePath(str(self.plain(value)))
+        if dotted == "glob.glob" and args:
+            return self._glob(str(self.plain(args[0])))
+        if dotted in ("os.listdir",) and args:
+            folder = posixpath.normpath(str(self.plain(args[0])))
+            return sorted(
+                {f[len(folder) + 1 :].split("/", 1)[0] for f in self.files if f.startswith(folder + "/")}
+            )
+        if dotted in ("os.path.exists", "os.path.isfile") and args and self.files:
+            path = posixpath.normpath(str(self.plain(args[0])))
+            return path in self.files or (
+                dotted == "os.path.exists" and any(f.startswith(path + "/") for f in self.files)
+            )
+        if dotted == "hasattr" and len(args) == 2 and isinstance(args[0], Ref):
+            attr = self._attribute(args[0], str(self.plain(args[1])))
+            if isinstance(attr, Ref):
+                raise Unknown(f"whether {args[0].dotted} has {args[1]}")
+            return True
+        plain = _PLAIN.get(dotted)
+        if dotted in ("isinstance", "hasattr") or (plain is None and dotted in _PLAIN):
+            raise Unknown(dotted)
+        func = plain if plain is not None else self.resolve(Ref(dotted))
+        if not callable(func):
+            raise Unknown(f"{dotted} is not a function abiprobe evaluates")
+        try:
+            out = func(*[self._arg(a) for a in args], **{k: self._arg(v) for k, v in kwargs.items()})
+        except (Unknown, Raised):
+            raise
+        except StopIteration:
+            raise Raised("StopIteration") from None
+        except (ValueError, TypeError, KeyError, IndexError) as exc:
+            raise Raised(type(exc).__name__, str(exc)) from None
+        return out if isinstance(out, (Iterator, map, filter, zip, enumerate, range)) else self.plain(out)
+
+    def _arg(self, value: Any) -> Any:
+        if isinstance(value, _Function):
+            return lambda *a: self._run_function(value, list(a), {})
+        if isinstance(value, Ref) and value.dotted in _PLAIN:
+            return _PLAIN[value.dotted]
+        if isinstance(value, (Iterator, map, filter, zip, enumerate, range)):
+            return value
+        return self.plain(value)
+
+    def _method(self, bound: _Bound, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        owner, name = bound.owner, bound.name
+        if isinstance(owner, PackagePath):
+            if name in ("read_text", "read_bytes", "open"):
+                text = self._read(owner.path)
+                return _File(text) if name == "open" else text
+            if name in ("glob", "rglob") and args:
+                pattern = posixpath.join(
+                    owner.path, "**" if name == "rglob" else "", str(self.plain(args[0]))
+                )
+                return [PackagePath(p) for p in self._glob(pattern.replace("/**//", "/**/"))]
+            if name in ("exists", "is_file") and self.files:
+                return owner.path in self.files or (
+                    name == "exists" and any(f.startswith(owner.path + "/") for f in self.files)
+                )
+            if name in ("resolve", "absolute"):
+                return owner
+            if name == "joinpath":
+                return PackagePath(posixpath.join(owner.path, *[str(self.plain(a)) for a in args]))
+            raise Unknown(f"Path.{name}")
+        if isinstance(owner, _File):
+            if name == "read":
+                return owner.text
+            if name == "readlines":
+                return owner.text.splitlines(keepends=True)
+            raise Unknown(f"file.{name}")
+        if name == "format" and isinstance(owner, str) and ("__" in owner or len(owner) > MAX_TEXT):
+            raise Unknown("a format string abiprobe does not apply")
+        allowed = (
+            (isinstance(owner, str) and name in _STR_METHODS)
+            or (isinstance(owner, (dict, list, tuple, set)) and name in _CONTAINER_METHODS | _MUTATING)
+            or (isinstance(owner, re.Match) and name in ("group", "groups", "groupdict", "start", "end"))
+        )
+        if not allowed:
+            raise Unknown(f"{type(owner).__name__}.{name}")
+        try:
+            out = getattr(owner, name)(
+                *[self._arg(a) for a in args], **{k: self._arg(v) for k, v in kwargs.items()}
+            )
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise Raised(type(exc).__name__, str(exc)) from None
+        if name in ("items", "keys", "values"):
+            return list(out)
+        return out
+
+    def _run_function(self, func: _Function, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if self.depth >= MAX_DEPTH:
+            raise Unknown("calls nested deeper than abiprobe follows")
+        a = func.node.args
+        names = [p.arg for p in (*a.posonlyargs, *a.args)]
+        local: dict[str, Any] = {}
+        defaults = a.defaults
+        for i, name in enumerate(names):
+            if i < len(args):
+                local[name] = args[i]
+            elif name in kwargs:
+                local[name] = kwargs.pop(name)
+            elif i >= len(names) - len(defaults):
+                local[name] = self.eval(defaults[i - (len(names) - len(defaults))], func.scope)
+            else:
+                raise Unknown(f"{func.node.name}() without its argument {name}")
+        for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+            if p.arg in kwargs:
+                local[p.arg] = kwargs.pop(p.arg)
+            elif d is not None:
+                local[p.arg] = self.eval(d, func.scope)
+            else:
+                raise Unknown(f"{func.node.name}() without its argument {p.arg}")
+        if len(args) > len(names) or kwargs or a.vararg or a.kwarg:
+            raise Unknown(f"{func.node.name}() called with arguments abiprobe does not bind")
+        self.depth += 1
+        try:
+            self.run(func.node.body, local)
+        except _Return as ret:
+            return ret.value
+        finally:
+            self.depth -= 1
+        return None
+
+    def _read(self, path: Any) -> str:
+        path = posixpath.normpath(str(self.plain(path)))
+        if self.read is None:
+            raise Unknown(f"the content of {path}")
+        if self.files and path not in self.files:
+            raise Raised("FileNotFoundError", f"No such file or directory: {path!r}")
+        data = self.read(path)
+        if data is None:
+            raise Unknown(f"the content of {path}")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Raised("UnicodeDecodeError") from None
+
+    def _json(self, text: str) -> Any:
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise Raised("JSONDecodeError", str(exc)) from None
+
+    def _glob(self, pattern: str) -> list[str]:
+        pattern = posixpath.normpath(pattern)
+        if not self.files:
+            raise Unknown(f"the files matching {pattern}")
+        depth = pattern.count("/")
+        return sorted(
+            f for f in self.files if ("**" in pattern or f.count("/") == depth) and fnmatchcase(f, pattern)
+        )
+
+
+class _Bound:
+    def __init__(self, owner: Any, name: str) -> None:
+        self.owner, self.name = owner, name
+
+
+def _catches(node: ast.expr | None, name: str) -> bool:
+    if node is None:
+        return True
+    items = node.elts if isinstance(node, ast.Tuple) else [node]
+    names = {ast.unparse(i).rsplit(".", 1)[-1] for i in items}
+    return bool(names & (_CATCH_ALL | {name} | _ERROR_BASES.get(name, set())))
+
+
+def bound_names(stmt: ast.stmt) -> set[str]:
+    """The names a statement binds anywhere in it (not inside the functions it defines)."""
+    out: set[str] = set()
+    todo: list[ast.AST] = [stmt]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name.split(".")[0]) for a in node.names if a.name != "*")
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def literal(value: Any, limit: int = 4096) -> str | None:
+    """Python source for ``value`` when it is plain data (strings, numbers, lists, dicts ...) whose
+    source is at most ``limit`` characters; None otherwise."""
+
+    def plain(v: Any) -> bool:
+        if isinstance(v, (str, int, float, bool, type(None))):
+            return True
+        if isinstance(v, (list, tuple, set, frozenset)):
+            return all(plain(i) for i in v)
+        if isinstance(v, dict):
+            return all(plain(k) and plain(i) for k, i in v.items())
+        return False
+
+    if not plain(value):
+        return None
+    text = repr(value)
+    return text if len(text) <= limit else None
+
+
+__all__ = ["Interpreter", "Opaque", "PackagePath", "Raised", "Ref", "Unknown", "bound_names", "literal"]

@@ -1,0 +1,75 @@
+"""The bounded interpreter of a package's plain Python (abiprobe.binary.pyinterp): what it computes, and
+that anything past what it follows is Unknown, never a guess, a hang or a read outside the wheel."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from abiprobe.binary.pyinterp import Interpreter, Opaque, Unknown
+
+
+def _run(source: str, **kw: object) -> dict[str, object]:
+    interp = Interpreter("pkg/__init__.py", **kw)  # type: ignore[arg-type]
+    for stmt in ast.parse(source).body:
+        interp.step(stmt)
+    return interp.env
+
+
+def test_a_version_guard_is_computed_with_the_values_given() -> None:
+    # GIVEN torchao-like code: its own parser, a list of pairs, a loop with break
+    source = """
+import re
+import torch
+def parse(v):
+    m = re.match(r"(\\d+)\\.(\\d+)\\.(\\d+)", v)
+    if m:
+        return [int(x) for x in m.groups()]
+    raise ValueError(v)
+skip = True
+for mine, theirs in [(parse("1.0.0"), parse("2.9.0"))]:
+    if parse(torch.__version__) == theirs:
+        skip = False
+        break
+"""
+    values = {"torch.__version__": "2.9.0+cu130"}
+    # THEN skip is what the code computes for the torch given, and unknown with none given
+    assert _run(source, lookup=values.__getitem__)["skip"] is False
+    assert _run(source, lookup={"torch.__version__": "2.8.0"}.__getitem__)["skip"] is True
+    assert isinstance(_run(source)["skip"], Opaque)
+
+
+def test_a_data_file_of_the_wheel_is_read_and_one_it_lacks_raises_as_python_would() -> None:
+    source = """
+import json, os
+def info(t):
+    try:
+        with open(os.path.join(os.path.dirname(__file__), f"{t}.json")) as f:
+            return json.load(f)
+    except Exception:
+        return {}
+got = {t: info(t) for t in ["a", "b"]}
+"""
+    files = {"pkg/a.json": b'{"libs": ["x", "y"]}'}
+    env = _run(source, read=files.get, files=["pkg/__init__.py", *files])
+    assert env["got"] == {"a": {"libs": ["x", "y"]}, "b": {}}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = 'a' * 100000000",  # a repetition past the bound
+        "x = 2\nfor _ in range(4000):\n    x = x * x",  # a number past the bound
+        "import re\nx = re.match(r'(a+)+b', 'a' * 40)",  # a pattern that backtracks exponentially
+        "x = 0\nwhile True:\n    x = x + 1",  # a loop with no end
+        "x = open('/etc/passwd').read()",  # a file outside the wheel
+        "x = ''.__class__",  # an attribute of the interpreter's own objects
+        "x = '{0.__class__}'.format(1)",
+    ],
+)
+def test_what_it_does_not_follow_is_unknown(source: str) -> None:
+    value = _run(source, read={}.get, files=["pkg/__init__.py"])["x"]
+    assert isinstance(value, Opaque)
+    with pytest.raises(Unknown):
+        Interpreter("pkg/__init__.py").plain(value)
