@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from abiprobe.analyze.checks import wheel_tags
 from abiprobe.analyze.driver_api import driver_symbol_introduced, is_driver_api_name
 from abiprobe.analyze.layout import InstalledObject, Layout
-from abiprobe.analyze.preloads import preload_order, preload_pattern
+from abiprobe.analyze.preloads import PRELOADED, preload_order
 from abiprobe.analyze.profiles import DRIVER_SONAME, Profile, SystemLibrary, stable_abi_names
 from abiprobe.analyze.runtime import runtime_values
 from abiprobe.analyze.units import PlannedUnit, plan_units
@@ -29,8 +29,6 @@ from abiprobe.solve.stack import PackageLoading, default_stack
 
 # Libraries the interpreter itself has loaded before any import: part of the global scope.
 INTERPRETER_LIBS = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "libutil.so.1")
-# installed paths of the libraries the stack's packages preload (torch/lib, the nvidia libraries it names)
-PRELOADED = preload_pattern(default_stack().loading())
 _IGNORED_IMPORTS = frozenset({"__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable"})
 
 

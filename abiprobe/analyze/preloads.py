@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 
 from abiprobe.analyze.layout import InstalledObject, Layout
-from abiprobe.solve.stack import PackageLoading
+from abiprobe.solve.stack import PackageLoading, default_stack
 
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*\}")
 
@@ -77,3 +77,8 @@ def _closure(layout: Layout, rule: PackageLoading) -> list[InstalledObject]:
 
 
 __all__ = ["install_glob", "preload_order", "preload_pattern"]
+
+
+# installed paths of the libraries the stack's packages preload (torch/lib, the nvidia libraries it names);
+# here rather than in the loader, so that what asks only this (which libraries to read) loads no loader
+PRELOADED = preload_pattern(default_stack().loading())

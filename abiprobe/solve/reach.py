@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from abiprobe.analyze.loader import PRELOADED
+from abiprobe.analyze.preloads import PRELOADED
 from abiprobe.model.facts import WheelInfo
 from abiprobe.solve.candidates import StackCandidate
 

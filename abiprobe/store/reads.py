@@ -352,7 +352,7 @@ class WheelReads:
 def no_gpu_verdict(path: str) -> bool:
     """Whether no GPU-code verdict looks at the runtime library installed at ``path``: only the units
     (libraries torch preloads) are judged for their GPU code, what they need by DT_NEEDED is not."""
-    from abiprobe.analyze.loader import PRELOADED  # the loader's rules: not loaded with the index client
+    from abiprobe.analyze.preloads import PRELOADED  # the loader's rules: not loaded with the index client
 
     return not PRELOADED.match(path)
 
