@@ -257,11 +257,14 @@ def run(args: argparse.Namespace) -> int:
         asked = last.revalidate(client, http) if last is not None else None
         try:
             from abiprobe.solve.pipeline import solve
-            from abiprobe.store.published_client import WithPublishedVerdicts, published_facts
             from abiprobe.store.reads import WheelReads
             from abiprobe.ui.progress import wheel_work
 
-            published = published_facts(http, cache, disabled=args.no_published_facts, offline=args.offline)
+            published = None
+            if not args.offline:  # offline nothing is fetched, published facts neither
+                from abiprobe.store.published_client import WithPublishedVerdicts, published_facts
+
+                published = published_facts(http, cache, disabled=args.no_published_facts, offline=False)
             wheels = WheelReads(http, cache, offline=args.offline, published=published)
             reads = solve_reads(client, wheels, cache, wheel_work)
             if published is not None:
@@ -300,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
             find_links={display_url(s.url) for s in config.sources if s.kind == "find-links"},
         )
         for path, text in files.items():
-            write_text_atomic(path, text)
+            write_unless_same(path, text)
     if args.json:
         sys.stdout.write(json_text(doc))
     else:
@@ -308,6 +311,18 @@ def run(args: argparse.Namespace) -> int:
     if not result.complete:
         say_incomplete(args, result, name)
     return result.exit_code
+
+
+def write_unless_same(path: Path, text: str) -> None:
+    """A matrix file written (atomically, synced) unless it already holds these very bytes: a warm solve
+    that answers as the last one did rewrites and syncs nothing."""
+    data = text.encode("utf-8")
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    write_text_atomic(path, text)
 
 
 def say_incomplete(args: argparse.Namespace, result: SolveResult, name: str) -> None:
