@@ -301,9 +301,11 @@ def run(args: argparse.Namespace) -> int:
             doc,
             lock_path=args.lock,
             find_links={display_url(s.url) for s in config.sources if s.kind == "find-links"},
+            unchanged=holds,
         )
         for path, text in files.items():
-            write_unless_same(path, text)
+            if not holds(path, text):
+                write_text_atomic(path, text)
     if args.json:
         sys.stdout.write(json_text(doc))
     else:
@@ -313,16 +315,14 @@ def run(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def write_unless_same(path: Path, text: str) -> None:
-    """A matrix file written (atomically, synced) unless it already holds these very bytes: a warm solve
-    that answers as the last one did rewrites and syncs nothing."""
+def holds(path: Path, text: str) -> bool:
+    """Whether the file at ``path`` holds ``text`` already: a warm solve that answers as the last one did
+    rewrites and syncs none of its files."""
     data = text.encode("utf-8")
     try:
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
-            return
+        return path.stat().st_size == len(data) and path.read_bytes() == data
     except OSError:
-        pass
-    write_text_atomic(path, text)
+        return False
 
 
 def say_incomplete(args: argparse.Namespace, result: SolveResult, name: str) -> None:
