@@ -13,7 +13,7 @@ from functools import cached_property
 
 from packaging import tags as _tags
 
-from abiprobe.binary.cuda import GpuArch
+from abiprobe.binary.cuda_arch import GpuArch
 from abiprobe.binary.cuda_arch import parse_known_arch
 from abiprobe.errors import UsageError
 
