@@ -31,13 +31,12 @@ With ``--history DIR`` (about 19 GB, 15-20 minutes): ``solve --all-versions`` co
 
     python bench/bench_solve_real.py [--runs 5] [--no-network] [--skip-warm] [--cold [--naive-cells N]]
                                      [--history DIR] [--uv-cache DIR] [--inspect-wheel WHL]
-                                     [--auditwheel PATH] [--json OUT]
+                                     [--auditwheel PATH] [--work DIR] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import shutil
@@ -384,8 +383,9 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, str]]:
     if isinstance(inspect, dict):
         ours, theirs = inspect["abiprobe_inspect"], inspect["auditwheel_show"]
         ok = inspect["ratio_seconds"] <= 1.5 and ours["peak_rss_mib"] <= 60
-        row(f"`inspect` of {inspect['wheel'].split('-')[0]} {inspect['wheel'].split('-')[1]}", run_text(ours),
-            f"`auditwheel show`: {run_text(theirs)}", f"{inspect['ratio_seconds']}x, {inspect['ratio_peak_rss']}x",
+        name, version = inspect["wheel"].split("-")[:2]
+        both = f"{inspect['ratio_seconds']}x, {inspect['ratio_peak_rss']}x"
+        row(f"`inspect` of {name} {version}", run_text(ours), f"`auditwheel show`: {run_text(theirs)}", both,
             "<= 1.5x, <= 60 MiB", ok)  # fmt: skip
     cold, naive = results.get("cold"), results.get("naive_loop")
     if isinstance(cold, dict):
@@ -406,8 +406,8 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, str]]:
             history["peak_rss_mib"] <= 2048)  # fmt: skip
     online = results.get("warm_online_window_passed")
     if isinstance(online, dict):
-        row("warm online, pages past the window", f"{online['seconds']:.2f} s ({online['requests']} requests)",
-            "", "", "<= 0.5 s", online["seconds"] <= 0.5)  # fmt: skip
+        ours = f"{online['seconds']:.2f} s ({online['requests']} requests)"
+        row("warm online, pages past the window", ours, "", "", "<= 0.5 s", online["seconds"] <= 0.5)
     inside = results.get("warm_online_in_window")
     if isinstance(inside, dict):
         row("warm online, inside the window", f"{inside['seconds']:.2f} s ({inside['requests']} requests)",
@@ -474,8 +474,11 @@ def main() -> int:
     parser.add_argument("--naive-cells", type=int, default=-1, help="naive loop cells to run (-1: all)")
     parser.add_argument("--history", type=Path, metavar="DIR", help="whole history cold into DIR (~19 GB)")
     parser.add_argument("--uv-cache", type=Path, help="a uv cache already filled for the chosen pins")
-    parser.add_argument("--inspect-wheel", type=Path, help=f"wheel for the inspect row (default {INSPECT_WHEEL})")
+    parser.add_argument(
+        "--inspect-wheel", type=Path, help=f"wheel for the inspect row (default {INSPECT_WHEEL})"
+    )
     parser.add_argument("--auditwheel", default=shutil.which("auditwheel"), help="auditwheel executable")
+    parser.add_argument("--work", type=Path, default=Path("/tmp"), help="where the scratch folders go")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     for name in ("PIP_FIND_LINKS", "PIP_CERT"):  # this process reads the same configuration as the child
@@ -487,7 +490,8 @@ def main() -> int:
     results["cells"] = len(doc["cells"])
     groups = {g["id"]: [f"{w['name']}=={w['version']}" for w in g["wheels"]]
               for gs in doc["groups"].values() for g in gs}  # fmt: skip
-    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+    args.work.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         t = Path(tmp)
         os.environ["ABIPROBE_LOCAL_DIR"] = str(t / "local")
         results["startup"] = startup_rows(child_env(t / "local"), ROOT)

@@ -91,10 +91,29 @@ def warm_vs_uv(
                     "-o", str(t / "uv-online.txt")]  # fmt: skip
             subprocess.run(fill, cwd=t, env=env, check=True, capture_output=True)
         commands = {
-            "abiprobe_solve_offline": [*abiprobe, "solve", *TARGET, "--offline", "--cache-dir", str(cache),
-                                       "--out-dir", str(out)],  # fmt: skip
-            "uv_pip_compile_offline": [uv, "pip", "compile", "-q", "--offline", "--cache-dir", str(uv_cache),
-                                       *UV_TARGET, str(pins), "-o", str(t / "uv.txt")],  # fmt: skip
+            "abiprobe_solve_offline": [
+                *abiprobe,
+                "solve",
+                *TARGET,
+                "--offline",
+                "--cache-dir",
+                str(cache),
+                "--out-dir",
+                str(out),
+            ],
+            "uv_pip_compile_offline": [
+                uv,
+                "pip",
+                "compile",
+                "-q",
+                "--offline",
+                "--cache-dir",
+                str(uv_cache),
+                *UV_TARGET,
+                str(pins),
+                "-o",
+                str(t / "uv.txt"),
+            ],
         }
         interpreter = python312()
         if interpreter is not None:
@@ -104,7 +123,8 @@ def warm_vs_uv(
         # 3: the answer is incomplete (the hosts that do not resolve here are not in the cache)
         results: dict[str, Any] = alternate(commands, t, runs, env, ok=(0, 3))
         lock = f"{MATRIX}.lock.txt"
-        results["lock_same_as_committed"] = (out / lock).read_bytes() == (ROOT / "matrices" / lock).read_bytes()
+        committed = (ROOT / "matrices" / lock).read_bytes()
+        results["lock_same_as_committed"] = (out / lock).read_bytes() == committed
         results["uv_resolved_packages"] = sum(
             1 for line in (t / "uv.txt").read_text().splitlines() if line and not line.startswith((" ", "#"))
         )
@@ -113,7 +133,9 @@ def warm_vs_uv(
     results["goal"] = {"within 1.0x uv's time": (results["ratio_seconds"] or 99) <= 1.0}
     given = results.get("uv_pip_compile_offline_python_given")
     if given is not None:
-        results["ratio_seconds_python_given"] = ratios(results["abiprobe_solve_offline"], given)["ratio_seconds"]
+        results["ratio_seconds_python_given"] = ratios(results["abiprobe_solve_offline"], given)[
+            "ratio_seconds"
+        ]
     return results
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from abiprobe.analyze.checks import wheel_tags
 from abiprobe.analyze.driver_api import driver_symbol_introduced, is_driver_api_name
 from abiprobe.analyze.layout import InstalledObject, Layout
-from abiprobe.analyze.preloads import PRELOADED, preload_order
+from abiprobe.analyze.preloads import preload_order
 from abiprobe.analyze.profiles import DRIVER_SONAME, Profile, SystemLibrary, stable_abi_names
 from abiprobe.analyze.runtime import runtime_values
 from abiprobe.analyze.units import PlannedUnit, plan_units

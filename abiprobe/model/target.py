@@ -13,8 +13,7 @@ from functools import cached_property
 
 from packaging import tags as _tags
 
-from abiprobe.binary.cuda_arch import GpuArch
-from abiprobe.binary.cuda_arch import parse_known_arch
+from abiprobe.binary.cuda_arch import GpuArch, parse_known_arch
 from abiprobe.errors import UsageError
 
 # NVIDIA CUDA Toolkit release notes, table "CUDA Toolkit and Corresponding Driver Versions"

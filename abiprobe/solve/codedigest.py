@@ -41,7 +41,8 @@ def _module_file(name: str, root: Path = _ROOT) -> Path | None:
         return None
     files = _package_files(root)
     base = "/".join(parts[1:])
-    for candidate in (f"{base}.py" if len(parts) > 1 else None, f"{base}/__init__.py" if base else "__init__.py"):
+    package = f"{base}/__init__.py" if base else "__init__.py"
+    for candidate in (f"{base}.py" if len(parts) > 1 else None, package):
         if candidate is not None and candidate in files:
             return root.joinpath(*candidate.split("/"))
     return None
