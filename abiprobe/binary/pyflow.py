@@ -25,11 +25,36 @@ def runtime_text(
     """The source text of ``node`` with import aliases spelled out and assigned names replaced by their
     values, when it reads nothing but constants and :data:`RUNTIME_ROOTS` values (and at least one of
     those); None otherwise."""
+    if not _may_read_runtime(node, dotted, local):  # the rewriter's answer, without copying ``node``
+        return None
     rewriter = _Rewriter(dotted, local)
     out = rewriter.visit(copy.deepcopy(node))
     if not rewriter.ok or not rewriter.reads_runtime:
         return None
     return ast.unparse(ast.fix_missing_locations(out))
+
+
+def _may_read_runtime(
+    node: ast.expr,
+    dotted: Callable[[ast.expr], str | None],
+    local: Callable[[str], ast.expr | None],
+    depth: int = 0,
+    seen: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether rewriting ``node`` could read a run-time value: a name in it is one (spelled through the
+    import aliases; an attribute's root is its base name's), directly or through the assigned values
+    the rewriter puts in its place (as deep as it goes). Most conditions a scan asks about read none,
+    and copying them to find out was most of a scan's time."""
+    for sub in ast.walk(node):
+        if not isinstance(sub, ast.Name):
+            continue
+        value = local(sub.id) if sub.id not in seen else None
+        if value is not None and depth < _MAX_DEPTH:
+            if _may_read_runtime(value, dotted, local, depth + 1, seen | {sub.id}):
+                return True
+        elif (dotted(sub) or sub.id).split(".")[0] in RUNTIME_ROOTS:
+            return True
+    return False
 
 
 class _Rewriter(ast.NodeTransformer):
