@@ -34,27 +34,35 @@ def runtime_text(
     return ast.unparse(ast.fix_missing_locations(out))
 
 
+_PRECHECK_BUDGET = 5000  # names looked at before leaving the answer to the rewriter itself
+
+
 def _may_read_runtime(
-    node: ast.expr,
-    dotted: Callable[[ast.expr], str | None],
-    local: Callable[[str], ast.expr | None],
-    depth: int = 0,
-    seen: frozenset[str] = frozenset(),
+    node: ast.expr, dotted: Callable[[ast.expr], str | None], local: Callable[[str], ast.expr | None]
 ) -> bool:
     """Whether rewriting ``node`` could read a run-time value: a name in it is one (spelled through the
     import aliases; an attribute's root is its base name's), directly or through the assigned values
     the rewriter puts in its place (as deep as it goes). Most conditions a scan asks about read none,
-    and copying them to find out was most of a scan's time."""
-    for sub in ast.walk(node):
-        if not isinstance(sub, ast.Name):
-            continue
-        value = local(sub.id) if sub.id not in seen else None
-        if value is not None and depth < _MAX_DEPTH:
-            if _may_read_runtime(value, dotted, local, depth + 1, seen | {sub.id}):
+    and copying them to find out was most of a scan's time. True (ask the rewriter) past a budget: a
+    module whose assignments refer to each other many times over is no slower than before."""
+    budget = [_PRECHECK_BUDGET]
+
+    def may(node: ast.expr, depth: int, seen: frozenset[str]) -> bool:
+        for sub in ast.walk(node):
+            if not isinstance(sub, ast.Name):
+                continue
+            budget[0] -= 1
+            if budget[0] < 0:
                 return True
-        elif (dotted(sub) or sub.id).split(".")[0] in RUNTIME_ROOTS:
-            return True
-    return False
+            value = local(sub.id) if sub.id not in seen else None
+            if value is not None and depth < _MAX_DEPTH:
+                if may(value, depth + 1, seen | {sub.id}):
+                    return True
+            elif (dotted(sub) or sub.id).split(".")[0] in RUNTIME_ROOTS:
+                return True
+        return False
+
+    return may(node, 0, frozenset())
 
 
 class _Rewriter(ast.NodeTransformer):
