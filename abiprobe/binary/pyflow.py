@@ -29,12 +29,13 @@ def runtime_text(
         return None
     rewriter = _Rewriter(dotted, local)
     out = rewriter.visit(copy.deepcopy(node))
-    if not rewriter.ok or not rewriter.reads_runtime:
+    if not rewriter.ok or not rewriter.reads_runtime or rewriter.budget < 0:
         return None
     return ast.unparse(ast.fix_missing_locations(out))
 
 
 _PRECHECK_BUDGET = 5000  # names looked at before leaving the answer to the rewriter itself
+_REWRITE_BUDGET = 2000  # assigned values the rewriter puts in before it gives the expression up
 
 
 def _may_read_runtime(
@@ -70,8 +71,13 @@ class _Rewriter(ast.NodeTransformer):
         self.dotted, self.local = dotted, local
         self.ok, self.reads_runtime, self.depth = True, False, 0
         self.seen: set[str] = set()
+        # substitutions left: assignments made from each other many times over make them exponential
+        # (flashinfer 0.7.4's cake_fmha.py); past the budget the expression is no run-time value (None)
+        self.budget = _REWRITE_BUDGET
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
+        if self.budget < 0:
+            return node
         if isinstance(node, _FORBIDDEN):
             self.ok = False
             return node
@@ -80,6 +86,9 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name) -> ast.AST:
         value = self.local(node.id) if node.id not in self.seen else None
         if value is not None and self.depth < _MAX_DEPTH:
+            self.budget -= 1
+            if self.budget < 0:
+                return node
             self.seen.add(node.id)
             self.depth += 1
             out: ast.AST = self.visit(copy.deepcopy(value))
