@@ -15,38 +15,40 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from sidebyside import alternate, ratios  # noqa: E402
 
 
-def measure(argv: list[str], cwd: Path) -> tuple[float, int]:
-    """(wall seconds, peak RSS bytes) of one run of ``argv`` in ``cwd`` (away from a checkout that
-    ``python -m`` would import first); its output discarded, it must succeed."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{argv[0]} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
-    return wall, usage.ru_maxrss * 1024
-
-
-def summary(samples: list[tuple[float, int]]) -> dict[str, Any]:
-    return {
-        "seconds": round(statistics.median(s for s, _ in samples), 3),
-        "peak_rss_mib": round(statistics.median(r for _, r in samples) / 2**20, 1),
-        "runs": [[round(s, 3), round(r / 2**20, 1)] for s, r in samples],
+def inspect_vs_auditwheel(
+    wheel: Path, auditwheel: str, runs: int = 5, abiprobe: list[str] | None = None
+) -> dict[str, Any]:
+    """The row: both commands' medians on ``wheel``, their ratios and the goal."""
+    abiprobe = abiprobe or [str(Path(sys.executable).with_name("abiprobe"))]
+    wheel = wheel.resolve()
+    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+        cache = Path(tmp) / "wheel_index_cache"
+        shutil.copytree(ROOT / "wheel_index_cache", cache)
+        commands = {
+            "abiprobe_inspect": [*abiprobe, "inspect", str(wheel), "--cache-dir", str(cache)],
+            "auditwheel_show": [auditwheel, "show", str(wheel)],
+        }
+        # away from a checkout that ``python -m`` would import first
+        results: dict[str, Any] = {"wheel": wheel.name, **alternate(commands, Path(tmp), runs)}
+    results.update(ratios(results["abiprobe_inspect"], results["auditwheel_show"]))
+    results["goal"] = {
+        "within 1.5x auditwheel's time": (results["ratio_seconds"] or 99) <= 1.5,
+        "at most 60 MiB": results["abiprobe_inspect"]["peak_rss_mib"] <= 60,
     }
+    return results
 
 
 def main() -> int:
@@ -59,31 +61,8 @@ def main() -> int:
     args = parser.parse_args()
     if not args.auditwheel:
         raise SystemExit("auditwheel not found: pip install it into a scratch venv and pass --auditwheel")
-    abiprobe = (
-        shlex.split(args.abiprobe) if args.abiprobe else [str(Path(sys.executable).with_name("abiprobe"))]
-    )
-    wheel = args.wheel.resolve()
-    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
-        cache = Path(tmp) / "wheel_index_cache"
-        shutil.copytree(ROOT / "wheel_index_cache", cache)
-        commands = {
-            "abiprobe_inspect": [*abiprobe, "inspect", str(wheel), "--cache-dir", str(cache)],
-            "auditwheel_show": [args.auditwheel, "show", str(wheel)],
-        }
-        samples: dict[str, list[tuple[float, int]]] = {k: [] for k in commands}
-        for argv in commands.values():
-            measure(argv, Path(tmp))
-        for _ in range(args.runs):
-            for key, argv in commands.items():
-                samples[key].append(measure(argv, Path(tmp)))
-    results: dict[str, Any] = {"wheel": args.wheel.name, **{k: summary(v) for k, v in samples.items()}}
-    ours, theirs = results["abiprobe_inspect"], results["auditwheel_show"]
-    results["ratio_seconds"] = round(ours["seconds"] / theirs["seconds"], 2)
-    results["ratio_peak_rss"] = round(ours["peak_rss_mib"] / theirs["peak_rss_mib"], 2)
-    results["goal"] = {
-        "within 1.5x auditwheel's time": results["ratio_seconds"] <= 1.5,
-        "at most 60 MiB": ours["peak_rss_mib"] <= 60,
-    }
+    abiprobe = shlex.split(args.abiprobe) if args.abiprobe else None
+    results = inspect_vs_auditwheel(args.wheel, args.auditwheel, args.runs, abiprobe)
     text = json.dumps(results, indent=1)
     print(text)
     if args.json:

@@ -1,35 +1,44 @@
-"""Benchmark the real ``abiprobe solve --cuda 13.0 --arch sm120`` against the live indexes (run by hand).
+"""Issue 31's table in one run: abiprobe against what a user would run instead (run by hand).
 
-Scenarios, each in a fresh interpreter with bytecode caching on (as an installed tool has it) and the
-installer's default index configuration (no user pip/uv configuration): fully cold (empty cache), fresh
-machine (the committed ``wheel_index_cache/`` exported from git), warm online once the freshness window
-has passed (every stored page is revalidated; the child runs with its clock moved on 11 minutes a run),
-warm online inside the window, and warm offline; each warm one is run three times and the fastest
-counts. Prints wall time, peak RSS, bytes and requests (conditional and range requests counted apart),
-and the ratios the issue asks for, each against a baseline measured in the same run:
+Each row sets abiprobe against a peer measured in the same run, with the ratio and the issue's goal;
+every command runs in a fresh process with bytecode cached and the installer's default index
+configuration only (no user pip/uv configuration). The default run takes a few minutes and fetches a few
+MB (uv's metadata for its warm cache, the pages of the warm online runs, one small wheel and auditwheel);
+``--no-network`` leaves out every row that needs the network.
 
-- cold bytes / the floor: the compressed size of the members the cold solve had to read (each wheel's
-  central directory is fetched again for the sizes; deflate has no random access, so a member whose
-  fatbin or dynamic section is needed is needed whole);
-- cold bytes / the naive loop's downloads: for each cell of the matrix, ``uv venv`` + ``uv pip install``
-  of the cell's set + an import of its packages, uv's cache shared by the cells (a scratch one, deleted
-  afterwards); the bytes are counted by a CONNECT proxy the uv processes talk through. ``--naive-cells N``
-  runs the first N cells only (0: none); the lock-derived estimates (every cell's whole install from the
-  index's file sizes) are printed beside it;
-- warm online / warm offline;
-- start-up (bench/startup.py): ``abiprobe --version`` and ``solve --help`` (the solve's imports and
-  parser, before any solving), medians of fresh interpreters.
+Rows by default:
 
-    python bench/bench_solve_real.py [--skip-cold] [--naive-cells N] [--json OUT]
+- warm offline solve of the default stack (``--cuda 13.0 --arch sm120 --python 3.12 --platform
+  manylinux_2_28_x86_64``, the committed cache, every verdict stored) against ``uv pip compile
+  --offline`` of the three pins it chooses: bench/bench_warm_compile.py (uv as typed, and uv with its
+  interpreter named), medians of ``--runs``, alternated;
+- ``abiprobe --version`` and ``solve --help`` (bench/startup.py), against a bare interpreter;
+- ``inspect`` of a small unrelated wheel (markupsafe 3.0.3, or ``--inspect-wheel``) against
+  ``auditwheel show`` (``--auditwheel``, else installed into a scratch venv): bench/bench_inspect.py;
+- warm online (the committed cache exported from git): a fresh machine, then past the freshness window
+  (every stored page revalidated; the child's clock moved on 11 minutes a run) and inside it, and warm
+  offline; the fastest of three each.
+
+With ``--cold`` (about 10 GB over the network, 10-15 minutes here): the cold solve into an empty cache,
+its floor (the compressed size of the members it had to read, from the wheels' zip directories: deflate
+has no random access, so a member whose fatbin or dynamic section is needed is needed whole), and the
+naive loop run for real (per cell ``uv venv`` + ``uv pip install`` of the cell's set + an import of its
+packages, uv's cache shared by the cells; bytes counted by a CONNECT proxy the uv processes talk
+through; ``--naive-cells N`` runs the first N cells), with the lock-derived estimates beside it.
+
+With ``--history DIR`` (about 19 GB, 15-20 minutes): ``solve --all-versions`` cold into DIR
+(bench/bench_all_versions_real.py's cold phase): its wall time, bytes and peak RSS.
+
+    python bench/bench_solve_real.py [--runs 5] [--no-network] [--skip-warm] [--cold [--naive-cells N]]
+                                     [--history DIR] [--uv-cache DIR] [--inspect-wheel WHL]
+                                     [--auditwheel PATH] [--work DIR] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -42,6 +51,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_inspect import inspect_vs_auditwheel  # noqa: E402
+from bench_warm_compile import python312 as find_python312  # noqa: E402
+from bench_warm_compile import warm_vs_uv  # noqa: E402
 from countingproxy import CountingProxy  # noqa: E402
 from startup import startup_rows  # noqa: E402
 
@@ -91,16 +103,24 @@ def child_env(local: Path) -> dict[str, str]:
 
 
 def run(cache: Path, local: Path, *extra: str) -> dict[str, Any]:
-    started = time.perf_counter()
+    """One solve in a child process: wall time, the child's own peak RSS (``os.wait4``), and what it
+    counted."""
     argv = [sys.executable, "-c", CHILD, str(cache), *extra, *ARGS]
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=child_env(local), check=False)
-    seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    lines = proc.stdout.strip().splitlines()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, text=True, cwd=ROOT, env=child_env(local))
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    lines = stdout.strip().splitlines()
     if not lines:
-        sys.exit(f"solve failed (rc {proc.returncode}): {proc.stderr.strip()[-800:]}")
-    out = json.loads(lines[-1])
-    return {"seconds": round(seconds, 2), "peak_rss_mb_max_so_far": round(peak), **out}
+        sys.exit(f"solve failed (rc {os.waitstatus_to_exitcode(status)}): {stderr.strip()[-800:]}")
+    cpu = round(usage.ru_utime + usage.ru_stime, 2)  # the child's own CPU: on a shared host, wall is not it
+    peak = round(usage.ru_maxrss / 1024, 1)
+    return {"seconds": round(seconds, 2), "cpu_seconds": cpu, "peak_rss_mib": peak, **json.loads(lines[-1])}
 
 
 WINDOW_PASSED = 11 * 60  # seconds: past the 10 minutes a page is reused without asking
@@ -276,15 +296,11 @@ print(json.dumps(out))
 
 
 def python312() -> str:
-    """A Python 3.12 interpreter that runs (a version manager's shim that cannot is skipped)."""
-    candidates = [
-        shutil.which("python3.12") or "",
-        *sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.12*/bin/python3.12"))),
-    ]
-    for c in candidates:
-        if c and subprocess.run([c, "-c", "pass"], capture_output=True, check=False).returncode == 0:
-            return c
-    sys.exit("the naive loop needs a Python 3.12 interpreter (none runs here)")
+    """A Python 3.12 interpreter that runs, for the naive loop's venvs."""
+    found = find_python312()
+    if found is None:
+        sys.exit("the naive loop needs a Python 3.12 interpreter (none runs here)")
+    return found
 
 
 def naive_loop(cells: list[dict[str, Any]], groups: dict[str, list[str]], work: Path) -> dict[str, Any]:
@@ -343,48 +359,163 @@ def ratio(a: float, b: float) -> float | None:
     return round(a / b, 3) if b else None
 
 
-def targets(results: dict[str, Any]) -> dict[str, str]:
-    """The issue's targets, met or missed, from the ratios measured in this run."""
-    out: dict[str, str] = {}
-    r = results["ratios"]
+def table_rows(results: dict[str, Any]) -> list[dict[str, str]]:
+    """Issue 31's table from this run's results: each row's abiprobe, peer, ratio, goal and verdict."""
+    rows: list[dict[str, str]] = []
 
-    def said(name: str, value: float | None, ok: bool, unit: str = "") -> None:
-        if value is not None:
-            out[name] = f"{'met' if ok else 'missed'} ({value}{unit})"
+    def row(work: str, ours: str, peer: str, ratio_text: str, goal: str, met: bool | None) -> None:
+        verdict = "" if met is None else ("met" if met else "missed")
+        rows.append({"work": work, "abiprobe": ours, "peer": peer, "ratio": ratio_text, "goal": goal,
+                     "verdict": verdict})  # fmt: skip
 
+    def run_text(r: dict[str, Any]) -> str:
+        return f"{r['seconds']:.2f} s, {r['peak_rss_mib']:.0f} MiB"
+
+    warm = results.get("warm_vs_uv")
+    if isinstance(warm, dict):
+        ours, uv = warm["abiprobe_solve_offline"], warm["uv_pip_compile_offline"]
+        work = "warm offline solve of the default stack (9 cells, every verdict stored)"
+        row(work, run_text(ours), f"`uv pip compile --offline` of the chosen three pins: {run_text(uv)}",
+            f"{warm['ratio_seconds']}x", "<= 1.0x", warm["ratio_seconds"] <= 1.0)  # fmt: skip
+        given = warm.get("uv_pip_compile_offline_python_given")
+        if isinstance(given, dict):
+            row("  the same, uv told its interpreter (`--python`: no interpreter discovery)", run_text(ours),
+                run_text(given), f"{warm['ratio_seconds_python_given']}x", "<= 1.0x",
+                warm["ratio_seconds_python_given"] <= 1.0)  # fmt: skip
     startup = results.get("startup")
     if isinstance(startup, dict):
-        said("--version within 0.10 s", startup["version"], startup["version"] <= 0.10, " s")
+        row("`abiprobe --version`", f"{startup['version']:.3f} s",
+            f"bare `python -c pass`: {startup['bare_python']:.3f} s", "", "<= 0.10 s",
+            startup["version"] <= 0.10)  # fmt: skip
+    inspect = results.get("inspect_vs_auditwheel")
+    if isinstance(inspect, dict):
+        ours, theirs = inspect["abiprobe_inspect"], inspect["auditwheel_show"]
+        ok = inspect["ratio_seconds"] <= 1.5 and ours["peak_rss_mib"] <= 60
+        name, version = inspect["wheel"].split("-")[:2]
+        both = f"{inspect['ratio_seconds']}x, {inspect['ratio_peak_rss']}x"
+        row(f"`inspect` of {name} {version}", run_text(ours), f"`auditwheel show`: {run_text(theirs)}", both,
+            "<= 1.5x, <= 60 MiB", ok)  # fmt: skip
+    cold, naive = results.get("cold"), results.get("naive_loop")
+    if isinstance(cold, dict):
+        cpu = f" ({cold['cpu_seconds']:.0f} s CPU)" if "cpu_seconds" in cold else ""
+        ours = (
+            f"{cold['seconds']:.0f} s{cpu}, {cold['bytes'] / 1e9:.2f} GB, peak {cold['peak_rss_mib']:.0f} MiB"
+        )
+        if isinstance(naive, dict):
+            share = "" if naive["cells_run"] == results.get("cells") else f", {naive['cells_run']} cells"
+            peer = f"the naive loop: {naive['seconds']:.0f} s, {naive['bytes'] / 1e9:.2f} GB{share}"
+            value = ratio(cold["seconds"], naive["seconds"])
+            row("cold solve, empty cache", ours, peer, f"{value}x wall", "<= 1.0x wall",
+                value is not None and value <= 1.0)  # fmt: skip
+        else:
+            row("cold solve, empty cache", ours, "(naive loop not run)", "", "<= 1.0x wall", None)
+    history = results.get("history")
+    if isinstance(history, dict):
+        ours = (f"{history['seconds']:.0f} s, {history['bytes'] / 1e9:.2f} GB, "
+                f"peak {history['peak_rss_mib'] / 1024:.2f} GB RSS")  # fmt: skip
+        row("whole history, cold (`--all-versions`)", ours, "", "", "peak <= 2 GB",
+            history["peak_rss_mib"] <= 2048)  # fmt: skip
     online = results.get("warm_online_window_passed")
     if isinstance(online, dict):
-        said("warm online under 0.5 s", online["seconds"], online["seconds"] < 0.5, " s")
-    if r.get("cold_over_floor") is not None:
-        said("cold bytes within 1.25x of the floor", r["cold_over_floor"], r["cold_over_floor"] <= 1.25, "x")
-    if r.get("cold_over_naive_loop") is not None:
-        value = r["cold_over_naive_loop"]
-        said("cold bytes at most a third of the naive loop's", value, value <= 1 / 3, "x")
-    return out
+        ours = f"{online['seconds']:.2f} s ({online['requests']} requests)"
+        row("warm online, pages past the window", ours, "", "", "<= 0.5 s", online["seconds"] <= 0.5)
+    inside = results.get("warm_online_in_window")
+    if isinstance(inside, dict):
+        row("warm online, inside the window", f"{inside['seconds']:.2f} s ({inside['requests']} requests)",
+            "", "", "<= 0.5 s", inside["seconds"] <= 0.5)  # fmt: skip
+    return rows
+
+
+def markdown_table(rows: list[dict[str, str]]) -> str:
+    keys = ("work", "abiprobe", "peer", "ratio", "goal", "verdict")
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(r[k] for k in keys) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def history_cold(folder: Path) -> dict[str, Any]:
+    """``solve --all-versions`` cold into ``folder`` (emptied first), as bench_all_versions_real's cold
+    phase runs it: wall time, bytes, requests and the child's peak RSS."""
+    from bench_all_versions_real import solve as solve_all  # it imports this module
+
+    shutil.rmtree(folder, ignore_errors=True)
+    local = Path(str(folder) + "-local")
+    shutil.rmtree(local, ignore_errors=True)
+    try:
+        return solve_all(folder, local, "--clock-offset", "0", "--all-versions")
+    finally:
+        for path in (folder, local, Path(str(folder) + "-matrix")):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def scratch_auditwheel(work: Path) -> str:
+    """auditwheel installed into a scratch venv by uv (from the installer's default index)."""
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or "uv"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    env.update(UV_NO_CONFIG="1", UV_PYTHON_DOWNLOADS="never")
+    venv = work / "auditwheel-venv"
+    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], env=env, check=True)
+    subprocess.run([uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), "auditwheel"],
+                   env=env, check=True)  # fmt: skip
+    return str(venv / "bin" / "auditwheel")
+
+
+INSPECT_WHEEL = "markupsafe==3.0.3"  # small, unrelated to torch: inspect's own cost, no torch read
+
+
+def fetch_wheel(requirement: str, work: Path) -> Path:
+    """One cp312 manylinux x86_64 wheel of ``requirement``, downloaded by pip into ``work``."""
+    folder = work / "inspect-wheel"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
+         "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312",
+         "--platform", "manylinux_2_28_x86_64", "-d", str(folder), requirement],
+        env={k: v for k, v in os.environ.items() if k != "PIP_FIND_LINKS"}, check=True, capture_output=True,
+    )  # fmt: skip
+    return next(folder.glob("*.whl"))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--skip-cold", action="store_true")
-    parser.add_argument("--skip-warm", action="store_true", help="no fresh-machine or warm runs")
+    parser.add_argument("--runs", type=int, default=5, help="runs per side-by-side row (medians)")
+    parser.add_argument("--no-network", action="store_true", help="only the rows that need no network")
+    parser.add_argument("--skip-warm", action="store_true", help="no fresh-machine or warm online runs")
+    parser.add_argument("--skip-cold", action="store_true", help=argparse.SUPPRESS)  # cold is opt-in now
+    parser.add_argument("--cold", action="store_true", help="cold solve, its floor, the naive loop (~10 GB)")
     parser.add_argument("--naive-cells", type=int, default=-1, help="naive loop cells to run (-1: all)")
+    parser.add_argument("--history", type=Path, metavar="DIR", help="whole history cold into DIR (~19 GB)")
+    parser.add_argument("--uv-cache", type=Path, help="a uv cache already filled for the chosen pins")
+    parser.add_argument(
+        "--inspect-wheel", type=Path, help=f"wheel for the inspect row (default {INSPECT_WHEEL})"
+    )
+    parser.add_argument("--auditwheel", default=shutil.which("auditwheel"), help="auditwheel executable")
+    parser.add_argument("--work", type=Path, default=Path("/tmp"), help="where the scratch folders go")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     for name in ("PIP_FIND_LINKS", "PIP_CERT"):  # this process reads the same configuration as the child
         os.environ.pop(name, None)
     os.environ.update(PIP_CONFIG_FILE=os.devnull, UV_NO_CONFIG="1")
-    results: dict[str, Any] = {}
+    network = not args.no_network
+    results: dict[str, Any] = {"load_before": os.getloadavg()}
     doc = json.loads(next((ROOT / "matrices").glob("cu130-sm120-cp312-*.json")).read_text())
+    results["cells"] = len(doc["cells"])
     groups = {g["id"]: [f"{w['name']}=={w['version']}" for w in g["wheels"]]
               for gs in doc["groups"].values() for g in gs}  # fmt: skip
-    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+    args.work.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         t = Path(tmp)
         os.environ["ABIPROBE_LOCAL_DIR"] = str(t / "local")
         results["startup"] = startup_rows(child_env(t / "local"), ROOT)
-        if not args.skip_cold:
+        save(args.json, results)
+        if network or args.uv_cache is not None:
+            results["warm_vs_uv"] = warm_vs_uv(args.runs, args.uv_cache)
+            save(args.json, results)
+        wheel = args.inspect_wheel or (fetch_wheel(INSPECT_WHEEL, t) if network else None)
+        auditwheel = args.auditwheel or (scratch_auditwheel(t) if network else None)
+        if wheel is not None and auditwheel is not None:
+            results["inspect_vs_auditwheel"] = inspect_vs_auditwheel(wheel, auditwheel, args.runs)
+            save(args.json, results)
+        if network and args.cold:
             results["cold"] = run(t / "cold", t / "local-cold", "--clock-offset", "0")
             save(args.json, results)
             results.update(read_floor(t / "cold"))
@@ -392,7 +523,7 @@ def main() -> int:
             shutil.rmtree(t / "cold")
         export_committed_cache(t / "fresh")
         cache = t / "fresh" / "wheel_index_cache"
-        if not args.skip_warm:
+        if network and not args.skip_warm:
             results["fresh"] = run(cache, t / "local", "--clock-offset", "0")
             passed = [WINDOW_PASSED * (i + 1) for i in range(WARM_RUNS)]
             results["warm_online_window_passed"] = fastest(cache, t / "local", passed)
@@ -400,17 +531,22 @@ def main() -> int:
             results["warm_online_in_window"] = fastest(cache, t / "local", inside)
             results["warm_offline"] = fastest(cache, t / "local", inside, "--offline")
             save(args.json, results)
-        results.update(naive_installs(cache))
-        cells = doc["cells"] if args.naive_cells < 0 else doc["cells"][: args.naive_cells]
-        if cells:
-            results["naive_loop"] = naive_loop(cells, groups, t)
+        if network and args.cold:
+            results.update(naive_installs(cache))
+            cells = doc["cells"] if args.naive_cells < 0 else doc["cells"][: args.naive_cells]
+            if cells:
+                results["naive_loop"] = naive_loop(cells, groups, t)
+            save(args.json, results)
+    if network and args.history is not None:
+        results["history"] = history_cold(args.history)
+        save(args.json, results)
     candidates, stack_only = wheel_totals()
     results["candidate_wheels_bytes"] = candidates
     results["naive_stack_wheels_only_bytes"] = stack_only
     cold, naive = results.get("cold"), results.get("naive_loop")
     floor = results.get("floor_members_read_bytes")
     results["ratios"] = {}
-    if not args.skip_warm:
+    if "warm_offline" in results:
         offline = results["warm_offline"]["seconds"]
         passed, inside = results["warm_online_window_passed"], results["warm_online_in_window"]
         results["ratios"] = {
@@ -422,19 +558,26 @@ def main() -> int:
         results["ratios"]["cold_over_floor"] = ratio(cold["bytes"], floor or 0)
         results["ratios"]["cold_over_candidate_wheels"] = ratio(cold["bytes"], candidates)
         for key in ("naive_full_installs_uv_cache", "naive_full_installs_no_shared_cache"):
-            results["ratios"][f"cold_over_{key}_estimate"] = ratio(cold["bytes"], results[key])
+            if key in results:
+                results["ratios"][f"cold_over_{key}_estimate"] = ratio(cold["bytes"], results[key])
         if isinstance(naive, dict):
             share = "" if naive["cells_run"] == len(doc["cells"]) else f"_{naive['cells_run']}_cells"
             results["ratios"][f"cold_over_naive_loop{share}"] = ratio(cold["bytes"], naive["bytes"])
+            results["ratios"][f"cold_wall_over_naive_loop{share}"] = ratio(cold["seconds"], naive["seconds"])
             results["ratios"][f"floor_over_naive_loop{share}"] = ratio(floor or 0, naive["bytes"])
             results["ratios"]["naive_loop_cells_installed"] = sum(
                 c["install_rc"] == 0 for c in naive["cells"]
             )
-    results["targets"] = targets(results)
+    results["load_after"] = os.getloadavg()
+    results["table"] = table_rows(results)
     text = json.dumps(results, indent=1)
-    print(text)
     if args.json:
         args.json.write_text(text)
+    else:
+        print(text)
+    load = " / ".join(f"{x:.2f}" for x in results["load_before"])
+    print(f"\nload average before: {load}; after: {' / '.join(f'{x:.2f}' for x in results['load_after'])}")
+    print(markdown_table(results["table"]))
     return 0
 
 

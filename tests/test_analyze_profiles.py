@@ -95,6 +95,29 @@ def test_profile_json_round_trips() -> None:
     assert profile_from_json(p.to_json()).to_json() == p.to_json()
 
 
+@pytest.mark.parametrize("name", BUILTIN_PROFILES)
+def test_a_builtin_profile_cut_on_first_use_answers_as_one_built_whole(name: str) -> None:
+    import dataclasses
+
+    from abiprobe.analyze.profiles import _builtin_document, profile_from_json
+
+    # GIVEN a built-in profile (its export tables cut on first use) and the same document built whole
+    lazy, whole = builtin_profile(name), profile_from_json(_builtin_document(name), name)
+    # THEN every library defines the same symbols at the same versions, and says so the same way
+    for a, b in zip(lazy.libraries, whole.libraries, strict=True):
+        assert a.soname == b.soname and a.versions == b.versions
+        assert (a.exports is None) == (b.exports is None)
+        assert dict(a.exports or {}) == dict(b.exports or {})
+        for symbol in ("malloc", "memcpy", "_ZSt4cout", "no_such_symbol_at_all"):
+            for version in (None, "GLIBC_2.2.5", "GLIBC_2.17", "GLIBCXX_3.4"):
+                assert a.provides(symbol, version) == b.provides(symbol, version)
+    assert lazy.to_json() == whole.to_json()
+    # AND a profile made from it with one library less has a digest of its own (a cache key never shared)
+    fewer = dataclasses.replace(lazy, libraries=lazy.libraries[1:])
+    assert fewer.digest() not in (lazy.digest(), whole.digest())
+    assert lazy.digest() == builtin_profile(name).digest()
+
+
 def test_host_profile_reads_real_version_definitions_and_exports() -> None:
     # GIVEN this machine's libc and libstdc++ WHEN read from their bytes
     p = profile_from_host(("libc.so.6", "libstdc++.so.6"))

@@ -173,3 +173,33 @@ def test_code_nested_deeper_than_the_scanner_follows_is_read_for_its_imports(ter
     module = scan_module("pkg/deep.py", src)
     assert module is not None and not module.scanned
     assert {e.target for e in module.events if e.kind == "import"} >= {"os", "ctypes"}
+
+
+def test_a_condition_over_assignments_made_from_each_other_many_times_is_given_up() -> None:
+    import ast
+
+    from abiprobe.binary.pyflow import runtime_text
+
+    # GIVEN assignments each made three times over from the next (3,280 substitutions down to torch's)
+    def expr(text: str) -> ast.expr:
+        return ast.parse(text, mode="eval").body
+
+    values = {f"v{i}": expr(f"v{i + 1} or v{i + 1} or v{i + 1}") for i in range(7)}
+    values["v7"] = expr("torch.version.cuda")
+    flat = {"w0": expr("w1 or w1"), "w1": expr("torch.version.cuda")}
+    everything = {**values, **flat}
+
+    def dotted(node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute):
+            base = dotted(node.value)
+            return None if base is None else f"{base}.{node.attr}"
+        return None
+
+    # WHEN their conditions are rewritten into run-time text
+    deep = runtime_text(expr("v0 == '12.8'"), dotted, everything.get)
+    shallow = runtime_text(expr("w0 == '12.8'"), dotted, everything.get)
+    # THEN the few substitutions give the text, and the exponential one is given up (no run-time value)
+    assert shallow == "(torch.version.cuda or torch.version.cuda) == '12.8'"
+    assert deep is None

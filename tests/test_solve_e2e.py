@@ -275,6 +275,30 @@ def test_a_matrix_made_from_stored_verdicts_is_the_same_file_as_one_made_fresh(
     assert ordered(again) == ordered(fresh)
 
 
+def test_a_solve_that_answers_as_the_last_one_rewrites_only_the_file_that_changed(
+    server: IndexServer, tmp_path: Path
+) -> None:
+    # GIVEN the files of a warm solve (the second: every verdict stored), and its lock edited by hand
+    assert main(solve_args(server.index_url, tmp_path)) == 0
+    assert main(solve_args(server.index_url, tmp_path)) == 0
+    out = tmp_path / "matrices"
+    written = {p.name: (p.stat().st_ino, p.read_bytes()) for p in sorted(out.iterdir())}
+    assert {f"{NAME}.json", f"{NAME}.lock.txt", f"pylock.{NAME}.toml"} <= set(written)
+    lock = out / f"{NAME}.lock.txt"
+    lock.write_text("edited by hand\n")
+    edited = lock.stat().st_ino
+    # WHEN the same solve runs again (from its cache: the same answer)
+    assert main(solve_args(server.index_url, tmp_path)) == 0
+    # THEN every file holds what the second solve wrote; the edited lock was written anew (replaced),
+    # every other file is the very file that was there (not replaced by an identical copy)
+    for name, (inode, data) in written.items():
+        assert (out / name).read_bytes() == data, name
+        if name != lock.name:
+            assert (out / name).stat().st_ino == inode, name
+    assert lock.stat().st_ino != edited
+    assert sorted(p.name for p in out.iterdir()) == sorted(written)
+
+
 def test_no_passing_set_exits_1_and_names_the_conflicts(server: IndexServer, tmp_path: Path) -> None:
     rc = main(
         solve_args(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -129,8 +129,9 @@ class Profile:
         return doc
 
 
-def profile_from_json(data: Mapping[str, Any], origin: str = "profile") -> Profile:
-    """Build a Profile from its JSON document (see the module docstring); raises ProfileError."""
+def profile_from_json(data: Mapping[str, Any], origin: str = "profile", *, lazy: bool = False) -> Profile:
+    """Build a Profile from its JSON document (see the module docstring); raises ProfileError. ``lazy``:
+    a shared export table is cut on first use (for the built-in documents, whose tables are known good)."""
     if not isinstance(data, Mapping) or data.get("format") != PROFILE_FORMAT:
         raise ProfileError(f"{origin}: not an {PROFILE_FORMAT} document")
     try:
@@ -141,7 +142,7 @@ def profile_from_json(data: Mapping[str, Any], origin: str = "profile") -> Profi
         if glibc_text:
             major, minor = str(glibc_text).split(".")
             glibc = (int(major), int(minor))
-        libs = tuple(_library(soname, entry) for soname, entry in dict(data["libraries"]).items())
+        libs = tuple(_library(soname, entry, lazy) for soname, entry in dict(data["libraries"]).items())
         return Profile(
             name=str(data["name"]),
             machine=str(data.get("machine", "x86_64")),
@@ -156,12 +157,13 @@ def profile_from_json(data: Mapping[str, Any], origin: str = "profile") -> Profi
         raise ProfileError(f"{origin}: malformed profile ({exc})") from None
 
 
-def _library(soname: str, entry: Mapping[str, Any]) -> SystemLibrary:
+def _library(soname: str, entry: Mapping[str, Any], lazy: bool = False) -> SystemLibrary:
     exports = entry.get("exports")
     versions = frozenset(str(v) for v in entry.get("versions", ()))
     if isinstance(exports, str):
         file, _, source = exports.partition("#")
-        return SystemLibrary(soname, versions, _shared_exports(file, source or soname, versions))
+        table = _SharedExports(file, source or soname, versions)
+        return SystemLibrary(soname, versions, table if lazy else dict(table))
     return SystemLibrary(
         soname=soname,
         versions=versions,
@@ -197,6 +199,34 @@ def _shared_exports(file: str, soname: str, versions: frozenset[str]) -> dict[st
     return out
 
 
+class _SharedExports(Mapping[str, frozenset[str]]):
+    """:func:`_shared_exports` cut on first use: a solve whose verdicts are all stored never asks."""
+
+    def __init__(self, file: str, soname: str, versions: frozenset[str]) -> None:
+        self._args = (file, soname, versions)
+        self._table: dict[str, frozenset[str]] | None = None
+
+    def _cut(self) -> dict[str, frozenset[str]]:
+        if self._table is None:
+            self._table = _shared_exports(*self._args)
+        return self._table
+
+    def __getitem__(self, name: str) -> frozenset[str]:
+        return self._cut()[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._cut().get(name, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cut())
+
+    def __len__(self) -> int:
+        return len(self._cut())
+
+    def __repr__(self) -> str:
+        return repr(self._cut())
+
+
 def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split("_", 1)[1].split(".") if x.isdigit())
 
@@ -218,8 +248,27 @@ def _derived(data: Mapping[str, Any]) -> Profile:
 
 @lru_cache(maxsize=16)
 def builtin_profile(name: str) -> Profile:
-    """One of ``BUILTIN_PROFILES`` (shipped as JSON under abiprobe/data/profiles)."""
-    return profile_from_json(_builtin_document(name), name)
+    """One of ``BUILTIN_PROFILES`` (shipped as JSON under abiprobe/data/profiles). Its export tables are
+    cut on first use, and its digest is that of the documents it is built from (the same content: the
+    code that builds it is in every stored result's code digest), so that a solve answered from stored
+    verdicts builds none of them."""
+    document = _builtin_document(name)
+    profile = profile_from_json(document, name, lazy=True)
+    shared = sorted({str(e["exports"]).partition("#")[0] for e in document.get("libraries", {}).values()
+                     if isinstance(e, Mapping) and isinstance(e.get("exports"), str)})  # fmt: skip
+    sources = {
+        "format": PROFILE_FORMAT,
+        "builtin": name,
+        "document": document,
+        "exports": {f: hashlib.sha256(_data_file(f"profiles/{f}")).hexdigest() for f in shared},
+    }
+    digest = hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest()[:16]
+    profile.__dict__["_digest"] = digest  # what the cached property would hold (this very object only)
+    return profile
+
+
+def _data_file(name: str) -> bytes:
+    return resources.files("abiprobe").joinpath(f"data/{name}").read_bytes()
 
 
 @lru_cache(maxsize=16)

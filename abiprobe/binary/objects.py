@@ -8,8 +8,6 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
-from abiprobe.binary.cuda import gpu_code_of_elf
-from abiprobe.binary.elf import read_elf
 from abiprobe.errors import BinaryFormatError
 from abiprobe.model.facts import ElfFacts
 
@@ -27,6 +25,10 @@ def looks_like_binary_member(name: str) -> bool:
 
 def inspect_stream(stream: BinaryIO, path: str, *, with_hash: bool = True) -> ElfFacts:
     """Read the loader facts and the GPU code of one seekable ELF stream."""
+    # the readers with the first object read: what asks only whether a name looks like one needs neither
+    from abiprobe.binary.cuda import gpu_code_of_elf
+    from abiprobe.binary.elf import read_elf
+
     stream.seek(0)
     if stream.read(4) != ELF_MAGIC:
         raise BinaryFormatError(f"{path}: not an ELF file")

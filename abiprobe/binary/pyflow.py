@@ -27,12 +27,49 @@ def runtime_text(
     values, when it reads nothing but constants and :data:`RUNTIME_ROOTS` values (and at least one of
     those); None otherwise. ``extra``: names that stand for values the planner fills in (a function's
     parameters)."""
+    if not _may_read_runtime(node, dotted, local, extra):  # the rewriter's answer, without copying ``node``
+        return None
     rewriter = _Rewriter(dotted, local)
     rewriter.extra = extra
     out = rewriter.visit(copy.deepcopy(node))
-    if not rewriter.ok or not rewriter.reads_runtime:
+    if not rewriter.ok or not rewriter.reads_runtime or rewriter.budget < 0:
         return None
     return ast.unparse(ast.fix_missing_locations(out))
+
+
+_PRECHECK_BUDGET = 5000  # names looked at before leaving the answer to the rewriter itself
+_REWRITE_BUDGET = 2000  # assigned values the rewriter puts in before it gives the expression up
+
+
+def _may_read_runtime(
+    node: ast.expr,
+    dotted: Callable[[ast.expr], str | None],
+    local: Callable[[str], ast.expr | None],
+    extra: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether rewriting ``node`` could read a run-time value: a name in it is one (spelled through the
+    import aliases; an attribute's root is its base name's), directly or through the assigned values
+    the rewriter puts in its place (as deep as it goes). Most conditions a scan asks about read none,
+    and copying them to find out was most of a scan's time. True (ask the rewriter) past a budget: a
+    module whose assignments refer to each other many times over is no slower than before."""
+    budget = [_PRECHECK_BUDGET]
+
+    def may(node: ast.expr, depth: int, seen: frozenset[str]) -> bool:
+        for sub in ast.walk(node):
+            if not isinstance(sub, ast.Name):
+                continue
+            budget[0] -= 1
+            if budget[0] < 0:
+                return True
+            value = local(sub.id) if sub.id not in seen else None
+            if value is not None and depth < _MAX_DEPTH:
+                if may(value, depth + 1, seen | {sub.id}):
+                    return True
+            elif sub.id in extra or (dotted(sub) or sub.id).split(".")[0] in RUNTIME_ROOTS:
+                return True
+        return False
+
+    return may(node, 0, frozenset())
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -41,8 +78,13 @@ class _Rewriter(ast.NodeTransformer):
         self.ok, self.reads_runtime, self.depth = True, False, 0
         self.seen: set[str] = set()
         self.extra: frozenset[str] = frozenset()
+        # substitutions left: assignments made from each other many times over make them exponential
+        # (flashinfer 0.7.4's cake_fmha.py); past the budget the expression is no run-time value (None)
+        self.budget = _REWRITE_BUDGET
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
+        if self.budget < 0:
+            return node
         if isinstance(node, _FORBIDDEN):
             self.ok = False
             return node
@@ -51,6 +93,9 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name) -> ast.AST:
         value = self.local(node.id) if node.id not in self.seen else None
         if value is not None and self.depth < _MAX_DEPTH:
+            self.budget -= 1
+            if self.budget < 0:
+                return node
             self.seen.add(node.id)
             self.depth += 1
             out: ast.AST = self.visit(copy.deepcopy(value))

@@ -256,14 +256,16 @@ def run(args: argparse.Namespace) -> int:
         last = None if args.offline else LastSolve.recall(cache, config.sources, stack)
         asked = last.revalidate(client, directories) if last is not None else None
         try:
+            from abiprobe.analyze.preloads import preload_pattern
             from abiprobe.solve.pipeline import solve
-            from abiprobe.store.published_client import published_facts
             from abiprobe.store.reads import WheelReads
             from abiprobe.ui.progress import wheel_work
 
-            published = published_facts(http, cache, disabled=args.no_published_facts, offline=args.offline)
-            from abiprobe.analyze.preloads import preload_pattern
+            published = None
+            if not args.offline:  # offline nothing is fetched, published facts neither
+                from abiprobe.store.published_client import published_facts
 
+                published = published_facts(http, cache, disabled=args.no_published_facts, offline=False)
             wheels = WheelReads(
                 http,
                 cache,
@@ -307,9 +309,11 @@ def run(args: argparse.Namespace) -> int:
             doc,
             lock_path=args.lock,
             find_links={display_url(s.url) for s in config.sources if s.kind == "find-links"},
+            unchanged=holds,
         )
         for path, text in files.items():
-            write_text_atomic(path, text)
+            if not holds(path, text):
+                write_text_atomic(path, text)
     if args.json:
         sys.stdout.write(json_text(doc))
     else:
@@ -317,6 +321,16 @@ def run(args: argparse.Namespace) -> int:
     if not result.complete:
         say_incomplete(args, result, name)
     return result.exit_code
+
+
+def holds(path: Path, text: str) -> bool:
+    """Whether the file at ``path`` holds ``text`` already: a warm solve that answers as the last one did
+    rewrites and syncs none of its files."""
+    data = text.encode("utf-8")
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
 
 
 def say_incomplete(args: argparse.Namespace, result: SolveResult, name: str) -> None:

@@ -23,7 +23,6 @@ from abiprobe.index.multi import (
     has_project,
     sources_for,
 )
-from abiprobe.index.pep503 import parse_html_page
 from abiprobe.index.pep691 import ACCEPT, is_json_content_type, parse_json_page
 from abiprobe.model.candidate import NOT_CACHED, IndexFile, ProjectPage
 from abiprobe.net.http import Http, display_url
@@ -47,6 +46,8 @@ def parse_page(
     """JSON or HTML by content type; never sees credentials (``page_url`` is a display URL)."""
     if is_json_content_type(content_type):
         return parse_json_page(body, page_url, index_url=index_url, project=project)
+    from abiprobe.index.pep503 import parse_html_page  # html.parser, for the indexes that serve HTML
+
     return parse_html_page(body, page_url, index_url=index_url, project=project)
 
 

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -56,6 +55,8 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
     text = value.strip()
     if text.isdigit():
         return float(text)
+    from email.utils import parsedate_to_datetime
+
     try:
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):

@@ -15,16 +15,18 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from abiprobe.errors import UsageError
 from abiprobe.installers.install_settings import pip_install_settings, uv_install_settings
 from abiprobe.installers.pip import Setting, pip_settings
 from abiprobe.installers.uv import uv_settings
+
+if TYPE_CHECKING:
+    import ssl
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class NetworkSettings:
 
     def ssl_context(self) -> ssl.SSLContext:
         """The context every connection uses; a missing or unreadable file is one readable error."""
+        import ssl  # with the first connection: a run answered from the cache makes none
+
         try:
             if self.ca is not None:
                 path = Path(self.ca.value)
@@ -92,6 +96,8 @@ class NetworkSettings:
 
     def unverified_context(self) -> ssl.SSLContext:
         """The context for a trusted host: no certificate or name check (the client certificate kept)."""
+        import ssl
+
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE

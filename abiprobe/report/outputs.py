@@ -10,7 +10,7 @@ publishes it as an artifact.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,9 +88,12 @@ def output_files(
     *,
     lock_path: Path | None = None,
     find_links: Collection[str] = (),
+    unchanged: Callable[[Path, str], bool] | None = None,
 ) -> dict[Path, str]:
     """The text of ``<name>.json`` / ``.md`` / ``.html``, ``<name>.lock.txt`` and ``pylock.<name>.toml``
-    under ``out``, in the order they are to be written (the CLI writes each atomically)."""
+    under ``out``, in the order they are to be written (the CLI writes each atomically). ``unchanged(path,
+    text)``: whether ``path`` holds ``text`` already (a pylock written and checked by an earlier solve is
+    not checked again)."""
     markdown, html = readable_renderings(doc)
     files = {
         out / f"{name}.json": neutral(dumps(doc)),
@@ -105,5 +108,7 @@ def output_files(
         locked_wheels(locked.wheels), target, note=locked.note
     )
     pylock = pylock_document(locked.wheels, target, chosen_table(doc, locked.note), find_links=find_links)
-    files[out / pylock_name(name)] = concrete(render_pylock(pylock))
+    path = out / pylock_name(name)
+    checked = None if unchanged is None else (lambda text: unchanged(path, concrete(text)))
+    files[path] = concrete(render_pylock(pylock, checked=checked))
     return files

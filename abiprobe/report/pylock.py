@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from abiprobe import __version__
@@ -101,7 +101,10 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-def render_pylock(document: Mapping[str, Any]) -> str:
-    """TOML text of a lock document, checked against packaging.pylock where it is installed."""
-    _validate(document)
-    return dumps(document)
+def render_pylock(document: Mapping[str, Any], *, checked: Callable[[str], bool] | None = None) -> str:
+    """TOML text of a lock document, checked against packaging.pylock where it is installed; not where
+    ``checked(text)`` says these very bytes were checked already (the lock a warm solve writes again)."""
+    text = dumps(document)
+    if checked is None or not checked(text):
+        _validate(document)
+    return text

@@ -12,11 +12,25 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import os
 import re
 from pathlib import Path
 
 PACKAGE = "abiprobe"
 _ROOT = Path(__file__).resolve().parent.parent  # the abiprobe package
+
+
+@functools.lru_cache(maxsize=8)
+def _package_files(root: Path) -> frozenset[str]:
+    """Every file under ``root``, as a POSIX path relative to it: listed once, so that looking a module
+    up is a set lookup (a solve looks up a few hundred names that read like modules, most of them not)."""
+    found: set[str] = set()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        rel = os.path.relpath(folder, root).replace(os.sep, "/")
+        prefix = "" if rel == "." else rel + "/"
+        found.update(prefix + f for f in files)
+    return frozenset(found)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -25,10 +39,12 @@ def _module_file(name: str, root: Path = _ROOT) -> Path | None:
     parts = name.split(".")
     if parts[0] != PACKAGE:
         return None
-    base = root.joinpath(*parts[1:])
-    for candidate in (base.with_suffix(".py") if len(parts) > 1 else None, base / "__init__.py"):
-        if candidate is not None and candidate.is_file():
-            return candidate
+    files = _package_files(root)
+    base = "/".join(parts[1:])
+    package = f"{base}/__init__.py" if base else "__init__.py"
+    for candidate in (f"{base}.py" if len(parts) > 1 else None, package):
+        if candidate is not None and candidate in files:
+            return root.joinpath(*candidate.split("/"))
     return None
 
 
@@ -49,19 +65,26 @@ _NAME = re.compile(r"[\w.]+")
 
 def _import_lines(source: str) -> str:
     """The lines that say ``import`` (backslash continuations joined first), each with the lines an open
-    parenthesis carries it over (parentheses in strings only carry more lines along)."""
-    lines = source.replace("\\\n", " ").splitlines()
+    parenthesis carries it over (parentheses in strings only carry more lines along). Found by searching
+    for the word, not by walking every line (a solve reads some fifty modules, most lines say nothing)."""
+    text = "\n".join(source.replace("\\\n", " ").splitlines())  # one "\n" between lines, as splitlines cuts
     out: list[str] = []
-    i = 0
-    while i < len(lines):
-        if "import" in lines[i]:
-            depth = lines[i].count("(") - lines[i].count(")")
-            out.append(lines[i])
-            while depth > 0 and i + 1 < len(lines):
-                i += 1
-                depth += lines[i].count("(") - lines[i].count(")")
-                out.append(lines[i])
-        i += 1
+    at = text.find("import")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        line = text[start:end]
+        depth = line.count("(") - line.count(")")
+        out.append(line)
+        while depth > 0 and end < len(text):  # the lines an open parenthesis carries along
+            nxt = text.find("\n", end + 1)
+            nxt = len(text) if nxt < 0 else nxt
+            line = text[end + 1 : nxt]
+            depth += line.count("(") - line.count(")")
+            out.append(line)
+            end = nxt
+        at = text.find("import", end + 1)
     return "\n".join(out)
 
 
@@ -112,6 +135,13 @@ def _parsed_imports(name: str, source: str, root: Path) -> set[str]:
     return {m for m in found if m.split(".")[0] == PACKAGE and _module_file(m, root) is not None}
 
 
+@functools.lru_cache(maxsize=1024)
+def _module_imports(name: str, root: Path) -> frozenset[str]:
+    """:func:`_imports` of one module's file, read once per run (each stored result's closure shares most)."""
+    path = _module_file(name, root)
+    return frozenset() if path is None else frozenset(_imports(name, path.read_text(encoding="utf-8"), root))
+
+
 def import_closure(entries: tuple[str, ...], root: Path = _ROOT) -> tuple[str, ...]:
     """Every abiprobe module importing ``entries`` may run, with the packages above each, sorted."""
     seen: set[str] = set()
@@ -126,7 +156,7 @@ def import_closure(entries: tuple[str, ...], root: Path = _ROOT) -> tuple[str, .
         seen.add(name)
         parts = name.split(".")
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
-        todo.extend(_imports(name, path.read_text(encoding="utf-8"), root) - seen)
+        todo.extend(_module_imports(name, root) - seen)
     return tuple(sorted(seen))
 
 

@@ -9,21 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.utils import canonicalize_name
 
 from abiprobe import __version__
-from abiprobe.analyze.analysis import AnalysisCache, analyze_extension, analyze_set
-from abiprobe.analyze.checks import (
-    first_use_gpu_verdicts,
-    metadata_verdicts,
-    tag_verdicts,
-    unreadable_verdicts,
-)
 from abiprobe.analyze.profiles import Profile
-from abiprobe.analyze.torch_abi import TorchRelease, releases_of, torch_range_verdicts
-from abiprobe.analyze.variants import cuda_claim_verdicts
 from abiprobe.model.facts import WheelFacts, WheelSummary
 from abiprobe.model.stack import Stack
 from abiprobe.model.target import Target
@@ -32,6 +23,13 @@ from abiprobe.solve.candidates import StackCandidate
 from abiprobe.solve.codedigest import code_digest
 from abiprobe.solve.matrix import Group
 from abiprobe.solve.ports import AnalysisStore, FullFacts
+
+if TYPE_CHECKING:
+    from abiprobe.analyze.analysis import AnalysisCache
+    from abiprobe.analyze.torch_abi import TorchRelease
+
+# The loader simulation (abiprobe.analyze.analysis and what it imports, a tenth of the modules a solve
+# loads) is imported by the first verdict list that is not stored: a warm solve never needs it.
 
 RuntimeFor = Callable[[Group], Sequence[WheelFacts]]
 RuntimeKeys = Callable[[Group], Sequence[WheelSummary]]
@@ -144,6 +142,8 @@ class StaticEvaluator:
         return unsettled(verdicts, [label for label, _ in missing]) + unknown
 
     def _base(self, base: Group, loaded: list[WheelFacts]) -> list[Verdict]:
+        from abiprobe.analyze.analysis import analyze_set
+
         missing = self._missing(base)
         if not loaded:
             return self._settle([], missing)
@@ -158,10 +158,22 @@ class StaticEvaluator:
     def releases(self) -> tuple[TorchRelease, ...]:
         """The matrix's torch rows as releases (their facts are loaded once, on the first cold pair)."""
         if self._releases is None:
+            from abiprobe.analyze.torch_abi import releases_of
+
             self._releases = releases_of(self._facts(self.torch_candidates))
         return self._releases
 
     def _pair(self, base: Group, member: Group, loaded: list[WheelFacts]) -> list[Verdict]:
+        from abiprobe.analyze.analysis import analyze_extension
+        from abiprobe.analyze.checks import (
+            first_use_gpu_verdicts,
+            metadata_verdicts,
+            tag_verdicts,
+            unreadable_verdicts,
+        )
+        from abiprobe.analyze.torch_abi import torch_range_verdicts
+        from abiprobe.analyze.variants import cuda_claim_verdicts
+
         wheels = self._facts(member.wheels)
         verdicts: list[Verdict] = [
             *metadata_verdicts(wheels, self.stack),
