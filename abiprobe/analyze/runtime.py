@@ -16,11 +16,12 @@ from __future__ import annotations
 import ast
 import operator
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from abiprobe.binary.pyflow import UNKNOWN_NAME
+from abiprobe.binary.pyreturns import EXISTS
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 
@@ -39,6 +40,7 @@ _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
 }  # fmt: skip
 _BUILTINS: dict[str, Callable[..., Any]] = {
     "str": str, "int": int, "float": float, "len": len, "tuple": tuple, "bool": bool, "min": min, "max": max,
+    "map": lambda f, items: list(map(f, items)),
 }  # fmt: skip
 
 
@@ -276,6 +278,8 @@ def _eval(node: ast.expr, values: RuntimeValues) -> Any:
         return True
     if isinstance(node, ast.IfExp):
         return _eval(node.body if _eval(node.test, values) else node.orelse, values)
+    if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
+        return {_eval(k, values): _eval(v, values) for k, v in zip(node.keys, node.values, strict=True) if k}
     if isinstance(node, (ast.Tuple, ast.List)):
         items = [_eval(e, values) for e in node.elts]
         return tuple(items) if isinstance(node, ast.Tuple) else items
@@ -311,6 +315,24 @@ def _call(node: ast.Call, values: RuntimeValues) -> Any:
     return result
 
 
+def with_files(values: RuntimeValues, files: Iterable[str]) -> RuntimeValues:
+    """``values`` plus the test of whether the set installs a path (``path.exists()`` in the package's
+    code, kept as ``__abiprobe_exists__(path)``): a file or a folder of ``files``, or a glob matching one."""
+    have = frozenset(files)
+    folders = frozenset(f.rsplit("/", i)[0] for f in have for i in range(1, f.count("/") + 1))
+
+    def exists(path: str) -> bool:
+        path = path.rstrip("/")
+        if "*" in path:
+            from abiprobe.analyze.preloads import install_glob
+
+            rx = install_glob(path)
+            return any(rx.fullmatch(f) for f in have)
+        return path in have or path in folders
+
+    return RuntimeValues({**values.values, EXISTS: exists}, values.torch_source)
+
+
 def substitute(pattern: str, values: RuntimeValues) -> tuple[str, str]:
     """``pattern`` with each ``{=expr=}`` replaced by its value, and the values it was computed from
     (``torch.version.cuda='13.0'``); :class:`CannotEvaluate` when one cannot be evaluated."""
@@ -325,4 +347,12 @@ def substitute(pattern: str, values: RuntimeValues) -> tuple[str, str]:
     return text, values.described(read)
 
 
-__all__ = ["TOKEN", "CannotEvaluate", "RuntimeValues", "evaluate", "runtime_values", "substitute"]
+__all__ = [
+    "TOKEN",
+    "CannotEvaluate",
+    "RuntimeValues",
+    "evaluate",
+    "runtime_values",
+    "substitute",
+    "with_files",
+]

@@ -34,7 +34,7 @@ from packaging.utils import canonicalize_name
 
 from abiprobe.analyze.layout import Layout
 from abiprobe.analyze.preloads import install_glob
-from abiprobe.analyze.runtime import TOKEN, CannotEvaluate, RuntimeValues, evaluate, substitute
+from abiprobe.analyze.runtime import TOKEN, CannotEvaluate, RuntimeValues, evaluate, substitute, with_files
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts, all_events
 from abiprobe.solve.stack import PackageLoading
 
@@ -89,7 +89,9 @@ class _Planner:
     ) -> None:
         self.layout = layout
         self.rules = tuple(rules)
-        self.values = values
+        self.values = (
+            None if values is None else with_files(values, (f for w in layout.wheels for f in w.files))
+        )
         self.cond: Cond = ()
         self.opaque = 0  # depth of branches taken on a test that cannot be known
         self.tries: list[tuple[frozenset[str], list[tuple[str, Cond]]]] = []  # catches, failures
@@ -205,7 +207,7 @@ class _Planner:
         elif e.kind == "load":
             self.load(_bind(e.target, args), e.api, timing, where, e.expr)
         elif e.kind == "call":
-            return self.call(module, e, timing)
+            return self.call(module, e, timing, args)
         elif e.kind == "if":
             return self._if(module, e, timing, args, where)
         elif e.kind == "for":
@@ -369,8 +371,11 @@ class _Planner:
             self.add(path, how, timing if picked else "unknown", where, api, note)
         self.tries = tries
 
-    def call(self, module: PyModule, e: PyEvent, timing: Timing) -> _Exits:
-        """Run the package's function the event calls; its returns go on after the call."""
+    def call(
+        self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str] | None = None
+    ) -> _Exits:
+        """Run the package's function the event calls (its arguments bound to the caller's own); its
+        returns go on after the call."""
         out = _Exits()
         out.next.append(self.cond)
         target = e.target if "." in e.target else f"{module.name}.{e.target}"
@@ -393,7 +398,7 @@ class _Planner:
         if (owner, fname) in self.ran:  # a recursive call: what it loads is being found already
             self._cut = True
             return out
-        bound = {p: a for p, a in zip(function.params, e.args, strict=False) if a}
+        bound = {p: _bind(a, args or {}) for p, a in zip(function.params, e.args, strict=False) if a}
         key = (owner, fname, tuple(sorted(bound.items())), timing)
         if key in self._explored:  # run with these arguments before: running it again adds nothing
             return out

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 # the modules whose values the set and the target fix (abiprobe.analyze.runtime evaluates them)
 RUNTIME_ROOTS = frozenset({"torch", "sys", "platform", "os"})
-_BUILTINS = frozenset({"str", "int", "float", "len", "tuple", "bool", "min", "max", "hasattr"})
+_BUILTINS = frozenset({"str", "int", "float", "len", "tuple", "bool", "min", "max", "hasattr", "map"})
 _FORBIDDEN = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr,
               ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)  # fmt: skip
 _MAX_DEPTH = 8
@@ -21,11 +21,13 @@ def runtime_text(
     node: ast.expr,
     dotted: Callable[[ast.expr], str | None],
     local: Callable[[str], ast.expr | None],
+    call: Callable[[ast.Call], ast.expr | None] | None = None,
 ) -> str | None:
     """The source text of ``node`` with import aliases spelled out and assigned names replaced by their
     values, when it reads nothing but constants and :data:`RUNTIME_ROOTS` values (and at least one of
-    those); None otherwise."""
-    rewriter = _Rewriter(dotted, local)
+    those); None otherwise. ``call`` may stand a call for a run-time expression of its own (a test of
+    whether the set installs a path, :func:`abiprobe.binary.pyreturns.exists_test`)."""
+    rewriter = _Rewriter(dotted, local, call)
     out = rewriter.visit(copy.deepcopy(node))
     if not rewriter.ok or not rewriter.reads_runtime:
         return None
@@ -33,8 +35,13 @@ def runtime_text(
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, dotted: Callable[[ast.expr], str | None], local: Callable[[str], ast.expr | None]):
-        self.dotted, self.local = dotted, local
+    def __init__(
+        self,
+        dotted: Callable[[ast.expr], str | None],
+        local: Callable[[str], ast.expr | None],
+        call: Callable[[ast.Call], ast.expr | None] | None = None,
+    ):
+        self.dotted, self.local, self.call = dotted, local, call
         self.ok, self.reads_runtime, self.depth = True, False, 0
         self.seen: set[str] = set()
 
@@ -53,6 +60,8 @@ class _Rewriter(ast.NodeTransformer):
             self.depth -= 1
             self.seen.discard(node.id)
             return out
+        if node.id.startswith("__abiprobe_"):  # the planner's own names (a file the set has)
+            return node
         name = self.dotted(node) or node.id
         if name.split(".")[0] in RUNTIME_ROOTS:
             self.reads_runtime = True
@@ -60,6 +69,16 @@ class _Rewriter(ast.NodeTransformer):
         if node.id not in _BUILTINS:
             self.ok = False
         return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if self.call is not None and self.depth < _MAX_DEPTH:
+            self.depth += 1
+            out = self.call(node)
+            self.depth -= 1
+            if out is not None:
+                self.reads_runtime = True
+                return out
+        return self.generic_visit(node)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
         """An operand that is no run-time value stands as :data:`UNKNOWN_NAME`: ``is_windows and msvc``

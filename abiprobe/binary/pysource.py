@@ -28,9 +28,18 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping
 
-from abiprobe.binary.pyflow import catches, runtime_text, version_constants
+from abiprobe.binary.pyflow import UNKNOWN_NAME, catches, runtime_text, version_constants
 from abiprobe.binary.pyimports import absolute as _absolute
 from abiprobe.binary.pyimports import module_name, scan_imports
+from abiprobe.binary.pyreturns import (
+    Package,
+    as_expr,
+    exists_test,
+    file_finder_origin,
+    imported_value,
+    normal_path,
+    returned_path,
+)
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, all_events
 
 LOAD_APIS = {
@@ -51,9 +60,10 @@ def scan_sources(sources: Mapping[str, bytes]) -> tuple[PyModule, ...]:
     parse = {p for p, src in sources.items() if any(m in src for m in _MARKERS) or _is_version_module(p)}
     modules: dict[str, PyModule | None] = {}
     loaders: set[str] = set()
+    package = Package(sources, _scanner_of)
     while True:
         for path in sorted(parse - modules.keys()):
-            modules[path] = scan_module(path, sources[path])
+            modules[path] = scan_module(path, sources[path], package)
         found = {f.name for m in modules.values() if m for f in m.functions if _loads(f.events, loaders)}
         if found <= loaders:
             break
@@ -78,8 +88,14 @@ def _loads(events: tuple[PyEvent, ...], loaders: set[str]) -> bool:
     )
 
 
-def scan_module(path: str, source: bytes) -> PyModule | None:
-    """A module's top-level events and its functions' events, from its syntax tree."""
+def _scanner_of(module: str, path: str) -> _Scanner:
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    return _Scanner(module, package, path)
+
+
+def scan_module(path: str, source: bytes, others: Package | None = None) -> PyModule | None:
+    """A module's top-level events and its functions' events, from its syntax tree (``others``: the
+    wheel's modules, for following calls and imported names across modules)."""
     name = module_name(path)
     if name is None:
         return None
@@ -89,6 +105,9 @@ def scan_module(path: str, source: bytes) -> PyModule | None:
         return scan_imports(path, source)
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
     scanner = _Scanner(name, package, path)
+    if others is not None:
+        scanner.pkg = others
+        others.register(name, scanner)
     try:
         events = scanner.block(tree.body, {})
     except RecursionError:  # expressions nested deeper than the scanner follows: imports alone
@@ -108,6 +127,7 @@ class _Scanner:
         self.loops: list[bool] = []  # enclosing loops: True for one the planner runs (a list, a glob)
         self.guards: list[tuple[ast.expr, bool]] = []  # enclosing run-time tests, and which branch
         self.in_function = False
+        self.pkg: Package | None = None  # the wheel's other modules (abiprobe.binary.pyreturns)
 
     def block(self, body: list[ast.stmt], params: dict[str, str]) -> list[PyEvent]:
         events: list[PyEvent] = []
@@ -292,7 +312,7 @@ class _Scanner:
                 return self.module_nodes[name]
             return None
 
-        text = runtime_text(node, self.dotted, local)
+        text = runtime_text(node, self.dotted, local, lambda n: exists_test(self, n))
         return None if text is None else f"{{={text}=}}"
 
     def calls(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent]:
@@ -327,12 +347,23 @@ class _Scanner:
                 target = self.module_of(node.args[0], node.args[1:], params)
                 out.append(PyEvent("import", target, callee, line=node.lineno))
             elif "." not in callee or callee.startswith(self.package.split(".")[0] + "."):
-                args = tuple(
-                    a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else ""
-                    for a in node.args
-                )
+                args = tuple(self.argument(a, params) for a in node.args)
                 out.append(PyEvent("call", callee, args=args, line=node.lineno))
         return out
+
+    def argument(self, node: ast.expr, params: dict[str, str]) -> str:
+        """A call's argument as its callee's parameter gets it: a string constant, a path in the package
+        (``""`` for anything else)."""
+        if isinstance(node, ast.Constant):
+            return node.value if isinstance(node.value, str) else ""
+        if not isinstance(node, (ast.Name, ast.Call, ast.BinOp, ast.JoinedStr, ast.Attribute)):
+            return ""
+        path = self.path_of(node, params)
+        return (
+            path
+            if path is not None and "/" in path and path.split("/", 1)[0] == self.path.split("/", 1)[0]
+            else ""
+        )
 
     def by_name(self, node: ast.expr, params: dict[str, str]) -> str | None:
         """A path expression that cannot be evaluated, matched by the last name it spells (a constant or a
@@ -398,6 +429,8 @@ class _Scanner:
                 finally:
                     self.local_nodes[node.id] = local
             constant = self.constants.get(node.id)
+            if constant is None:
+                constant = imported_value(self, node.id)
             return constant if constant is not None else self.runtime(node)
         if isinstance(node, ast.JoinedStr):
             parts = []
@@ -414,12 +447,28 @@ class _Scanner:
                 return left + right
         return self.runtime(node)
 
+    def _choice(self, node: ast.IfExp, params: dict[str, str]) -> str | None:
+        """``a if test else b`` on a run-time test: ``{=(a if test else b)=}`` for the planner."""
+        test = self.runtime(node.test)
+        if test is None:
+            return None
+        first, second = self._path(node.body, params), self._path(node.orelse, params)
+        if first in (None, _UNKNOWN) and second in (None, _UNKNOWN):
+            return None
+        # a branch abiprobe cannot follow: unknown when the target takes it (the planner says so)
+        one, other = (
+            UNKNOWN_NAME if v in (None, _UNKNOWN) else as_expr(normal_path(v)) for v in (first, second)
+        )
+        if one == other:
+            return normal_path(first)  # type: ignore[arg-type]
+        return f"{{=({one} if {test[2:-2]} else {other})=}}"
+
     def path_of(self, node: ast.expr, params: dict[str, str]) -> str | None:
         """An installed path (relative to site-packages) a path expression evaluates to, or None."""
         value = self._path(node, params)
         if value is None or value == _UNKNOWN:
             return None
-        return posixpath.normpath(value) if "/" in value else value
+        return normal_path(value)
 
     def _path(self, node: ast.expr, params: dict[str, str]) -> str | None:
         if isinstance(node, ast.Call):
@@ -455,7 +504,16 @@ class _Scanner:
                 return self._path(args[0], params)  # a glob's matches: any one of them
             if callee in ("os.environ.get", "os.getenv") and len(args) > 1:
                 return self._path(args[1], params)  # an override the target does not set: the default
-            return self.runtime(node)
+            if short in ("with_suffix", "with_name") and isinstance(node.func, ast.Attribute) and args:
+                base, part = self._path(node.func.value, params), self.text(args[0], params)
+                if base is None or part is None:
+                    return None
+                head, _, name = base.rpartition("/")
+                name = part if short == "with_name" else posixpath.splitext(name)[0] + part
+                return f"{head}/{name}" if head else name
+            if short == "as_posix" and isinstance(node.func, ast.Attribute):
+                return self._path(node.func.value, params)
+            return self.runtime(node) or returned_path(self, node, params)
         if (
             isinstance(node, ast.Subscript)
             and isinstance(node.slice, ast.Constant)
@@ -464,7 +522,9 @@ class _Scanner:
             return self._path(node.value, params)  # one of a glob's matches
         if isinstance(node, ast.IfExp):
             branch = _posix_branch(node)
-            return None if branch is None else self._path(branch, params)
+            return self._choice(node, params) if branch is None else self._path(branch, params)
+        if isinstance(node, ast.Attribute) and node.attr == "origin":
+            return file_finder_origin(self, node, params)
         if isinstance(node, ast.Attribute) and node.attr == "parent":
             inner = self._path(node.value, params)
             return None if inner is None else posixpath.dirname(inner)
