@@ -341,7 +341,9 @@ class _Planner:
         if expr and self.opaque and not self._matches(pattern):
             return  # not followed, under a test abiprobe cannot know: no claim
         if not pattern and expr:
-            self.add(f"unresolved:{where}", "unresolved", timing, where, api, f"{where}: {api}({expr})")
+            expr, _, why = expr.partition("\n")  # why: the package function's return it stopped at
+            note = f"{where}: {api}({expr})" + (f": {why}" if why else "")
+            self.add(f"unresolved:{where}", "unresolved", timing, where, api, note)
             return
         if "/" not in pattern and pattern and "{" not in pattern and "*" not in pattern:
             if self._caught("OSError") is not None:  # a bare name in a try: the system's search

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import posixpath
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -44,6 +45,7 @@ class Package:
         self._trees: dict[str, ast.Module | None] = {}
         self._scanners: dict[str, Any] = {}
         self.busy: set[tuple[str, str]] = set()  # functions being followed (no recursion)
+        self.unfollowed = ""  # the first return of a function followed for a load that stopped it
         self.depth = 0
 
     def tree(self, module: str) -> ast.Module | None:
@@ -144,7 +146,7 @@ def returned_path(scanner: Any, call: ast.Call, params: dict[str, str]) -> str |
     key = (module, function.name)
     if callee is None or key in package.busy:
         return None
-    bound = _bind(scanner, function, call, params)
+    bound = _bind(scanner, callee, function, call, params)
     if bound is None:
         return None
     package.busy.add(key)
@@ -163,6 +165,10 @@ def returned_path(scanner: Any, call: ast.Call, params: dict[str, str]) -> str |
                     return None
                 tests.append(text[2:-2] if taken else f"not ({text[2:-2]})")
             text = "" if value is None or _is_none(value) else callee._path(value, bound)
+            if text is None and not package.unfollowed and value is not None:
+                package.unfollowed = (
+                    f"{function.name} returns {ast.unparse(value)} ({callee.path} line {value.lineno})"
+                )
             branches.append((tests, opaque, _normal(text)))
         return _combine(branches)
     finally:
@@ -214,9 +220,10 @@ def _function_of(scanner: Any, func: ast.expr) -> tuple[str, ast.FunctionDef] | 
 
 
 def _bind(
-    scanner: Any, function: ast.FunctionDef, call: ast.Call, params: dict[str, str]
+    scanner: Any, callee: Any, function: ast.FunctionDef, call: ast.Call, params: dict[str, str]
 ) -> dict[str, str] | None:
-    """The callee's parameters as texts: the call's arguments evaluated in the caller, else defaults."""
+    """The callee's parameters as texts: the call's arguments evaluated in the caller, else the
+    defaults, in the callee's module."""
     args = function.args
     if (
         args.vararg is not None
@@ -236,7 +243,7 @@ def _bind(
         if name in given:
             text = scanner._path(given[name], params)
         elif name in defaults:
-            text = scanner._path(defaults[name], {})
+            text = callee._path(defaults[name], {})
         else:
             text = None
         out[name] = text if text is not None else "*"
@@ -293,12 +300,23 @@ class _Returns:
             return
         target = targets[0]
         if isinstance(target, ast.Name):
-            s.local_nodes[target.id] = s.guarded(stmt.value, s.local_nodes.get(target.id))
+            s.local_nodes[target.id] = s.guarded(stmt.value, s.local_nodes.get(target.id), target.id)
         elif isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
             for i, e in enumerate(target.elts):
                 assert isinstance(e, ast.Name)
                 item = ast.Subscript(stmt.value, ast.Constant(i), ast.Load())
-                s.local_nodes[e.id] = s.guarded(item, s.local_nodes.get(e.id))
+                s.local_nodes[e.id] = s.guarded(item, s.local_nodes.get(e.id), e.id)
+
+
+def replace_name(node: ast.expr, name: str, value: ast.expr) -> ast.expr:
+    """``node`` with each read of ``name`` replaced by ``value``."""
+
+    class _Swap(ast.NodeTransformer):
+        def visit_Name(self, n: ast.Name) -> ast.AST:
+            return copy.deepcopy(value) if n.id == name else n
+
+    out: ast.expr = _Swap().visit(copy.deepcopy(node))
+    return out
 
 
 def _combine(branches: list[tuple[list[str], bool, str | None]]) -> str | None:

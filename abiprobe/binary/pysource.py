@@ -38,6 +38,7 @@ from abiprobe.binary.pyreturns import (
     file_finder_origin,
     imported_value,
     normal_path,
+    replace_name,
     returned_path,
 )
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, all_events
@@ -53,6 +54,9 @@ LOAD_APIS = {
 _MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"import_module", b"__import__",
             b"spec_from_file_location")  # fmt: skip
 _UNKNOWN = "*"
+# the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
+# is read from a wheel's Python changes, so that facts read under older rules are read again
+READ_RULES = 2
 
 
 def scan_sources(sources: Mapping[str, bytes]) -> tuple[PyModule, ...]:
@@ -176,7 +180,7 @@ class _Scanner:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             name = stmt.targets[0].id
             nodes = self.local_nodes if self.in_function else self.module_nodes
-            nodes[name] = self.guarded(stmt.value, nodes.get(name))
+            nodes[name] = self.guarded(stmt.value, nodes.get(name), name)
             if self.guards:  # a value chosen by a run-time test: evaluated by the planner, not here
                 self.constants.pop(name, None)
             elif not self.in_function and (value := self.path_of(stmt.value, params)) is not None:
@@ -251,10 +255,13 @@ class _Scanner:
             return [*self.calls(stmt, params), PyEvent("return", "", line=line)]
         return None
 
-    def guarded(self, value: ast.expr, before: ast.expr | None) -> ast.expr:
-        """An assignment under run-time tests, as the value it leaves: ``value if test else before``."""
+    def guarded(self, value: ast.expr, before: ast.expr | None, name: str = "") -> ast.expr:
+        """An assignment under run-time tests, as the value it leaves: ``value if test else before`` (in
+        a test, the name assigned is the value it had before: ``if not path.exists(): path = ...``)."""
         for test, branch in reversed(self.guards):
             other = before if before is not None else ast.Constant(None)
+            if name and before is not None:
+                test = replace_name(test, name, before)
             value = ast.IfExp(test, value, other) if branch else ast.IfExp(test, other, value)
         return value
 
@@ -339,8 +346,12 @@ class _Scanner:
                         PyEvent("load", target, "importlib.util.spec_from_file_location", line=node.lineno)
                     )
             elif api is not None and node.args:
+                if self.pkg is not None:
+                    self.pkg.unfollowed = ""
                 target = self.path_of(node.args[0], params)
                 expr = "" if target is not None or _system_search(node.args[0]) else ast.unparse(node.args[0])
+                if expr and self.pkg is not None and self.pkg.unfollowed:  # the return it stopped at
+                    expr = f"{expr}\n{self.pkg.unfollowed}"
                 target = target or self.by_name(node.args[0], params) or ""
                 out.append(PyEvent("load", target, api, line=node.lineno, expr=expr))
             elif callee in ("importlib.import_module", "__import__") and node.args:
@@ -504,14 +515,15 @@ class _Scanner:
                 return self._path(args[0], params)  # a glob's matches: any one of them
             if callee in ("os.environ.get", "os.getenv") and len(args) > 1:
                 return self._path(args[1], params)  # an override the target does not set: the default
-            if short in ("with_suffix", "with_name") and isinstance(node.func, ast.Attribute) and args:
+            method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if method in ("with_suffix", "with_name") and isinstance(node.func, ast.Attribute) and args:
                 base, part = self._path(node.func.value, params), self.text(args[0], params)
                 if base is None or part is None:
                     return None
                 head, _, name = base.rpartition("/")
-                name = part if short == "with_name" else posixpath.splitext(name)[0] + part
+                name = part if method == "with_name" else posixpath.splitext(name)[0] + part
                 return f"{head}/{name}" if head else name
-            if short == "as_posix" and isinstance(node.func, ast.Attribute):
+            if method == "as_posix" and isinstance(node.func, ast.Attribute):
                 return self._path(node.func.value, params)
             return self.runtime(node) or returned_path(self, node, params)
         if (

@@ -17,7 +17,7 @@ from typing import BinaryIO
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from abiprobe.binary.objects import inspect_stream, looks_like_binary_member
-from abiprobe.binary.pysource import scan_sources
+from abiprobe.binary.pysource import READ_RULES, scan_sources
 from abiprobe.binary.wheel_members import dist_info_dir, installed_path
 from abiprobe.binary.zipguard import copy_member, open_zip, zip_errors
 from abiprobe.errors import BinaryFormatError, HashMismatchError, WheelFormatError
@@ -121,6 +121,18 @@ def importable(names: Iterable[str]) -> set[str]:
     return {n for n in names if n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("__")}
 
 
+def python_members(names: Sequence[str]) -> list[str]:
+    """The members of a wheel read for what its Python loads (:func:`is_package_source`)."""
+    info = dist_info_dir(names)
+    return [n for n in names if is_package_source(n, info)]
+
+
+def with_python(facts: WheelFacts, members: Mapping[str, bytes]) -> WheelFacts:
+    """``facts`` with their Python read again, under today's rules, from its members (name -> bytes)."""
+    sources = {installed_path(n): b for n, b in members.items() if len(b) <= MAX_SOURCE_BYTES}
+    return replace(facts, python=scan_sources(sources), python_rules=READ_RULES)
+
+
 def facts_from_members(
     filename: str,
     sha256: str,
@@ -189,6 +201,7 @@ def facts_from_members(
         verified=verified,
         directory_sha256=directory_sha256,
         python=scan_sources(sources),
+        python_rules=READ_RULES,
     )
 
 
@@ -298,6 +311,7 @@ def facts_from_tree(root: Path, files: Sequence[str], filename: str, metadata: D
         errors=tuple(objects.errors),
         unreadable=tuple(objects.unreadable),
         python=scan_sources(sources),
+        python_rules=READ_RULES,
     )
 
 

@@ -37,6 +37,7 @@ from abiprobe.net.http import Http
 from abiprobe.net.remote_wheel import RemoteZip, listed_unchanged, served_directory, trusted
 from abiprobe.store.cache import Cache, MetadataEntry
 from abiprobe.store.localstate import local_sha256
+from abiprobe.store.python_rules import local_current, remote_current
 
 if TYPE_CHECKING:
     from abiprobe.store.published_client import PublishedFacts
@@ -130,7 +131,13 @@ class WheelReads:
         if self.published is not None:
             self.published.fetch_facts(file)
         hit = self.cache.load_facts(sha, allow_partial=partial, allow_unverified=True)
-        return hit if hit is not None and self._trusted(hit, file) else None
+        if hit is None or not self._trusted(hit, file):
+            return None
+        return self._current(hit, file)
+
+    def _current(self, facts: WheelFacts, file: IndexFile) -> WheelFacts:
+        """Stored facts with their Python read again when it was read under older rules."""
+        return remote_current(facts, file, self.http, self.cache, offline=self.offline)
 
     def _stored_summary(self, file: IndexFile, *, partial: bool = False) -> WheelSummary | None:
         sha = self.sha256_of(file)
@@ -150,7 +157,7 @@ class WheelReads:
         facts = self.cache.load_facts(summary.sha256, allow_partial=summary.partial, allow_unverified=True)
         same = facts is not None and facts.directory_sha256 == summary.directory_sha256
         if same and facts is not None and facts.verified == summary.verified:
-            return facts
+            return self._current(facts, file) if file is not None else facts
         return self.facts(file) if file is not None and self.published is not None else None
 
     def holds(self, file: IndexFile) -> bool:
@@ -382,6 +389,9 @@ def local_wheel_info(path: Path, cache: Cache | None = None) -> WheelInfo:
     store = cache if cache is not None else Cache()
     digest = _local_digest(path)
 
+    def current(facts: WheelFacts | None) -> WheelFacts | None:
+        return None if facts is None else local_current(facts, path, store)
+
     def reread() -> WheelFacts:
         facts = _local_facts(path, digest)
         store.store_facts(facts)
@@ -390,8 +400,8 @@ def local_wheel_info(path: Path, cache: Cache | None = None) -> WheelInfo:
     def lookup() -> WheelInfo | None:
         summary = store.load_summary(digest)
         if summary is not None:
-            return WheelInfo(summary, load=lambda: store.load_facts(digest) or reread())
-        hit = store.load_facts(digest)
+            return WheelInfo(summary, load=lambda: current(store.load_facts(digest)) or reread())
+        hit = current(store.load_facts(digest))
         if hit is not None:
             store.store_summary(hit.summary())
         return WheelInfo.of(hit) if hit is not None else None
