@@ -75,10 +75,8 @@ def virtual_outcome(sim: LoaderSimulation, unit: PlannedUnit, done: Sequence[Jud
     at = f" ({unit.api} at {unit.where})" if unit.where else ""
     if unit.how == "soname":
         name = _name(unit.path)
-        if (
-            name in sim.loaded
-            or sim.profile.library(name) is not None
-            or (sim.driver is not None and name in DRIVER_LIBRARIES)
+        if name in sim.loaded or sim.profile.library(name) is not None or (
+            sim.driver is not None and name in DRIVER_LIBRARIES
         ):
             text = f"{name} is found by the system's search (loaded already, or a target system library){at}"
             return VirtualOutcome(dist, "library", (Verdict("sonames", "ok", text, unit.path),), None)

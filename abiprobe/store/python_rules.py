@@ -35,7 +35,7 @@ def _as_stored(facts: WheelFacts, why: str) -> WheelFacts:
 def _keep(facts: WheelFacts, cache: Cache | None) -> WheelFacts:
     if cache is not None and not cache.readonly and facts.sha256:
         try:
-            cache.store_facts(facts)
+            cache.replace_facts(facts)
         except (OSError, AbiprobeError) as exc:
             log.warn(f"{facts.filename}: its Python, read again, could not be stored: {exc}")
     return facts
