@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from abiprobe.binary.pyflow import UNKNOWN_NAME
-from abiprobe.binary.pyreturns import EXISTS
+from abiprobe.binary.pyreturns import EXISTS, OBJECT
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
 
@@ -29,6 +29,7 @@ TOKEN = re.compile(r"\{=(.+?)=\}")
 _LABEL_CUDA = re.compile(r"\+cu(\d+?)(\d)$")
 _RUNTIME_PIN = re.compile(r"nvidia-cuda-runtime(?:-cu\d+)?\s*==\s*(\d+)\.(\d+)", re.I)
 _SAFE = (str, int, float, bool, tuple, list, dict, type(None))
+_MAX_ITEMS = 64  # a comprehension's items read
 _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Mod: operator.mod, ast.Mult: operator.mul, ast.Sub: operator.sub,
     ast.FloorDiv: operator.floordiv,
@@ -41,7 +42,12 @@ _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
 _BUILTINS: dict[str, Callable[..., Any]] = {
     "str": str, "int": int, "float": float, "len": len, "tuple": tuple, "bool": bool, "min": min, "max": max,
     "map": lambda f, items: list(map(f, items)),
+    "sorted": sorted, "range": lambda *a: list(range(*a)), "list": list,
 }  # fmt: skip
+
+
+class _Object(dict[str, Any]):
+    """An instance of one of the package's classes, by its fields (``__abiprobe_object__(a=...)``)."""
 
 
 class CannotEvaluate(Exception):
@@ -103,6 +109,10 @@ class _Namespace:
 
 
 def _attribute(value: Any, attr: str, dotted: str) -> Any:
+    if isinstance(value, _Object):
+        if attr not in value:
+            raise CannotEvaluate(f"{dotted}: a field abiprobe was not given")
+        return value[attr]
     if attr.startswith("_") or not isinstance(value, (*_SAFE, VersionInfo)):
         raise CannotEvaluate(f"{dotted}: not a value abiprobe evaluates")
     if isinstance(value, VersionInfo) and attr in ("major", "minor"):
@@ -136,6 +146,9 @@ def _torch_values(wheels: Sequence[WheelFacts]) -> tuple[dict[str, Any], str]:
     values.setdefault("torch.version.hip", None)
     cuda_build = values.get("torch.version.cuda") is not None
     values["torch.cuda.is_available"] = lambda: cuda_build
+    if cuda_build:  # the target's one GPU (a machine with an NVIDIA GPU: at least one)
+        values["torch.cuda.device_count"] = lambda: 1
+        values["torch.cuda.device"] = lambda index=0: index
     return values, source
 
 
@@ -230,6 +243,16 @@ def _eval(node: ast.expr, values: RuntimeValues) -> Any:
         raise CannotEvaluate("an operand that is no value the set and the target fix")
     if isinstance(node, ast.Name) and node.id in _BUILTINS:
         return _BUILTINS[node.id]
+    if isinstance(node, (ast.GeneratorExp, ast.ListComp)) and len(node.generators) == 1:
+        loop = node.generators[0]
+        if not isinstance(loop.target, ast.Name):
+            raise CannotEvaluate(f"{ast.unparse(node)}: not an expression abiprobe evaluates")
+        out = []
+        for item in list(_eval(loop.iter, values))[:_MAX_ITEMS]:
+            inner = RuntimeValues({**values.values, loop.target.id: item}, values.torch_source)
+            if all(_eval(i, inner) for i in loop.ifs):
+                out.append(_eval(node.elt, inner))
+        return out
     if isinstance(node, (ast.Name, ast.Attribute)):
         dotted = _dotted(node)
         if dotted is not None:
@@ -294,6 +317,8 @@ def _eval(node: ast.expr, values: RuntimeValues) -> Any:
 
 
 def _call(node: ast.Call, values: RuntimeValues) -> Any:
+    if isinstance(node.func, ast.Name) and node.func.id == OBJECT and not node.args:
+        return _Object({k.arg: _eval(k.value, values) for k in node.keywords if k.arg is not None})
     if isinstance(node.func, ast.Name) and node.func.id == "hasattr" and len(node.args) == 2:
         owner, name = _eval(node.args[0], values), _eval(node.args[1], values)
         if isinstance(owner, _Namespace) and isinstance(name, str):
@@ -310,7 +335,7 @@ def _call(node: ast.Call, values: RuntimeValues) -> Any:
     args = [_eval(a, values) for a in node.args]
     kwargs = {k.arg: _eval(k.value, values) for k in node.keywords if k.arg is not None}
     result = func(*args, **kwargs)
-    if not isinstance(result, (*_SAFE, VersionInfo)):
+    if not isinstance(result, (*_SAFE, VersionInfo, _Object)):
         raise CannotEvaluate(f"{ast.unparse(node)}: not a value abiprobe evaluates")
     return result
 

@@ -336,8 +336,15 @@ class _Planner:
         return bool(pattern) and any(install_glob(pattern).fullmatch(p) for p in self.layout.objects)
 
     def load(self, pattern: str, api: str, timing: Timing, where: str, expr: str = "") -> None:
+        raw = pattern
         pattern, computed = self._value(pattern, where)
         note = f"computed from {computed}" if computed and "/" not in computed.split(":", 1)[0] else computed
+        if expr and "{=" in raw and computed.startswith(f"{where}:") and not self._matches(pattern):
+            # a path computed through code abiprobe could not follow on the branch the target takes
+            expr, _, why = expr.partition("\n")
+            note = f"{where}: {api}({expr}): " + (why or computed.split(": ", 1)[1])
+            self.add(f"unresolved:{where}", "unresolved", timing, where, api, note)
+            return
         if expr and self.opaque and not self._matches(pattern):
             return  # not followed, under a test abiprobe cannot know: no claim
         if not pattern and expr:

@@ -13,6 +13,7 @@ RUNTIME_ROOTS = frozenset({"torch", "sys", "platform", "os"})
 _BUILTINS = frozenset({"str", "int", "float", "len", "tuple", "bool", "min", "max", "hasattr", "map"})
 _FORBIDDEN = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr,
               ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)  # fmt: skip
+_BUILTINS_TOO = frozenset({"sorted", "range", "list"})  # read in a comprehension's loop
 _MAX_DEPTH = 8
 UNKNOWN_NAME = "__abiprobe_unknown__"  # an operand of and/or that is no run-time value
 
@@ -44,6 +45,7 @@ class _Rewriter(ast.NodeTransformer):
         self.dotted, self.local, self.call = dotted, local, call
         self.ok, self.reads_runtime, self.depth = True, False, 0
         self.seen: set[str] = set()
+        self.loop_names: list[str] = []  # the names a comprehension binds, inside it
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         if isinstance(node, _FORBIDDEN):
@@ -60,15 +62,34 @@ class _Rewriter(ast.NodeTransformer):
             self.depth -= 1
             self.seen.discard(node.id)
             return out
-        if node.id.startswith("__abiprobe_"):  # the planner's own names (a file the set has)
+        if node.id.startswith("__abiprobe_") or node.id in self.loop_names:  # the planner's own names
             return node
         name = self.dotted(node) or node.id
         if name.split(".")[0] in RUNTIME_ROOTS:
             self.reads_runtime = True
             return _name_node(name)
-        if node.id not in _BUILTINS:
+        if node.id not in _BUILTINS and node.id not in _BUILTINS_TOO:
             self.ok = False
         return node
+
+    def _comprehension(self, node: ast.GeneratorExp | ast.ListComp) -> ast.AST:
+        """``[f(x) for x in items if test]`` over one loop of a plain name."""
+        (loop,) = node.generators if len(node.generators) == 1 else (None,)
+        if loop is None or not isinstance(loop.target, ast.Name) or loop.is_async:
+            self.ok = False
+            return node
+        loop.iter = self.visit(loop.iter)
+        self.loop_names.append(loop.target.id)
+        node.elt = self.visit(node.elt)
+        loop.ifs = [self.visit(i) for i in loop.ifs]
+        self.loop_names.pop()
+        return node
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.AST:
+        return self._comprehension(node)
+
+    def visit_ListComp(self, node: ast.ListComp) -> ast.AST:
+        return self._comprehension(node)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         if self.call is not None and self.depth < _MAX_DEPTH:

@@ -30,6 +30,7 @@ from abiprobe.binary.pyimports import module_name
 
 TOKEN = re.compile(r"\{=(.+?)=\}")
 EXISTS = "__abiprobe_exists__"  # the planner's test of whether the set installs a path (or glob)
+OBJECT = "__abiprobe_object__"  # an instance of one of the package's classes, by its fields
 _MAX_DEPTH = 6  # functions followed inside one another
 _Return = tuple[list[tuple[ast.expr, bool]], bool, dict[str, ast.expr], ast.expr | None]
 
@@ -46,6 +47,7 @@ class Package:
         self._scanners: dict[str, Any] = {}
         self.busy: set[tuple[str, str]] = set()  # functions being followed (no recursion)
         self.unfollowed = ""  # the first return of a function followed for a load that stopped it
+        self.values: dict[tuple[str, str, str], ast.expr | None] = {}  # returned_expr, by call
         self.depth = 0
 
     def tree(self, module: str) -> ast.Module | None:
@@ -149,11 +151,15 @@ def returned_path(scanner: Any, call: ast.Call, params: dict[str, str]) -> str |
     bound = _bind(scanner, callee, function, call, params)
     if bound is None:
         return None
+    # a parameter given a run-time value (an instance of the package's class, say) is read as one
+    values = {p: t for p, t in bound.items() if TOKEN.fullmatch(t) is not None}
+    bound = {p: t for p, t in bound.items() if p not in values}
     package.busy.add(key)
     package.depth += 1
     saved = (callee.local_nodes, callee.in_function, callee.guards, callee.loops)
     try:
-        callee.local_nodes, callee.in_function, callee.guards, callee.loops = {}, True, [], []
+        callee.local_nodes = {p: ast.parse(t[2:-2], mode="eval").body for p, t in values.items()}
+        callee.in_function, callee.guards, callee.loops = True, [], []
         returns = list(_Returns(callee).walk(function.body, False))
         branches: list[tuple[list[str], bool, str | None]] = []
         for guards, opaque, snapshot, value in returns:
@@ -175,6 +181,133 @@ def returned_path(scanner: Any, call: ast.Call, params: dict[str, str]) -> str |
         callee.local_nodes, callee.in_function, callee.guards, callee.loops = saved
         package.depth -= 1
         package.busy.discard(key)
+
+
+def returned_expr(scanner: Any, call: ast.Call) -> ast.expr | None:
+    """The run-time expression a call of one of the package's functions returns (its returns under
+    run-time tests as ``a if test else b``), or an instance of one of its classes (``__abiprobe_object__``
+    with the fields it is given); None when it returns anything else."""
+    package: Package | None = scanner.pkg
+    if package is None or package.depth >= _MAX_DEPTH:
+        return None
+    made = _instance(scanner, call)
+    if made is not None:
+        return made
+    found = _function_of(scanner, call.func)
+    if found is None:
+        return None
+    module, function = found
+    callee = scanner if module == scanner.module else package.scanner(module)
+    key = (module, function.name)
+    if callee is None or key in package.busy:
+        return None
+    args = _arguments(scanner, function, call)
+    if args is None:
+        return None
+    memo = (module, function.name, repr(sorted((k, ast.unparse(v)) for k, v in args.items())))
+    if memo in package.values:
+        return package.values[memo]
+    package.busy.add(key)
+    package.depth += 1
+    saved = (callee.local_nodes, callee.in_function, callee.guards, callee.loops)
+    out: ast.expr | None = None
+    try:
+        callee.local_nodes, callee.in_function, callee.guards, callee.loops = dict(args), True, [], []
+        branches: list[tuple[list[str], bool, str | None]] = []
+        for guards, opaque, snapshot, value in list(_Returns(callee).walk(function.body, False)):
+            callee.local_nodes = dict(snapshot)
+            tests = [callee.runtime(t) for t, _taken in guards]
+            if any(t is None for t in tests):
+                return None
+            text = _value_text(callee, value)
+            tests = [
+                t[2:-2] if taken else f"not ({t[2:-2]})" for t, (_n, taken) in zip(tests, guards, strict=True)
+            ]
+            branches.append((tests, opaque, text))
+        expr = _combine_values(branches)
+        out = None if expr is None else ast.parse(expr, mode="eval").body
+        return out
+    finally:
+        callee.local_nodes, callee.in_function, callee.guards, callee.loops = saved
+        package.depth -= 1
+        package.busy.discard(key)
+        package.values[memo] = out
+
+
+def _value_text(scanner: Any, value: ast.expr | None) -> str | None:
+    if value is None:  # a raise: no value
+        return UNKNOWN_NAME
+    if isinstance(value, ast.Constant):
+        return repr(value.value)
+    text = scanner.runtime(value)
+    return None if text is None else text[2:-2]
+
+
+def _combine_values(branches: list[tuple[list[str], bool, str | None]]) -> str | None:
+    if not branches or any(text is None for _t, _o, text in branches):
+        return None
+    if any(opaque for _t, opaque, _x in branches):
+        values = {text for _t, _o, text in branches}
+        return values.pop() if len(values) == 1 else None
+    acc = "None"  # falling off the end
+    for tests, _opaque, text in reversed(branches):
+        acc = f"({text} if {' and '.join(f'({t})' for t in tests)} else {acc})" if tests else str(text)
+    return acc
+
+
+def _expr_of(scanner: Any, node: ast.expr) -> ast.expr:
+    """An argument as a run-time expression in the caller (:data:`UNKNOWN_NAME` when it is none)."""
+    if isinstance(node, ast.Constant):
+        return copy.deepcopy(node)
+    text = scanner.runtime(node)
+    return ast.Name(UNKNOWN_NAME, ast.Load()) if text is None else ast.parse(text[2:-2], mode="eval").body
+
+
+def _arguments(scanner: Any, function: ast.FunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
+    args = function.args
+    if (
+        args.vararg is not None
+        or args.kwarg is not None
+        or any(isinstance(a, ast.Starred) for a in call.args)
+    ):
+        return None
+    names = [a.arg for a in (*args.posonlyargs, *args.args)]
+    out = {n: _expr_of(scanner, a) for n, a in zip(names, call.args, strict=False)}
+    out.update({k.arg: _expr_of(scanner, k.value) for k in call.keywords if k.arg is not None})
+    return out
+
+
+def _instance(scanner: Any, call: ast.Call) -> ast.expr | None:
+    """``Specs(a, b=c)`` of a class of the package whose fields are annotated (a dataclass's way), with no
+    truth value of its own: ``__abiprobe_object__(a=..., b=...)``."""
+    package: Package = scanner.pkg
+    dotted = scanner.dotted(call.func)
+    if dotted is None:
+        return None
+    module, _, name = dotted.rpartition(".")
+    module = module or scanner.module
+    tree = package.tree(module) if module in package.paths else None
+    cls = (
+        None
+        if tree is None
+        else next((s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == name), None)
+    )
+    if cls is None:
+        return None
+    fields = [
+        s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+    ]
+    defined = {s.name for s in cls.body if isinstance(s, ast.FunctionDef)}
+    if not fields or defined & {"__bool__", "__len__", "__init__", "__getattr__"}:
+        return None
+    package.depth += 1
+    try:
+        given = {f: _expr_of(scanner, a) for f, a in zip(fields, call.args, strict=False)}
+        given.update({k.arg: _expr_of(scanner, k.value) for k in call.keywords if k.arg is not None})
+    finally:
+        package.depth -= 1
+    keywords = [ast.keyword(k, v) for k, v in given.items()]
+    return ast.Call(ast.Name(OBJECT, ast.Load()), [], keywords)
 
 
 def _is_none(node: ast.expr) -> bool:
@@ -270,11 +403,8 @@ class _Returns:
                 self.assign(stmt)
             elif isinstance(stmt, ast.If):
                 yield from self.branch(stmt, opaque)
-            elif isinstance(stmt, ast.Try):
-                yield from self.walk(stmt.body + stmt.orelse, opaque)
-                for h in stmt.handlers:
-                    yield from self.walk(h.body, True)
-                yield from self.walk(stmt.finalbody, opaque)
+            elif isinstance(stmt, ast.Try):  # what it returns when nothing raises (handlers not read)
+                yield from self.walk(stmt.body + stmt.orelse + stmt.finalbody, opaque)
             elif isinstance(stmt, (ast.With, ast.AsyncWith)):
                 yield from self.walk(stmt.body, opaque)
             elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
@@ -359,18 +489,20 @@ def exists_test(scanner: Any, node: ast.Call) -> ast.expr | None:
     if target is None:
         return None
     path = scanner.path_of(target, {})
-    if path is None or re.search(r"\{\w+\}", TOKEN.sub("", path)) or "/" not in TOKEN.sub("x", path):
-        return None
+    if path is None or re.search(r"\{\w+\}", TOKEN.sub("", path)):
+        return None  # a parameter no call fills
     return ast.parse(f"{EXISTS}({as_expr(path)})", mode="eval").body
 
 
 __all__ = [
     "EXISTS",
+    "OBJECT",
     "Package",
     "as_expr",
     "exists_test",
     "file_finder_origin",
     "imported_value",
     "normal_path",
+    "returned_expr",
     "returned_path",
 ]

@@ -39,6 +39,7 @@ from abiprobe.binary.pyreturns import (
     imported_value,
     normal_path,
     replace_name,
+    returned_expr,
     returned_path,
 )
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, all_events
@@ -319,7 +320,9 @@ class _Scanner:
                 return self.module_nodes[name]
             return None
 
-        text = runtime_text(node, self.dotted, local, lambda n: exists_test(self, n))
+        text = runtime_text(
+            node, self.dotted, local, lambda n: exists_test(self, n) or returned_expr(self, n)
+        )
         return None if text is None else f"{{={text}=}}"
 
     def calls(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent]:
@@ -350,6 +353,8 @@ class _Scanner:
                     self.pkg.unfollowed = ""
                 target = self.path_of(node.args[0], params)
                 expr = "" if target is not None or _system_search(node.args[0]) else ast.unparse(node.args[0])
+                if target is not None and "{=" in target and self.pkg is not None and self.pkg.unfollowed:
+                    expr = ast.unparse(node.args[0])  # computed, with a part abiprobe could not follow
                 if expr and self.pkg is not None and self.pkg.unfollowed:  # the return it stopped at
                     expr = f"{expr}\n{self.pkg.unfollowed}"
                 target = target or self.by_name(node.args[0], params) or ""
@@ -472,7 +477,7 @@ class _Scanner:
         )
         if one == other:
             return normal_path(first)  # type: ignore[arg-type]
-        return f"{{=({one} if {test[2:-2]} else {other})=}}"
+        return f"{{=({one} if ({test[2:-2]}) else {other})=}}"
 
     def path_of(self, node: ast.expr, params: dict[str, str]) -> str | None:
         """An installed path (relative to site-packages) a path expression evaluates to, or None."""
