@@ -115,3 +115,18 @@ def test_a_function_abiprobe_cannot_follow_is_unknown_with_file_line_and_express
     # AND a real import fails (the library it names needs an absent one): ok would have been wrong
     code, last = _import(wheels, "opaquefn", "opaquefn", tmp_path)
     assert code != 0 and "libcudart_gone.so.12" in last, last
+
+
+def test_an_instance_a_function_returns_names_the_library_through_its_fields(
+    wheels: ReturnWheels, tmp_path: Path
+) -> None:
+    # GIVEN specs (bitsandbytes' way): get_specs() returns a dataclass of the GPUs' capabilities and
+    # torch.version.cuda, or None; the package loads library_for(specs) when specs and that file exist
+    a = _analyze(wheels, "specs")
+    # THEN the one unit is the _cuda130 library (the target has a GPU; torch's version.py says 13.0)
+    (unit,) = _units(a, "specs")
+    assert (unit.path, unit.timing, unit.status) == ("specs/libspecs_cuda130.so", "import", "ok")
+    assert "torch.version.cuda='13.0'" in unit.note
+    assert (a.import_status, a.status) == ("ok", "ok")
+    # AND a real import loads it
+    assert _import(wheels, "specs", "specs", tmp_path) == (0, "")

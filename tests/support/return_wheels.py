@@ -10,6 +10,12 @@
   (torchcodec's ``_get_extension_path``) until one loads; every one needs an absent library, so the
   package raises its own RuntimeError.
 - ``opaquefn``: loads the file a function reads from JSON: the function cannot be followed.
+- ``specs``: bitsandbytes' way: ``get_specs()`` returns a dataclass built from the GPUs' capabilities and
+  ``torch.version.cuda`` (None without CUDA, or when anything raises); ``__init__`` loads
+  ``library_for(specs)`` (``libspecs_cuda{specs.version}.so``) when ``specs`` and the file exist, else
+  ``libspecs_cpu.so`` (which needs a library nobody has).
+
+The torch here also has ``cuda`` (available, one GPU of capability 12.0), as the target's has.
 """
 
 from __future__ import annotations
@@ -91,6 +97,84 @@ def _load_core():
 
 _load_core()
 """
+TORCH_CUDA = b"""
+
+class _Cuda:
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def device_count():
+        return 1
+
+    @staticmethod
+    def device(index):
+        return index
+
+    @staticmethod
+    def get_device_capability(device=None):
+        return (12, 0)
+
+
+cuda = _Cuda()
+"""
+SPECS_SPECS = b"""import dataclasses
+
+import torch
+
+
+@dataclasses.dataclass(frozen=True)
+class Specs:
+    capability: tuple
+    version: str
+
+
+def _capabilities():
+    return sorted(torch.cuda.get_device_capability(torch.cuda.device(i)) for i in range(torch.cuda.device_count()))
+
+
+def _version_tuple():
+    major, minor = map(int, torch.version.cuda.split("."))
+    return major, minor
+
+
+def get_specs():
+    if not torch.cuda.is_available():
+        return None
+    try:
+        caps = _capabilities()
+        if not caps:
+            return None
+        major, minor = _version_tuple()
+        return Specs(capability=caps[-1], version=f"{major}{minor}")
+    except Exception:
+        return None
+"""
+SPECS_INIT = b"""import ctypes
+from pathlib import Path
+
+from ._specs import get_specs
+
+HERE = Path(__file__).parent
+
+
+def library_for(specs):
+    return HERE / f"libspecs_cuda{specs.version}.so"
+
+
+def _load():
+    path = HERE / "libspecs_cpu.so"
+    specs = get_specs()
+    if specs:
+        candidate = library_for(specs)
+        if candidate.exists():
+            path = candidate
+    return ctypes.CDLL(str(path))
+
+
+lib = _load()
+"""
 OPAQUEFN = b"""import ctypes
 import json
 import os
@@ -112,6 +196,7 @@ class ReturnWheels:
     retpath_cpu: Path
     finder: Path
     opaquefn: Path
+    specs: Path
 
 
 def _plain(out: Path, filename: str) -> Path:
@@ -127,7 +212,7 @@ def _needing(out: Path, filename: str, absent: Path) -> Path:
 def build_return_wheels(root: Path) -> ReturnWheels:
     work, out = root / "build", root / "wheels"
     torch = build_wheel(out, "torch", "2.9.0", {
-        "torch/__init__.py": TORCH_INIT, "torch/version.py": TORCH_VERSION,
+        "torch/__init__.py": TORCH_INIT + TORCH_CUDA, "torch/version.py": TORCH_VERSION,
         "torch/lib/libc10.so": build_shared(work / "torch", "libc10.so", "int c10(void) { return 1; }\n",
                                             soname="libc10.so"),
     }, tag=TAG)  # fmt: skip
@@ -154,4 +239,10 @@ def build_return_wheels(root: Path) -> ReturnWheels:
         "opaquefn/__init__.py": OPAQUEFN, "opaquefn/which.json": b'{"lib": "libopaque.so"}\n',
         "opaquefn/libopaque.so": _needing(work / "o", "libopaque.so", absent),
     }, tag=TAG)  # fmt: skip
-    return ReturnWheels(torch, retpath, retpath_cpu, finder, opaquefn)
+    specs = build_wheel(out, "specs", "1.0", {
+        "specs/__init__.py": SPECS_INIT, "specs/_specs.py": SPECS_SPECS,
+        "specs/libspecs_cuda130.so": _plain(work / "s", "libspecs_cuda130.so"),
+        "specs/libspecs_cuda128.so": _needing(work / "s", "libspecs_cuda128.so", absent),
+        "specs/libspecs_cpu.so": _needing(work / "s", "libspecs_cpu.so", absent),
+    }, tag=TAG)  # fmt: skip
+    return ReturnWheels(torch, retpath, retpath_cpu, finder, opaquefn, specs)
