@@ -25,13 +25,15 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from abiprobe.binary.pyflow import UNKNOWN_NAME
+from abiprobe.binary.pyflow import RUNTIME_ROOTS, UNKNOWN_NAME
 from abiprobe.binary.pyimports import module_name
 
 TOKEN = re.compile(r"\{=(.+?)=\}")
 EXISTS = "__abiprobe_exists__"  # the planner's test of whether the set installs a path (or glob)
 OBJECT = "__abiprobe_object__"  # an instance of one of the package's classes, by its fields
-_MAX_DEPTH = 6  # functions followed inside one another
+_MAX_DEPTH = 4  # functions followed inside one another
+_BUDGET = 400  # calls followed (tried) in one module
+_NOT_FOLLOWED = (RecursionError, MemoryError, ValueError, TypeError, AttributeError, KeyError, IndexError)
 _Return = tuple[list[tuple[ast.expr, bool]], bool, dict[str, ast.expr], ast.expr | None]
 
 
@@ -46,8 +48,16 @@ class Package:
         self._trees: dict[str, ast.Module | None] = {}
         self._scanners: dict[str, Any] = {}
         self.busy: set[tuple[str, str]] = set()  # functions being followed (no recursion)
+        self.reading = 0  # reading a module's top level for its names: no call is followed
+        # calls are followed while reading a module that loads libraries by path (their cost is kept to
+        # the code that loads: a package of thousands of modules parsed for their imports pays nothing)
+        self.active = False
+        self.budget = 0  # calls left to follow in the module being read (set by start)
+        self._runtime: dict[tuple[str, str], bool] = {}
         self.unfollowed = ""  # the first return of a function followed for a load that stopped it
         self.values: dict[tuple[str, str, str], ast.expr | None] = {}  # returned_expr, by call
+        # returned_path by call: the path, and the return it stopped at
+        self.paths_returned: dict[tuple[str, str, str], tuple[str | None, str]] = {}
         self.depth = 0
 
     def tree(self, module: str) -> ast.Module | None:
@@ -68,12 +78,64 @@ class Package:
             return None
         return next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
 
+    def start(self, loads: bool) -> None:
+        """Reading a module: calls are followed when it ``loads`` libraries, up to a bounded number."""
+        self.active, self.budget = loads, _BUDGET
+
+    def spend(self) -> bool:
+        """Whether one more call may be followed in the module being read."""
+        if not self.active or self.reading or self.depth >= _MAX_DEPTH or self.budget <= 0:
+            return False
+        self.budget -= 1
+        return True
+
+    def reads_runtime(self, module: str, function: ast.FunctionDef) -> bool:
+        """Whether ``function`` may return a run-time value: it reads a module the set and the target fix
+        (``torch``, ``sys``, ``platform``, ``os``), builds an instance of one of the package's classes, or
+        calls a function of the package that may (the arguments it is given are not counted)."""
+        key = (module, function.name)
+        if key in self._runtime:
+            return self._runtime[key]
+        self._runtime[key] = False  # a cycle of calls reads nothing more
+        scanner = self.scanner(module)
+        answer = False
+        if scanner is not None:
+            for node in ast.walk(function):
+                if not isinstance(node, ast.Name):
+                    continue
+                target = scanner.aliases.get(node.id, "")
+                if target.split(".")[0] in RUNTIME_ROOTS:
+                    answer = True
+                    break
+                owner, _, name = target.rpartition(".")
+                tree = self.tree(owner) if owner in self.paths else None
+                other = (
+                    None
+                    if tree is None
+                    else next(
+                        (
+                            s
+                            for s in tree.body
+                            if isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name == name
+                        ),
+                        None,
+                    )
+                )
+                if isinstance(other, ast.ClassDef) or (
+                    isinstance(other, ast.FunctionDef) and self.reads_runtime(owner, other)
+                ):
+                    answer = True
+                    break
+        self._runtime[key] = answer
+        return answer
+
     def register(self, module: str, scanner: Any) -> None:
         """The scanner reading ``module`` now: calls into the module use its state."""
         self._scanners.setdefault(module, scanner)
 
     def scanner(self, module: str) -> Any:
-        """A scanner that has read ``module``'s top level (its imports, constants), or None."""
+        """A scanner that has read ``module``'s top-level imports and assignments (functions and classes
+        named, not read; no call followed while reading), or None."""
         if module in self._scanners:
             return self._scanners[module]
         tree = self.tree(module)
@@ -82,8 +144,18 @@ class Package:
         scanner = self.make(module, self.paths[module])
         scanner.pkg = self
         self._scanners[module] = scanner
-        with contextlib.suppress(RecursionError):
-            scanner.block(tree.body, {})
+        top = []
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                scanner.aliases[stmt.name] = f"{module}.{stmt.name}"
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.If, ast.Try)):
+                top.append(stmt)
+        self.reading += 1
+        try:
+            with contextlib.suppress(RecursionError):
+                scanner.block(top, {})
+        finally:
+            self.reading -= 1
         return scanner
 
 
@@ -91,7 +163,7 @@ def imported_value(scanner: Any, name: str) -> str | None:
     """The constant (a path or string text) a name imported from another module of the package has."""
     package: Package | None = scanner.pkg
     target = scanner.aliases.get(name)
-    if package is None or target is None or "." not in target:
+    if package is None or not package.active or target is None or "." not in target:
         return None
     module, _, attr = target.rpartition(".")
     if module == scanner.module or module not in package.paths:
@@ -138,7 +210,7 @@ def _through(scanner: Any, node: ast.expr) -> ast.expr:
 def returned_path(scanner: Any, call: ast.Call, params: dict[str, str]) -> str | None:
     """The path text a call of one of the package's functions returns, or None (see the module doc)."""
     package: Package | None = scanner.pkg
-    if package is None or package.depth >= _MAX_DEPTH:
+    if package is None or not package.spend():
         return None
     found = _function_of(scanner, call.func)
     if found is None:
@@ -148,17 +220,39 @@ def returned_path(scanner: Any, call: ast.Call, params: dict[str, str]) -> str |
     key = (module, function.name)
     if callee is None or key in package.busy:
         return None
-    bound = _bind(scanner, callee, function, call, params)
-    if bound is None:
+    try:
+        bound = _bind(scanner, callee, function, call, params)
+        if bound is None:
+            return None
+        memo = (module, function.name, repr(sorted(bound.items())))
+        if memo not in package.paths_returned:
+            before, package.unfollowed = package.unfollowed, ""
+            text = _returned_path(scanner, package, callee, key, function, bound)
+            package.paths_returned[memo] = (text, package.unfollowed)
+            package.unfollowed = before or package.unfollowed
+        text, why = package.paths_returned[memo]
+        package.unfollowed = package.unfollowed or (why if text is None else "")
+        return text
+    except _NOT_FOLLOWED:  # nested deeper than followed, or code of a shape not foreseen: not followed
         return None
+
+
+def _returned_path(
+    scanner: Any,
+    package: Package,
+    callee: Any,
+    key: tuple[str, str],
+    function: ast.FunctionDef,
+    bound: dict[str, str],
+) -> str | None:
     # a parameter given a run-time value (an instance of the package's class, say) is read as one
-    values = {p: t for p, t in bound.items() if TOKEN.fullmatch(t) is not None}
+    values = {p: e for p, t in bound.items() if (e := _single(t)) is not None}
     bound = {p: t for p, t in bound.items() if p not in values}
     package.busy.add(key)
     package.depth += 1
     saved = (callee.local_nodes, callee.in_function, callee.guards, callee.loops)
     try:
-        callee.local_nodes = {p: ast.parse(t[2:-2], mode="eval").body for p, t in values.items()}
+        callee.local_nodes = dict(values)
         callee.in_function, callee.guards, callee.loops = True, [], []
         returns = list(_Returns(callee).walk(function.body, False))
         branches: list[tuple[list[str], bool, str | None]] = []
@@ -188,7 +282,7 @@ def returned_expr(scanner: Any, call: ast.Call) -> ast.expr | None:
     run-time tests as ``a if test else b``), or an instance of one of its classes (``__abiprobe_object__``
     with the fields it is given); None when it returns anything else."""
     package: Package | None = scanner.pkg
-    if package is None or package.depth >= _MAX_DEPTH:
+    if package is None or not package.spend():
         return None
     made = _instance(scanner, call)
     if made is not None:
@@ -199,14 +293,27 @@ def returned_expr(scanner: Any, call: ast.Call) -> ast.expr | None:
     module, function = found
     callee = scanner if module == scanner.module else package.scanner(module)
     key = (module, function.name)
-    if callee is None or key in package.busy:
+    if callee is None or key in package.busy or not package.reads_runtime(module, function):
         return None
-    args = _arguments(scanner, function, call)
-    if args is None:
-        return None
-    memo = (module, function.name, repr(sorted((k, ast.unparse(v)) for k, v in args.items())))
-    if memo in package.values:
+    try:
+        package.depth += 1  # the arguments' own calls are followed one level down
+        try:
+            args = _arguments(scanner, function, call)
+        finally:
+            package.depth -= 1
+        if args is None:
+            return None
+        memo = (module, function.name, repr(sorted((k, ast.unparse(v)) for k, v in args.items())))
+        if memo not in package.values:
+            package.values[memo] = _returned_expr(package, callee, key, function, args)
         return package.values[memo]
+    except _NOT_FOLLOWED:  # nested deeper than followed, or code of a shape not foreseen: not followed
+        return None
+
+
+def _returned_expr(
+    package: Package, callee: Any, key: tuple[str, str], function: ast.FunctionDef, args: dict[str, ast.expr]
+) -> ast.expr | None:
     package.busy.add(key)
     package.depth += 1
     saved = (callee.local_nodes, callee.in_function, callee.guards, callee.loops)
@@ -225,13 +332,12 @@ def returned_expr(scanner: Any, call: ast.Call) -> ast.expr | None:
             ]
             branches.append((tests, opaque, text))
         expr = _combine_values(branches)
-        out = None if expr is None else ast.parse(expr, mode="eval").body
+        out = None if expr is None else parse_expr(expr)
         return out
     finally:
         callee.local_nodes, callee.in_function, callee.guards, callee.loops = saved
         package.depth -= 1
         package.busy.discard(key)
-        package.values[memo] = out
 
 
 def _value_text(scanner: Any, value: ast.expr | None) -> str | None:
@@ -260,7 +366,8 @@ def _expr_of(scanner: Any, node: ast.expr) -> ast.expr:
     if isinstance(node, ast.Constant):
         return copy.deepcopy(node)
     text = scanner.runtime(node)
-    return ast.Name(UNKNOWN_NAME, ast.Load()) if text is None else ast.parse(text[2:-2], mode="eval").body
+    expr = None if text is None else parse_expr(text[2:-2])
+    return ast.Name(UNKNOWN_NAME, ast.Load()) if expr is None else expr
 
 
 def _arguments(scanner: Any, function: ast.FunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
@@ -308,6 +415,22 @@ def _instance(scanner: Any, call: ast.Call) -> ast.expr | None:
         package.depth -= 1
     keywords = [ast.keyword(k, v) for k, v in given.items()]
     return ast.Call(ast.Name(OBJECT, ast.Load()), [], keywords)
+
+
+def parse_expr(text: str) -> ast.expr | None:
+    """An expression's syntax tree, or None when the text is none (or nested past the parser)."""
+    try:
+        return ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _single(text: str) -> ast.expr | None:
+    """The expression of a text that is one ``{=expr=}`` and nothing else."""
+    m = TOKEN.fullmatch(text)
+    if m is None or "=}" in m.group(1) or "{=" in m.group(1):
+        return None
+    return parse_expr(m.group(1))
 
 
 def _is_none(node: ast.expr) -> bool:
@@ -439,7 +562,10 @@ class _Returns:
 
 
 def replace_name(node: ast.expr, name: str, value: ast.expr) -> ast.expr:
-    """``node`` with each read of ``name`` replaced by ``value``."""
+    """``node`` with each read of ``name`` replaced by ``value`` (unless ``value`` is large: a name
+    re-assigned under many tests would grow the tree past any use)."""
+    if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node)) or _larger(value, 64):
+        return node
 
     class _Swap(ast.NodeTransformer):
         def visit_Name(self, n: ast.Name) -> ast.AST:
@@ -447,6 +573,10 @@ def replace_name(node: ast.expr, name: str, value: ast.expr) -> ast.expr:
 
     out: ast.expr = _Swap().visit(copy.deepcopy(node))
     return out
+
+
+def _larger(node: ast.AST, limit: int) -> bool:
+    return any(i >= limit for i, _n in enumerate(ast.walk(node)))
 
 
 def _combine(branches: list[tuple[list[str], bool, str | None]]) -> str | None:
@@ -491,7 +621,7 @@ def exists_test(scanner: Any, node: ast.Call) -> ast.expr | None:
     path = scanner.path_of(target, {})
     if path is None or re.search(r"\{\w+\}", TOKEN.sub("", path)):
         return None  # a parameter no call fills
-    return ast.parse(f"{EXISTS}({as_expr(path)})", mode="eval").body
+    return parse_expr(f"{EXISTS}({as_expr(path)})")
 
 
 __all__ = [

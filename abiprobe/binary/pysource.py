@@ -55,6 +55,7 @@ LOAD_APIS = {
 _MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"import_module", b"__import__",
             b"spec_from_file_location")  # fmt: skip
 _UNKNOWN = "*"
+_LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
 READ_RULES = 2
@@ -113,10 +114,14 @@ def scan_module(path: str, source: bytes, others: Package | None = None) -> PyMo
     if others is not None:
         scanner.pkg = others
         others.register(name, scanner)
+        others.start(any(m in source for m in _LOAD_MARKERS))
     try:
         events = scanner.block(tree.body, {})
     except RecursionError:  # expressions nested deeper than the scanner follows: imports alone
         return scan_imports(path, source)
+    finally:
+        if others is not None:
+            others.start(False)
     constants = version_constants(tree) if _is_version_module(path) else ()
     return PyModule(name, path, tuple(events), tuple(scanner.functions), scanned=True, constants=constants)
 
@@ -363,7 +368,9 @@ class _Scanner:
                 target = self.module_of(node.args[0], node.args[1:], params)
                 out.append(PyEvent("import", target, callee, line=node.lineno))
             elif "." not in callee or callee.startswith(self.package.split(".")[0] + "."):
-                args = tuple(self.argument(a, params) for a in node.args)
+                # the package's own function, from code that loads: its arguments may be paths it loads
+                own = "." in callee and self.pkg is not None and self.pkg.active
+                args = tuple(self.argument(a, params) if own else _constant(a) for a in node.args)
                 out.append(PyEvent("call", callee, args=args, line=node.lineno))
         return out
 
@@ -564,6 +571,10 @@ class _Scanner:
             left, right = self._path(node.left, params), self._path(node.right, params)
             return None if left is None or right is None else posixpath.join(left, right)
         return self.text(node, params)
+
+
+def _constant(node: ast.expr) -> str:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
 
 
 def _system_search(node: ast.expr) -> bool:

@@ -131,7 +131,8 @@ class Specs:
 
 
 def _capabilities():
-    return sorted(torch.cuda.get_device_capability(torch.cuda.device(i)) for i in range(torch.cuda.device_count()))
+    count = torch.cuda.device_count()
+    return sorted(torch.cuda.get_device_capability(torch.cuda.device(i)) for i in range(count))
 
 
 def _version_tuple():
