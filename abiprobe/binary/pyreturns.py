@@ -82,9 +82,13 @@ class Package:
         """Reading a module: calls are followed when it ``loads`` libraries, up to a bounded number."""
         self.active, self.budget = loads, _BUDGET
 
+    def may_follow(self) -> bool:
+        """Whether a call may be followed (a call followed before is remembered at no cost)."""
+        return self.active and not self.reading and self.depth < _MAX_DEPTH
+
     def spend(self) -> bool:
-        """Whether one more call may be followed in the module being read."""
-        if not self.active or self.reading or self.depth >= _MAX_DEPTH or self.budget <= 0:
+        """Whether one more call not followed before may be followed in the module being read."""
+        if self.budget <= 0:
             return False
         self.budget -= 1
         return True
@@ -210,7 +214,7 @@ def _through(scanner: Any, node: ast.expr) -> ast.expr:
 def returned_path(scanner: Any, call: ast.Call, params: dict[str, str]) -> str | None:
     """The path text a call of one of the package's functions returns, or None (see the module doc)."""
     package: Package | None = scanner.pkg
-    if package is None or not package.spend():
+    if package is None or not package.may_follow():
         return None
     found = _function_of(scanner, call.func)
     if found is None:
@@ -225,6 +229,8 @@ def returned_path(scanner: Any, call: ast.Call, params: dict[str, str]) -> str |
         if bound is None:
             return None
         memo = (module, function.name, repr(sorted(bound.items())))
+        if memo not in package.paths_returned and not package.spend():
+            return None
         if memo not in package.paths_returned:
             before, package.unfollowed = package.unfollowed, ""
             text = _returned_path(scanner, package, callee, key, function, bound)
@@ -282,7 +288,7 @@ def returned_expr(scanner: Any, call: ast.Call) -> ast.expr | None:
     run-time tests as ``a if test else b``), or an instance of one of its classes (``__abiprobe_object__``
     with the fields it is given); None when it returns anything else."""
     package: Package | None = scanner.pkg
-    if package is None or not package.spend():
+    if package is None or not package.may_follow():
         return None
     made = _instance(scanner, call)
     if made is not None:
@@ -304,6 +310,8 @@ def returned_expr(scanner: Any, call: ast.Call) -> ast.expr | None:
         if args is None:
             return None
         memo = (module, function.name, repr(sorted((k, ast.unparse(v)) for k, v in args.items())))
+        if memo not in package.values and not package.spend():
+            return None
         if memo not in package.values:
             package.values[memo] = _returned_expr(package, callee, key, function, args)
         return package.values[memo]
