@@ -17,7 +17,7 @@ import ast
 import functools
 import operator
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from packaging.utils import canonicalize_name
 
 from abiprobe.binary.pyflow import UNKNOWN_NAME
 from abiprobe.binary.pyinterp import Interpreter, Raised, Unknown
+from abiprobe.binary.pyreturns import EXISTS, OBJECT
 from abiprobe.binary.pyslice import TEST_NAME
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.target import Target
@@ -35,6 +36,7 @@ _RUNTIME_PIN = re.compile(r"nvidia-cuda-runtime(?:-cu\d+)?\s*==\s*(\d+)\.(\d+)",
 # torch 2.12 and later pin the toolkit's meta package with the parts they need: cudart among them
 _TOOLKIT_PIN = re.compile(r"cuda-toolkit\s*\[([^\]]*)\]\s*==\s*(\d+)\.(\d+)", re.I)
 _SAFE = (str, int, float, bool, tuple, list, dict, type(None))
+_MAX_ITEMS = 64  # a comprehension's items read
 _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Mod: operator.mod, ast.Mult: operator.mul, ast.Sub: operator.sub,
     ast.FloorDiv: operator.floordiv,
@@ -46,7 +48,13 @@ _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
 }  # fmt: skip
 _BUILTINS: dict[str, Callable[..., Any]] = {
     "str": str, "int": int, "float": float, "len": len, "tuple": tuple, "bool": bool, "min": min, "max": max,
+    "map": lambda f, items: list(map(f, items)),
+    "sorted": sorted, "range": lambda *a: list(range(*a)), "list": list,
 }  # fmt: skip
+
+
+class _Object(dict[str, Any]):
+    """An instance of one of the package's classes, by its fields (``__abiprobe_object__(a=...)``)."""
 
 
 class CannotEvaluate(Exception):
@@ -108,6 +116,10 @@ class _Namespace:
 
 
 def _attribute(value: Any, attr: str, dotted: str) -> Any:
+    if isinstance(value, _Object):
+        if attr not in value:
+            raise CannotEvaluate(f"{dotted}: a field abiprobe was not given")
+        return value[attr]
     if attr.startswith("_") or not isinstance(value, (*_SAFE, VersionInfo)):
         raise CannotEvaluate(f"{dotted}: not a value abiprobe evaluates")
     if isinstance(value, VersionInfo) and attr in ("major", "minor"):
@@ -141,6 +153,9 @@ def _torch_values(wheels: Sequence[WheelFacts]) -> tuple[dict[str, Any], str]:
     values.setdefault("torch.version.hip", None)
     cuda_build = values.get("torch.version.cuda") is not None
     values["torch.cuda.is_available"] = lambda: cuda_build
+    if cuda_build:  # the target's one GPU (a machine with an NVIDIA GPU: at least one)
+        values["torch.cuda.device_count"] = lambda: 1
+        values["torch.cuda.device"] = lambda index=0: index
     return values, source
 
 
@@ -247,6 +262,16 @@ def _eval(node: ast.expr, values: RuntimeValues) -> Any:
         raise CannotEvaluate("an operand that is no value the set and the target fix")
     if isinstance(node, ast.Name) and node.id in _BUILTINS:
         return _BUILTINS[node.id]
+    if isinstance(node, (ast.GeneratorExp, ast.ListComp)) and len(node.generators) == 1:
+        loop = node.generators[0]
+        if not isinstance(loop.target, ast.Name):
+            raise CannotEvaluate(f"{ast.unparse(node)}: not an expression abiprobe evaluates")
+        out = []
+        for item in list(_eval(loop.iter, values))[:_MAX_ITEMS]:
+            inner = RuntimeValues({**values.values, loop.target.id: item}, values.torch_source)
+            if all(_eval(i, inner) for i in loop.ifs):
+                out.append(_eval(node.elt, inner))
+        return out
     if isinstance(node, (ast.Name, ast.Attribute)):
         dotted = _dotted(node)
         if dotted is not None:
@@ -295,6 +320,8 @@ def _eval(node: ast.expr, values: RuntimeValues) -> Any:
         return True
     if isinstance(node, ast.IfExp):
         return _eval(node.body if _eval(node.test, values) else node.orelse, values)
+    if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
+        return {_eval(k, values): _eval(v, values) for k, v in zip(node.keys, node.values, strict=True) if k}
     if isinstance(node, (ast.Tuple, ast.List)):
         items = [_eval(e, values) for e in node.elts]
         return tuple(items) if isinstance(node, ast.Tuple) else items
@@ -309,6 +336,8 @@ def _eval(node: ast.expr, values: RuntimeValues) -> Any:
 
 
 def _call(node: ast.Call, values: RuntimeValues) -> Any:
+    if isinstance(node.func, ast.Name) and node.func.id == OBJECT and not node.args:
+        return _Object({k.arg: _eval(k.value, values) for k in node.keywords if k.arg is not None})
     if isinstance(node.func, ast.Name) and node.func.id == "hasattr" and len(node.args) == 2:
         owner, name = _eval(node.args[0], values), _eval(node.args[1], values)
         if isinstance(owner, _Namespace) and isinstance(name, str):
@@ -325,7 +354,7 @@ def _call(node: ast.Call, values: RuntimeValues) -> Any:
     args = [_eval(a, values) for a in node.args]
     kwargs = {k.arg: _eval(k.value, values) for k in node.keywords if k.arg is not None}
     result = func(*args, **kwargs)
-    if not isinstance(result, (*_SAFE, VersionInfo)):
+    if not isinstance(result, (*_SAFE, VersionInfo, _Object)):
         raise CannotEvaluate(f"{ast.unparse(node)}: not a value abiprobe evaluates")
     return result
 
@@ -357,6 +386,24 @@ def evaluate_setup(program: str, module_path: str, values: RuntimeValues) -> Any
         raise CannotEvaluate(f"the test's program: {type(exc).__name__}") from None
 
 
+def with_files(values: RuntimeValues, files: Iterable[str]) -> RuntimeValues:
+    """``values`` plus the test of whether the set installs a path (``path.exists()`` in the package's
+    code, kept as ``__abiprobe_exists__(path)``): a file or a folder of ``files``, or a glob matching one."""
+    have = frozenset(files)
+    folders = frozenset(f.rsplit("/", i)[0] for f in have for i in range(1, f.count("/") + 1))
+
+    def exists(path: str) -> bool:
+        path = path.rstrip("/")
+        if "*" in path:
+            from abiprobe.analyze.preloads import install_glob
+
+            rx = install_glob(path)
+            return any(rx.fullmatch(f) for f in have)
+        return path in have or path in folders
+
+    return RuntimeValues({**values.values, EXISTS: exists}, values.torch_source)
+
+
 def substitute(pattern: str, values: RuntimeValues) -> tuple[str, str]:
     """``pattern`` with each ``{=expr=}`` replaced by its value, and the values it was computed from
     (``torch.version.cuda='13.0'``); :class:`CannotEvaluate` when one cannot be evaluated."""
@@ -379,4 +426,5 @@ __all__ = [
     "evaluate_setup",
     "runtime_values",
     "substitute",
+    "with_files",
 ]

@@ -41,6 +41,7 @@ from abiprobe.analyze.runtime import (
     evaluate,
     evaluate_setup,
     substitute,
+    with_files,
 )
 from abiprobe.binary.pysource import ARG_PREFIX
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts, all_events
@@ -97,7 +98,9 @@ class _Planner:
     ) -> None:
         self.layout = layout
         self.rules = tuple(rules)
-        self.values = values
+        self.values = (
+            None if values is None else with_files(values, (f for w in layout.wheels for f in w.files))
+        )
         self.cond: Cond = ()
         self.opaque = 0  # depth of branches taken on a test that cannot be known
         self.tries: list[tuple[frozenset[str], list[tuple[str, Cond]]]] = []  # catches, failures
@@ -376,12 +379,21 @@ class _Planner:
         return bool(pattern) and any(install_glob(pattern).fullmatch(p) for p in self.layout.objects)
 
     def load(self, pattern: str, api: str, timing: Timing, where: str, expr: str = "") -> None:
+        raw = pattern
         pattern, computed = self._value(pattern, where)
         note = f"computed from {computed}" if computed and "/" not in computed.split(":", 1)[0] else computed
+        if expr and "{=" in raw and computed.startswith(f"{where}:") and not self._matches(pattern):
+            # a path computed through code abiprobe could not follow on the branch the target takes
+            expr, _, why = expr.partition("\n")
+            note = f"{where}: {api}({expr}): " + (why or computed.split(": ", 1)[1])
+            self.add(f"unresolved:{where}", "unresolved", timing, where, api, note)
+            return
         if expr and self.opaque and not self._matches(pattern):
             return  # not followed, under a test abiprobe cannot know: no claim
         if not pattern and expr:
-            self.add(f"unresolved:{where}", "unresolved", timing, where, api, f"{where}: {api}({expr})")
+            expr, _, why = expr.partition("\n")  # why: the package function's return it stopped at
+            note = f"{where}: {api}({expr})" + (f": {why}" if why else "")
+            self.add(f"unresolved:{where}", "unresolved", timing, where, api, note)
             return
         if "/" not in pattern and pattern and "{" not in pattern and "*" not in pattern:
             if self._caught("OSError") is not None:  # a bare name in a try: the system's search
@@ -414,7 +426,8 @@ class _Planner:
     def call(
         self, module: PyModule, e: PyEvent, timing: Timing, caller: dict[str, str] | None = None
     ) -> _Exits:
-        """Run the package's function the event calls; its returns go on after the call."""
+        """Run the package's function the event calls (its arguments bound to the caller's own); its
+        returns go on after the call."""
         out = _Exits()
         out.next.append(self.cond)
         target = e.target if "." in e.target else f"{module.name}.{e.target}"

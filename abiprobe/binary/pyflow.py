@@ -10,9 +10,10 @@ from collections.abc import Callable
 
 # the modules whose values the set and the target fix (abiprobe.analyze.runtime evaluates them)
 RUNTIME_ROOTS = frozenset({"torch", "sys", "platform", "os"})
-_BUILTINS = frozenset({"str", "int", "float", "len", "tuple", "bool", "min", "max", "hasattr"})
+_BUILTINS = frozenset({"str", "int", "float", "len", "tuple", "bool", "min", "max", "hasattr", "map"})
 _FORBIDDEN = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr,
               ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)  # fmt: skip
+_BUILTINS_TOO = frozenset({"sorted", "range", "list"})  # read in a comprehension's loop
 _MAX_DEPTH = 8
 UNKNOWN_NAME = "__abiprobe_unknown__"  # an operand of and/or that is no run-time value
 
@@ -22,14 +23,16 @@ def runtime_text(
     dotted: Callable[[ast.expr], str | None],
     local: Callable[[str], ast.expr | None],
     extra: frozenset[str] = frozenset(),
+    call: Callable[[ast.Call], ast.expr | None] | None = None,
 ) -> str | None:
     """The source text of ``node`` with import aliases spelled out and assigned names replaced by their
     values, when it reads nothing but constants and :data:`RUNTIME_ROOTS` values (and at least one of
     those); None otherwise. ``extra``: names that stand for values the planner fills in (a function's
-    parameters)."""
-    if not _may_read_runtime(node, dotted, local, extra):  # the rewriter's answer, without copying ``node``
+    parameters). ``call`` may stand a call for a run-time expression of its own (a test of whether the
+    set installs a path, :func:`abiprobe.binary.pyreturns.exists_test`)."""
+    if not _may_read_runtime(node, dotted, local, extra, call is not None):  # without copying ``node``
         return None
-    rewriter = _Rewriter(dotted, local)
+    rewriter = _Rewriter(dotted, local, call)
     rewriter.extra = extra
     out = rewriter.visit(copy.deepcopy(node))
     if not rewriter.ok or not rewriter.reads_runtime or rewriter.budget < 0:
@@ -46,6 +49,7 @@ def _may_read_runtime(
     dotted: Callable[[ast.expr], str | None],
     local: Callable[[str], ast.expr | None],
     extra: frozenset[str] = frozenset(),
+    calls: bool = False,
 ) -> bool:
     """Whether rewriting ``node`` could read a run-time value: a name in it is one (spelled through the
     import aliases; an attribute's root is its base name's), directly or through the assigned values
@@ -56,6 +60,8 @@ def _may_read_runtime(
 
     def may(node: ast.expr, depth: int, seen: frozenset[str]) -> bool:
         for sub in ast.walk(node):
+            if calls and isinstance(sub, ast.Call):  # a call the hook may stand a run-time value for
+                return True
             if not isinstance(sub, ast.Name):
                 continue
             budget[0] -= 1
@@ -73,14 +79,20 @@ def _may_read_runtime(
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, dotted: Callable[[ast.expr], str | None], local: Callable[[str], ast.expr | None]):
-        self.dotted, self.local = dotted, local
+    def __init__(
+        self,
+        dotted: Callable[[ast.expr], str | None],
+        local: Callable[[str], ast.expr | None],
+        call: Callable[[ast.Call], ast.expr | None] | None = None,
+    ):
+        self.dotted, self.local, self.call = dotted, local, call
         self.ok, self.reads_runtime, self.depth = True, False, 0
         self.seen: set[str] = set()
         self.extra: frozenset[str] = frozenset()
         # substitutions left: assignments made from each other many times over make them exponential
         # (flashinfer 0.7.4's cake_fmha.py); past the budget the expression is no run-time value (None)
         self.budget = _REWRITE_BUDGET
+        self.loop_names: list[str] = []  # the names a comprehension binds, inside it
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         if self.budget < 0:
@@ -105,13 +117,44 @@ class _Rewriter(ast.NodeTransformer):
         if node.id in self.extra:
             self.reads_runtime = True
             return node
+        if node.id.startswith("__abiprobe_") or node.id in self.loop_names:  # the planner's own names
+            return node
         name = self.dotted(node) or node.id
         if name.split(".")[0] in RUNTIME_ROOTS:
             self.reads_runtime = True
             return _name_node(name)
-        if node.id not in _BUILTINS:
+        if node.id not in _BUILTINS and node.id not in _BUILTINS_TOO:
             self.ok = False
         return node
+
+    def _comprehension(self, node: ast.GeneratorExp | ast.ListComp) -> ast.AST:
+        """``[f(x) for x in items if test]`` over one loop of a plain name."""
+        (loop,) = node.generators if len(node.generators) == 1 else (None,)
+        if loop is None or not isinstance(loop.target, ast.Name) or loop.is_async:
+            self.ok = False
+            return node
+        loop.iter = self.visit(loop.iter)
+        self.loop_names.append(loop.target.id)
+        node.elt = self.visit(node.elt)
+        loop.ifs = [self.visit(i) for i in loop.ifs]
+        self.loop_names.pop()
+        return node
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.AST:
+        return self._comprehension(node)
+
+    def visit_ListComp(self, node: ast.ListComp) -> ast.AST:
+        return self._comprehension(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if self.call is not None and self.depth < _MAX_DEPTH:
+            self.depth += 1
+            out = self.call(node)
+            self.depth -= 1
+            if out is not None:
+                self.reads_runtime = True
+                return out
+        return self.generic_visit(node)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
         """An operand that is no run-time value stands as :data:`UNKNOWN_NAME`: ``is_windows and msvc``

@@ -33,6 +33,17 @@ from abiprobe.binary.pyflow import UNKNOWN_NAME, catches, runtime_text, version_
 from abiprobe.binary.pyimports import absolute as _absolute
 from abiprobe.binary.pyimports import module_name, scan_imports
 from abiprobe.binary.pyinterp import Interpreter
+from abiprobe.binary.pyreturns import (
+    Package,
+    as_expr,
+    exists_test,
+    file_finder_origin,
+    imported_value,
+    normal_path,
+    replace_name,
+    returned_expr,
+    returned_path,
+)
 from abiprobe.binary.pystatic import StaticValues
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, all_events
 
@@ -47,6 +58,10 @@ LOAD_APIS = {
 _MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"import_module", b"__import__",
             b"spec_from_file_location")  # fmt: skip
 _UNKNOWN = "*"
+_LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
+# the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
+# is read from a wheel's Python changes, so that facts read under older rules are read again
+READ_RULES = 2
 
 
 def scan_sources(
@@ -64,9 +79,10 @@ def scan_sources(
     def data(path: str) -> bytes | None:  # the wheel's own .py files are data too (``target.json.py``)
         return sources[path] if path in sources else read(path) if read is not None else None
 
+    package = Package(sources, _scanner_of)
     while True:
         for path in sorted(parse - modules.keys()):
-            modules[path] = scan_module(path, sources[path], data, files)
+            modules[path] = scan_module(path, sources[path], data, files, package)
         found = {f.name for m in modules.values() if m for f in m.functions if _loads(f.events, loaders)}
         if found <= loaders:
             break
@@ -91,13 +107,21 @@ def _loads(events: tuple[PyEvent, ...], loaders: set[str]) -> bool:
     )
 
 
+def _scanner_of(module: str, path: str) -> _Scanner:
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    return _Scanner(module, package, path)
+
+
 def scan_module(
     path: str,
     source: bytes,
     read: Callable[[str], bytes | None] | None = None,
     files: Sequence[str] = (),
+    others: Package | None = None,
 ) -> PyModule | None:
-    """A module's top-level events and its functions' events, from its syntax tree."""
+    """A module's top-level events and its functions' events, from its syntax tree (``read``/``files``:
+    the wheel's small data files and installed paths; ``others``: the wheel's modules, for following
+    calls and imported names across modules)."""
     name = module_name(path)
     if name is None:
         return None
@@ -108,10 +132,17 @@ def scan_module(
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
     scanner = _Scanner(name, package, path)
     scanner.static = StaticValues(Interpreter(path, None, read, files))
+    if others is not None:
+        scanner.pkg = others
+        others.register(name, scanner)
+        others.start(any(m in source for m in _LOAD_MARKERS))
     try:
         events = scanner.top(tree.body)
     except RecursionError:  # expressions nested deeper than the scanner follows: imports alone
         return scan_imports(path, source)
+    finally:
+        if others is not None:
+            others.start(False)
     constants = version_constants(tree) if _is_version_module(path) else ()
     return PyModule(name, path, tuple(events), tuple(scanner.functions), scanned=True, constants=constants)
 
@@ -128,6 +159,7 @@ class _Scanner:
         self.guards: list[tuple[ast.expr, bool]] = []  # enclosing run-time tests, and which branch
         self.in_function = False
         self.static: StaticValues | None = None  # the top level's values known at facts time
+        self.pkg: Package | None = None  # the wheel's other modules (abiprobe.binary.pyreturns)
         self.seen_top: list[ast.stmt] = []  # the top-level statements read so far
         self.handlers: list[str] = []  # the names enclosing ``except ... as name`` clauses bind
         self.cls: str | None = None  # the class whose method is being read
@@ -192,7 +224,7 @@ class _Scanner:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             name = stmt.targets[0].id
             nodes = self.local_nodes if self.in_function else self.module_nodes
-            nodes[name] = self.guarded(stmt.value, nodes.get(name))
+            nodes[name] = self.guarded(stmt.value, nodes.get(name), name)
             if self.unsure_depth:
                 self.unsure.add(name)
             if self.guards:  # a value chosen by a run-time test: evaluated by the planner, not here
@@ -377,12 +409,18 @@ class _Scanner:
         if isinstance(node, (ast.Starred, ast.Lambda)):
             return ""
         text = self.text(node, params)
-        return text if text is not None and _UNKNOWN not in text else ""
+        if text is not None and _UNKNOWN not in text:
+            return text
+        # a path in the package, followed only in code that loads by path (abiprobe.binary.pyreturns)
+        return self.package_path(node, params) if self.pkg is not None and self.pkg.active else ""
 
-    def guarded(self, value: ast.expr, before: ast.expr | None) -> ast.expr:
-        """An assignment under run-time tests, as the value it leaves: ``value if test else before``."""
+    def guarded(self, value: ast.expr, before: ast.expr | None, name: str = "") -> ast.expr:
+        """An assignment under run-time tests, as the value it leaves: ``value if test else before`` (in
+        a test, the name assigned is the value it had before: ``if not path.exists(): path = ...``)."""
         for test, branch in reversed(self.guards):
             other = before if before is not None else ast.Constant(None)
+            if name and before is not None:
+                test = replace_name(test, name, before)
             value = ast.IfExp(test, value, other) if branch else ast.IfExp(test, other, value)
         return value
 
@@ -442,7 +480,9 @@ class _Scanner:
                 return self.module_nodes[name]
             return None
 
-        text = runtime_text(node, self.dotted, local)
+        text = runtime_text(
+            node, self.dotted, local, call=lambda n: exists_test(self, n) or returned_expr(self, n)
+        )
         return None if text is None else f"{{={text}=}}"
 
     def calls(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent]:
@@ -469,8 +509,14 @@ class _Scanner:
                         PyEvent("load", target, "importlib.util.spec_from_file_location", line=node.lineno)
                     )
             elif api is not None and node.args:
+                if self.pkg is not None:
+                    self.pkg.unfollowed = ""
                 target = self.path_of(node.args[0], params)
                 expr = "" if target is not None or _system_search(node.args[0]) else ast.unparse(node.args[0])
+                if target is not None and "{=" in target and self.pkg is not None and self.pkg.unfollowed:
+                    expr = ast.unparse(node.args[0])  # computed, with a part abiprobe could not follow
+                if expr and self.pkg is not None and self.pkg.unfollowed:  # the return it stopped at
+                    expr = f"{expr}\n{self.pkg.unfollowed}"
                 target = target or self.by_name(node.args[0], params) or ""
                 out.append(PyEvent("load", target, api, line=node.lineno, expr=expr))
             elif callee in ("importlib.import_module", "__import__") and node.args:
@@ -486,6 +532,18 @@ class _Scanner:
                 args = tuple("" if builtin else self.argument(a, params) for a in node.args)
                 out.append(PyEvent("call", callee, args=args, line=node.lineno))
         return out
+
+    def package_path(self, node: ast.expr, params: dict[str, str]) -> str:
+        """A call's argument that is a path in the package, as its callee's parameter gets it (``""`` for
+        anything else)."""
+        if not isinstance(node, (ast.Name, ast.Call, ast.BinOp, ast.JoinedStr, ast.Attribute)):
+            return ""
+        path = self.path_of(node, params)
+        return (
+            path
+            if path is not None and "/" in path and path.split("/", 1)[0] == self.path.split("/", 1)[0]
+            else ""
+        )
 
     def by_name(self, node: ast.expr, params: dict[str, str]) -> str | None:
         """A path expression that cannot be evaluated, matched by the last name it spells (a constant or a
@@ -551,6 +609,8 @@ class _Scanner:
                 finally:
                     self.local_nodes[node.id] = local
             constant = self.constants.get(node.id)
+            if constant is None:
+                constant = imported_value(self, node.id)
             return constant if constant is not None else self.known_text(node) or self.runtime(node)
         if isinstance(node, ast.JoinedStr):
             parts = []
@@ -575,12 +635,28 @@ class _Scanner:
         value = self.static.value(node)
         return value if isinstance(value, str) and "{" not in value and "*" not in value else None
 
+    def _choice(self, node: ast.IfExp, params: dict[str, str]) -> str | None:
+        """``a if test else b`` on a run-time test: ``{=(a if test else b)=}`` for the planner."""
+        test = self.runtime(node.test)
+        if test is None:
+            return None
+        first, second = self._path(node.body, params), self._path(node.orelse, params)
+        if first in (None, _UNKNOWN) and second in (None, _UNKNOWN):
+            return None
+        # a branch abiprobe cannot follow: unknown when the target takes it (the planner says so)
+        one, other = (
+            UNKNOWN_NAME if v in (None, _UNKNOWN) else as_expr(normal_path(v)) for v in (first, second)
+        )
+        if one == other:
+            return normal_path(first)  # type: ignore[arg-type]
+        return f"{{=({one} if ({test[2:-2]}) else {other})=}}"
+
     def path_of(self, node: ast.expr, params: dict[str, str]) -> str | None:
         """An installed path (relative to site-packages) a path expression evaluates to, or None."""
         value = self._path(node, params)
         if value is None or value == _UNKNOWN:
             return None
-        return posixpath.normpath(value) if "/" in value else value
+        return normal_path(value)
 
     def _path(self, node: ast.expr, params: dict[str, str]) -> str | None:
         if isinstance(node, ast.Call):
@@ -616,7 +692,17 @@ class _Scanner:
                 return self._path(args[0], params)  # a glob's matches: any one of them
             if callee in ("os.environ.get", "os.getenv") and len(args) > 1:
                 return self._path(args[1], params)  # an override the target does not set: the default
-            return self.runtime(node)
+            method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if method in ("with_suffix", "with_name") and isinstance(node.func, ast.Attribute) and args:
+                base, part = self._path(node.func.value, params), self.text(args[0], params)
+                if base is None or part is None:
+                    return None
+                head, _, name = base.rpartition("/")
+                name = part if method == "with_name" else posixpath.splitext(name)[0] + part
+                return f"{head}/{name}" if head else name
+            if method == "as_posix" and isinstance(node.func, ast.Attribute):
+                return self._path(node.func.value, params)
+            return self.runtime(node) or returned_path(self, node, params)
         if (
             isinstance(node, ast.Subscript)
             and isinstance(node.slice, ast.Constant)
@@ -625,7 +711,9 @@ class _Scanner:
             return self._path(node.value, params)  # one of a glob's matches
         if isinstance(node, ast.IfExp):
             branch = _posix_branch(node)
-            return None if branch is None else self._path(branch, params)
+            return self._choice(node, params) if branch is None else self._path(branch, params)
+        if isinstance(node, ast.Attribute) and node.attr == "origin":
+            return file_finder_origin(self, node, params)
         if isinstance(node, ast.Attribute) and node.attr == "parent":
             inner = self._path(node.value, params)
             return None if inner is None else posixpath.dirname(inner)

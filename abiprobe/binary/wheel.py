@@ -17,7 +17,7 @@ from typing import BinaryIO
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from abiprobe.binary.objects import inspect_stream, looks_like_binary_member
-from abiprobe.binary.pysource import scan_sources
+from abiprobe.binary.pysource import READ_RULES, scan_sources
 from abiprobe.binary.wheel_members import dist_info_dir, installed_path
 from abiprobe.binary.zipguard import copy_member, open_zip, zip_errors
 from abiprobe.errors import BinaryFormatError, HashMismatchError, WheelFormatError
@@ -120,6 +120,25 @@ def importable(names: Iterable[str]) -> set[str]:
     return {n for n in names if n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("__")}
 
 
+def python_members(names: Sequence[str], unread_sources: frozenset[str]) -> list[str]:
+    """The members of a wheel read for what its Python loads (:func:`is_package_source`)."""
+    info = dist_info_dir(names)
+    return [n for n in names if is_package_source(n, info, unread_sources)]
+
+
+def with_python(
+    facts: WheelFacts,
+    members: Mapping[str, bytes],
+    names: Sequence[str] = (),
+    open_member: MemberOpener | None = None,
+) -> WheelFacts:
+    """``facts`` with their Python read again, under today's rules, from its members (name -> bytes);
+    ``names`` and ``open_member``: the wheel's members, for the small data files its code reads."""
+    sources = {installed_path(n): b for n, b in members.items() if len(b) <= MAX_SOURCE_BYTES}
+    read = _data_reader(names, open_member) if open_member is not None else None
+    return replace(facts, python=scan_sources(sources, read, facts.files), python_rules=READ_RULES)
+
+
 def facts_from_members(
     filename: str,
     sha256: str,
@@ -190,6 +209,7 @@ def facts_from_members(
         verified=verified,
         directory_sha256=directory_sha256,
         python=scan_sources(sources, _data_reader(names, open_member), files),
+        python_rules=READ_RULES,
     )
 
 
@@ -324,6 +344,7 @@ def facts_from_tree(
         errors=tuple(objects.errors),
         unreadable=tuple(objects.unreadable),
         python=scan_sources(sources, partial(_tree_data, root, frozenset(files)), files),
+        python_rules=READ_RULES,
     )
 
 

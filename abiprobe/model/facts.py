@@ -197,6 +197,9 @@ class WheelFacts:
     # the wheel's own Python code, read for what it loads (abiprobe.binary.pysource); None: not read
     python: tuple[PyModule, ...] | None = None
     schema_version: int = FACTS_SCHEMA_VERSION
+    # the version of the rules ``python`` was read under (abiprobe.binary.pysource.READ_RULES; 0: facts
+    # stored before the rules were stamped): older ones are read again where the wheel can be read
+    python_rules: int = 0
 
     @property
     def partial(self) -> bool:
@@ -238,6 +241,7 @@ class WheelFacts:
             directory_sha256=more.directory_sha256 or self.directory_sha256,
             python=self.python if self.python is not None else more.python,
             schema_version=self.schema_version,
+            python_rules=self.python_rules if self.python is not None else more.python_rules,
         )
 
     def summary(self) -> WheelSummary:
@@ -386,6 +390,7 @@ def _wheel_facts_from_json(data: dict[str, Any]) -> WheelFacts:
         directory_sha256=_optional_str(data.get("directory_sha256")),
         python=_python_from_json(data.get("python")),
         schema_version=data.get("schema_version", FACTS_SCHEMA_VERSION),
+        python_rules=int(data.get("python_rules", 0)),
     )
 
 

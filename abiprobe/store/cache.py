@@ -284,6 +284,16 @@ class Cache:
             return
         self.store_summary(facts.summary(), rules=rules)
 
+    def replace_facts(self, facts: WheelFacts, *, rules: str = "") -> None:
+        """Store facts under the wheel's sha256 in place of those there: the same wheel's facts with a
+        part read again (its Python, under newer reading rules: ``abiprobe.store.python_rules``)."""
+        sha = facts.sha256.lower()
+        if not is_sha256_hex(sha) or sha != facts.sha256:
+            raise CacheError(f"wheel facts for {facts.filename} carry no valid lower-case sha256")
+        if self.readonly:
+            return
+        self._write(entries.facts_path(self.root, sha, rules), entries.encode_facts(facts))
+
     def load_summary(
         self, sha256: str, *, allow_partial: bool = False, allow_unverified: bool = False, rules: str = ""
     ) -> WheelSummary | None:

@@ -44,6 +44,7 @@ from abiprobe.net.http import Http
 from abiprobe.net.remote_wheel import RemoteZip
 from abiprobe.store.cache import Cache, MetadataEntry
 from abiprobe.store.localstate import local_sha256
+from abiprobe.store.python_rules import local_current, remote_current
 from abiprobe.store.trust import Freshness, ServedDirectories, Trust, never_listed_before
 
 if TYPE_CHECKING:
@@ -197,7 +198,21 @@ class WheelReads:
         if self._published is not None:
             self._published.fetch_facts(file)
         hit = self.cache.load_facts(sha, allow_partial=partial, allow_unverified=True, rules=self.rules)
-        return hit if hit is not None and self._trusted(hit, file) else None
+        if hit is None or not self._trusted(hit, file):
+            return None
+        return self._current(hit, file)
+
+    def _current(self, facts: WheelFacts, file: IndexFile) -> WheelFacts:
+        """Stored facts with their Python read again when it was read under older rules."""
+        return remote_current(
+            facts,
+            file,
+            self.http,
+            self.cache,
+            offline=self.offline,
+            unread_sources=self.unread_sources,
+            rules=self.rules,
+        )
 
     def _stored_summary(self, file: IndexFile, *, partial: bool = False) -> WheelSummary | None:
         sha = self.sha256_of(file)
@@ -216,7 +231,7 @@ class WheelReads:
             self._published.fetch_facts(file)
         facts = self._local.stored(summary)
         if facts is not None:
-            return facts
+            return self._current(facts, file) if file is not None else facts
         return self.facts(file) if file is not None and self._published is not None else None
 
     def holds(self, file: IndexFile) -> bool:
@@ -494,7 +509,7 @@ class LocalFacts:
         store = self.cache if self.cache is not None else Cache()
         hit = store.load_facts(summary.sha256, rules=self.rules)
         if hit is not None:
-            return hit
+            return local_current(hit, path, store, unread_sources=self.unread_sources, rules=self.rules)
         facts = _local_facts(path, summary.sha256, self.unread_sources)
         store.store_facts(facts, rules=self.rules)
         return facts
@@ -524,11 +539,18 @@ def local_wheel_info(path: Path, cache: Cache | None = None, *, unread_sources: 
     digest = _local_digest(path)
     rules = read_rules_key(unread_sources)
 
+    def current(facts: WheelFacts | None) -> WheelFacts | None:
+        return (
+            None
+            if facts is None
+            else local_current(facts, path, store, unread_sources=unread_sources, rules=rules)
+        )
+
     def lookup() -> WheelInfo | None:
         summary = store.load_summary(digest, rules=rules)
         if summary is not None:
             return WheelInfo(summary, origin=path)
-        hit = store.load_facts(digest, rules=rules)
+        hit = current(store.load_facts(digest, rules=rules))
         if hit is not None:
             store.store_summary(hit.summary(), rules=rules)
         return WheelInfo.of(hit) if hit is not None else None

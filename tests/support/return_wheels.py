@@ -1,0 +1,249 @@
+"""Real wheels whose load paths come back from the package's own functions (abiprobe.binary.pyreturns).
+
+- ``retpath``: ``_paths.cuda_library()`` returns ``HERE / f"libretpath_cuda{version}{SUFFIX}"`` (a
+  ``Path``; ``version`` from ``torch.version.cuda`` unless ``RETPATH_CUDA_VERSION`` overrides it, the suffix
+  from a dict keyed by ``platform.system()``); ``__init__`` falls back to ``cpu_library()`` (a
+  ``joinpath(...).with_suffix(".so")``) when the CUDA file does not exist, then ``CDLL(os.fspath(path))``.
+  Ships ``_cuda130`` (loads) and ``_cuda128`` (needs a library nobody has).
+- ``retpath_cpu``: the same code, no ``_cuda130``: the CPU library it falls back to needs an absent one.
+- ``finder``: tries ``libfinder_core3``, ``2``, ``1`` through a ``FileFinder`` with the extension suffixes
+  (torchcodec's ``_get_extension_path``) until one loads; every one needs an absent library, so the
+  package raises its own RuntimeError.
+- ``opaquefn``: loads the file a function reads from JSON: the function cannot be followed.
+- ``specs``: bitsandbytes' way: ``get_specs()`` returns a dataclass built from the GPUs' capabilities and
+  ``torch.version.cuda`` (None without CUDA, or when anything raises); ``__init__`` loads
+  ``library_for(specs)`` (``libspecs_cuda{specs.version}.so``) when ``specs`` and the file exist, else
+  ``libspecs_cpu.so`` (which needs a library nobody has).
+
+The torch here also has ``cuda`` (available, one GPU of capability 12.0), as the target's has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from support.cbuild import build_shared
+from support.pattern_wheels import TORCH_INIT, TORCH_VERSION
+from support.probe_wheels import TAG
+from support.wheelbuild import build_wheel
+
+RETPATH_PATHS = b"""import os
+import platform
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).parent
+SUFFIX = {"Darwin": ".dylib", "Linux": ".so", "Windows": ".dll"}.get(platform.system(), ".so")
+
+
+def cuda_library(folder=HERE):
+    version = torch.version.cuda.replace(".", "")
+    override = os.environ.get("RETPATH_CUDA_VERSION")
+    if override:
+        version = override
+    return folder / f"libretpath_cuda{version}{SUFFIX}"
+
+
+def cpu_library():
+    return HERE.joinpath("libretpath_cpu").with_suffix(".so")
+"""
+RETPATH_INIT = b"""import ctypes
+import os
+
+from ._paths import cpu_library, cuda_library
+
+
+def _load():
+    path = cuda_library()
+    if not path.exists():
+        path = cpu_library()
+    return ctypes.CDLL(os.fspath(path))
+
+
+_lib = _load()
+"""
+FINDER_UTILS = b"""import importlib.machinery
+from pathlib import Path
+
+
+def _extension_path(name):
+    suffixes = importlib.machinery.EXTENSION_SUFFIXES
+    finder = importlib.machinery.FileFinder(
+        str(Path(__file__).parent), (importlib.machinery.ExtensionFileLoader, suffixes)
+    )
+    spec = finder.find_spec(name)
+    if spec is None:
+        raise ImportError(f"no spec for {name}")
+    return spec.origin
+"""
+FINDER_INIT = b"""import torch
+
+from ._utils import _extension_path
+
+
+def _load_core():
+    errors = []
+    for major in (3, 2, 1):
+        name = f"libfinder_core{major}"
+        try:
+            torch.ops.load_library(_extension_path(name))
+            return
+        except Exception as e:
+            errors.append((major, e))
+    raise RuntimeError("finder: none of libfinder_core3, 2, 1 could be loaded")
+
+
+_load_core()
+"""
+TORCH_CUDA = b"""
+
+class _Cuda:
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def device_count():
+        return 1
+
+    @staticmethod
+    def device(index):
+        return index
+
+    @staticmethod
+    def get_device_capability(device=None):
+        return (12, 0)
+
+
+cuda = _Cuda()
+"""
+SPECS_SPECS = b"""import dataclasses
+
+import torch
+
+
+@dataclasses.dataclass(frozen=True)
+class Specs:
+    capability: tuple
+    version: str
+
+
+def _capabilities():
+    count = torch.cuda.device_count()
+    return sorted(torch.cuda.get_device_capability(torch.cuda.device(i)) for i in range(count))
+
+
+def _version_tuple():
+    major, minor = map(int, torch.version.cuda.split("."))
+    return major, minor
+
+
+def get_specs():
+    if not torch.cuda.is_available():
+        return None
+    try:
+        caps = _capabilities()
+        if not caps:
+            return None
+        major, minor = _version_tuple()
+        return Specs(capability=caps[-1], version=f"{major}{minor}")
+    except Exception:
+        return None
+"""
+SPECS_INIT = b"""import ctypes
+from pathlib import Path
+
+from ._specs import get_specs
+
+HERE = Path(__file__).parent
+
+
+def library_for(specs):
+    return HERE / f"libspecs_cuda{specs.version}.so"
+
+
+def _load():
+    path = HERE / "libspecs_cpu.so"
+    specs = get_specs()
+    if specs:
+        candidate = library_for(specs)
+        if candidate.exists():
+            path = candidate
+    return ctypes.CDLL(str(path))
+
+
+lib = _load()
+"""
+OPAQUEFN = b"""import ctypes
+import json
+import os
+
+
+def _library_name():
+    with open(os.path.join(os.path.dirname(__file__), "which.json")) as f:
+        return json.load(f)["lib"]
+
+
+ctypes.CDLL(os.path.join(os.path.dirname(__file__), _library_name()))
+"""
+
+
+@dataclass(frozen=True)
+class ReturnWheels:
+    torch: Path
+    retpath: Path
+    retpath_cpu: Path
+    finder: Path
+    opaquefn: Path
+    specs: Path
+
+
+def _plain(out: Path, filename: str) -> Path:
+    return build_shared(out, filename, f"int {filename.split('.')[0]}_fn(void) {{ return 1; }}\n")
+
+
+def _needing(out: Path, filename: str, absent: Path) -> Path:
+    return build_shared(
+        out, filename, "extern int gone(void); int k(void) { return gone(); }\n", link=[absent]
+    )
+
+
+def build_return_wheels(root: Path) -> ReturnWheels:
+    work, out = root / "build", root / "wheels"
+    torch = build_wheel(out, "torch", "2.9.0", {
+        "torch/__init__.py": TORCH_INIT + TORCH_CUDA, "torch/version.py": TORCH_VERSION,
+        "torch/lib/libc10.so": build_shared(work / "torch", "libc10.so", "int c10(void) { return 1; }\n",
+                                            soname="libc10.so"),
+    }, tag=TAG)  # fmt: skip
+    absent = build_shared(work / "absent", "libcudart_gone.so.12", "int gone(void) { return 0; }\n",
+                          soname="libcudart_gone.so.12")  # fmt: skip
+    code = {"retpath/__init__.py": RETPATH_INIT, "retpath/_paths.py": RETPATH_PATHS}
+    retpath = build_wheel(out / "r", "retpath", "1.0", {
+        **code,
+        "retpath/libretpath_cuda130.so": _plain(work / "r", "libretpath_cuda130.so"),
+        "retpath/libretpath_cuda128.so": _needing(work / "r", "libretpath_cuda128.so", absent),
+        "retpath/libretpath_cpu.so": _needing(work / "r", "libretpath_cpu.so", absent),
+    }, tag=TAG)  # fmt: skip
+    retpath_cpu = build_wheel(out / "rc", "retpath", "1.0", {
+        **code,
+        "retpath/libretpath_cuda128.so": _plain(work / "rc", "libretpath_cuda128.so"),
+        "retpath/libretpath_cpu.so": _needing(work / "rc", "libretpath_cpu.so", absent),
+    }, tag=TAG)  # fmt: skip
+    finder = build_wheel(out, "finder", "1.0", {
+        "finder/__init__.py": FINDER_INIT, "finder/_utils.py": FINDER_UTILS,
+        **{f"finder/libfinder_core{v}.so": _needing(work / "f", f"libfinder_core{v}.so", absent)
+           for v in (1, 2, 3)},
+    }, tag=TAG)  # fmt: skip
+    opaquefn = build_wheel(out, "opaquefn", "1.0", {
+        "opaquefn/__init__.py": OPAQUEFN, "opaquefn/which.json": b'{"lib": "libopaque.so"}\n',
+        "opaquefn/libopaque.so": _needing(work / "o", "libopaque.so", absent),
+    }, tag=TAG)  # fmt: skip
+    specs = build_wheel(out, "specs", "1.0", {
+        "specs/__init__.py": SPECS_INIT, "specs/_specs.py": SPECS_SPECS,
+        "specs/libspecs_cuda130.so": _plain(work / "s", "libspecs_cuda130.so"),
+        "specs/libspecs_cuda128.so": _needing(work / "s", "libspecs_cuda128.so", absent),
+        "specs/libspecs_cpu.so": _needing(work / "s", "libspecs_cpu.so", absent),
+    }, tag=TAG)  # fmt: skip
+    return ReturnWheels(torch, retpath, retpath_cpu, finder, opaquefn, specs)

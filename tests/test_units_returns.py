@@ -1,0 +1,139 @@
+"""Load paths the package's own functions return, followed with the values the set and the target fix
+(issue 26): each fixture judged statically and imported for real (support.return_wheels)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from support.held import BUILT_IN_UNREAD
+from support.return_wheels import ReturnWheels, build_return_wheels
+
+from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
+from abiprobe.analyze.first_error import matches_loader_line
+from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.binary.wheel import wheel_facts_from_path
+from abiprobe.model.stack import default_stack
+from abiprobe.model.target import Target
+
+PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+TARGET = Target.parse(cuda="13.0", arch="sm120", python=PY, platform="manylinux_2_28_x86_64")
+PROFILE = builtin_profile("manylinux_2_28_x86_64")
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> ReturnWheels:
+    return build_return_wheels(tmp_path_factory.mktemp("returns"))
+
+
+def _analyze(wheels: ReturnWheels, name: str) -> SetAnalysis:
+    paths = [wheels.torch, getattr(wheels, name)]
+    return analyze_set(
+        [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in paths],
+        TARGET,
+        PROFILE,
+        stack=default_stack(),
+    )
+
+
+def _import(wheels: ReturnWheels, name: str, package: str, site: Path) -> tuple[int, str]:
+    """Install the fixture torch and the package into one directory and import the package for real:
+    the exit status and the last line Python printed, paths cut to their site-packages form."""
+    for wheel in (wheels.torch, getattr(wheels, name)):
+        zipfile.ZipFile(wheel).extractall(site)
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); import {package}"],
+        capture_output=True,
+        text=True,
+    )
+    lines = run.stderr.strip().splitlines()
+    return run.returncode, (lines[-1].replace(f"{site}/", "") if lines else "")
+
+
+def _units(a: SetAnalysis, dist: str) -> list[UnitAnalysis]:
+    return [u for u in a.units if u.dist.startswith(f"{dist} ")]
+
+
+def test_a_path_a_function_returns_from_torch_version_is_the_file_the_target_loads(
+    wheels: ReturnWheels, tmp_path: Path
+) -> None:
+    # GIVEN retpath, whose _paths.cuda_library() returns HERE / f"libretpath_cuda{cuda}{SUFFIX}" (a Path
+    # from torch.version.cuda, an environment override, a suffix keyed by platform.system()) and whose
+    # __init__ falls back to cpu_library() when that file does not exist; torch's version.py: 13.0
+    a = _analyze(wheels, "retpath")
+    # THEN the one unit is the _cuda130 library, said to be computed from torch's version
+    (unit,) = _units(a, "retpath")
+    assert (unit.path, unit.timing, unit.status) == ("retpath/libretpath_cuda130.so", "import", "ok")
+    assert "torch.version.cuda='13.0'" in unit.note
+    assert (a.import_status, a.status) == ("ok", "ok")
+    # AND a real import loads it
+    assert _import(wheels, "retpath", "retpath", tmp_path) == (0, "")
+
+
+def test_when_the_returned_file_is_absent_the_packages_fallback_is_what_loads(
+    wheels: ReturnWheels, tmp_path: Path
+) -> None:
+    # GIVEN retpath_cpu: the same code, no _cuda130; its CPU library needs a library nobody has
+    a = _analyze(wheels, "retpath_cpu")
+    # THEN the CPU library is what loads (path.exists() is False), and it fails on the absent library
+    (unit,) = _units(a, ["retpath", "cpu"][0])
+    assert (unit.path, unit.timing, unit.status) == ("retpath/libretpath_cpu.so", "import", "fail")
+    assert a.import_status == "fail" and a.first_error is not None
+    assert "libcudart_gone.so.12" in a.first_error.text
+    # AND a real import fails with that line
+    code, last = _import(wheels, "retpath_cpu", "retpath", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+def test_a_try_list_through_a_file_finder_where_none_loads_fails_with_the_packages_raise(
+    wheels: ReturnWheels, tmp_path: Path
+) -> None:
+    # GIVEN finder, which tries libfinder_core3, 2, 1 through a FileFinder with the extension suffixes
+    a = _analyze(wheels, "finder")
+    # THEN importing fails with the package's own RuntimeError, each candidate's first failure listed
+    assert a.import_status == "fail" and a.first_error is not None
+    assert a.first_error.text == "RuntimeError: finder: none of libfinder_core3, 2, 1 could be loaded"
+    (raised,) = [u for u in a.units if u.kind == "raise"]
+    (verdict,) = raised.verdicts
+    assert [c["unit"] for c in verdict.evidence["candidates"]] == [
+        "finder/libfinder_core3.so", "finder/libfinder_core2.so", "finder/libfinder_core1.so",
+    ]  # fmt: skip
+    assert all("libcudart_gone.so.12" in c["first_failure"] for c in verdict.evidence["candidates"])
+    # AND a real import fails with that line
+    code, last = _import(wheels, "finder", "finder", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+def test_a_function_abiprobe_cannot_follow_is_unknown_with_file_line_and_expression(
+    wheels: ReturnWheels, tmp_path: Path
+) -> None:
+    # GIVEN opaquefn, which loads the file a function of its own reads from JSON
+    a = _analyze(wheels, "opaquefn")
+    # THEN the unit is unknown, named by file, line and expression, and by what the function returns
+    (unit,) = _units(a, "opaquefn")
+    assert (unit.status, unit.timing, unit.where) == ("unknown", "import", "opaquefn/__init__.py line 11")
+    text = unit.verdicts[0].explanation
+    assert "ctypes.CDLL(os.path.join(os.path.dirname(__file__), _library_name()))" in text
+    assert "_library_name returns json.load(f)['lib'] (opaquefn/__init__.py line 8)" in text
+    assert (a.status, a.import_status) == ("unknown", "unknown")
+    # AND a real import fails (the library it names needs an absent one): ok would have been wrong
+    code, last = _import(wheels, "opaquefn", "opaquefn", tmp_path)
+    assert code != 0 and "libcudart_gone.so.12" in last, last
+
+
+def test_an_instance_a_function_returns_names_the_library_through_its_fields(
+    wheels: ReturnWheels, tmp_path: Path
+) -> None:
+    # GIVEN specs (bitsandbytes' way): get_specs() returns a dataclass of the GPUs' capabilities and
+    # torch.version.cuda, or None; the package loads library_for(specs) when specs and that file exist
+    a = _analyze(wheels, "specs")
+    # THEN the one unit is the _cuda130 library (the target has a GPU; torch's version.py says 13.0)
+    (unit,) = _units(a, "specs")
+    assert (unit.path, unit.timing, unit.status) == ("specs/libspecs_cuda130.so", "import", "ok")
+    assert "torch.version.cuda='13.0'" in unit.note
+    assert (a.import_status, a.status) == ("ok", "ok")
+    # AND a real import loads it
+    assert _import(wheels, "specs", "specs", tmp_path) == (0, "")
