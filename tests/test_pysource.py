@@ -203,3 +203,29 @@ def test_a_condition_over_assignments_made_from_each_other_many_times_is_given_u
     # THEN the few substitutions give the text, and the exponential one is given up (no run-time value)
     assert shallow == "(torch.version.cuda or torch.version.cuda) == '12.8'"
     assert deep is None
+
+
+def test_a_package_call_in_a_test_it_can_evaluate_still_runs() -> None:
+    # GIVEN torchvision's shape: `if _load_library("_C"):` where the helper loads and returns True, and
+    # the scan can follow what it returns
+    src = b"""
+import os
+import torch
+
+def _load_library(lib_name):
+    try:
+        torch.ops.load_library(os.path.join(os.path.dirname(__file__), lib_name + ".so"))
+        return True
+    except OSError:
+        return False
+
+if _load_library("_C"):
+    HAS_OPS = True
+"""
+    # WHEN the wheel's Python is scanned
+    (module,) = scan_sources({"pkg/__init__.py": src})
+    # THEN the call is an event before the `if`: importing the package runs the load
+    kinds = [(e.kind, e.target) for e in module.events]
+    call = ("call", "pkg._load_library")
+    assert call in kinds
+    assert kinds.index(call) < [k for k, _ in kinds].index("if")

@@ -61,7 +61,7 @@ _UNKNOWN = "*"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 2
+READ_RULES = 3
 
 
 def scan_sources(
@@ -267,7 +267,9 @@ class _Scanner:
                 self.guards.pop()
             else:
                 self.unsure_depth -= 1
-            own = [] if test is not None else self.calls(stmt, params)
+            own = self.calls(stmt, params)
+            if test is not None:  # a call of the package's own code in a run-time test still runs
+                own = [e for e in own if e.kind == "call" and e.target not in _BUILTIN_NAMES]
             kept = test or argued or ""
             top = self.package.split(".")[0]
             setup = self.setup(stmt.test) if _matters(body, top) or _matters(orelse, top) else ""
