@@ -482,9 +482,11 @@ class _Scanner:
                 return self.module_nodes[name]
             return None
 
-        text = runtime_text(
-            node, self.dotted, local, call=lambda n: exists_test(self, n) or returned_expr(self, n)
-        )
+        # calls stand for what they give only where the module loads by path (the others, most of a
+        # wheel's modules, keep the cheap answer of a test that reads no run-time value)
+        follows = self.pkg is not None and self.pkg.may_follow()
+        hook = (lambda n: exists_test(self, n) or returned_expr(self, n)) if follows else None
+        text = runtime_text(node, self.dotted, local, call=hook)
         return None if text is None else f"{{={text}=}}"
 
     def calls(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent]:
