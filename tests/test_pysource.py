@@ -229,3 +229,20 @@ if _load_library("_C"):
     call = ("call", "pkg._load_library")
     assert call in kinds
     assert kinds.index(call) < [k for k, _ in kinds].index("if")
+
+
+def test_an_index_into_a_run_time_value_is_kept_in_the_file_name() -> None:
+    # GIVEN flashinfer's shape: the CUDA major, split out of torch's version, names the runtime to open
+    src = b"""
+import ctypes, os, torch
+def _clear():
+    major = (torch.version.cuda or "").split(".")[0]
+    try:
+        ctypes.CDLL(f"libcudart.so.{major}", mode=os.RTLD_NOLOAD)
+    except OSError:
+        return
+"""
+    (module,) = scan_sources({"pkg/x.py": src})
+    (load,) = [e for f in module.functions for e in all_events(f.events) if e.kind == "load"]
+    # THEN the index stays part of the run-time value (not dropped as "one of a glob's matches")
+    assert load.target == "libcudart.so.{=(torch.version.cuda or '').split('.')[0]=}"

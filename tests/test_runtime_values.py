@@ -100,3 +100,12 @@ def test_the_device_capability_is_the_target_gpus(tmp_path: Path) -> None:
     )
     # THEN a package's test of the device capability sees the target's GPU
     assert evaluate("torch.cuda.get_device_capability() >= (10, 0)", runtime_values(TARGET, [facts])) is True
+
+
+def test_a_value_that_is_no_part_of_a_name_cannot_be_put_in_one() -> None:
+    # GIVEN a file name whose run-time part evaluates to a list WHEN it is substituted THEN it is not
+    # spelled into a nonsense name ("libcudart.so.['13', '0']"): the unit cannot be evaluated
+    from abiprobe.analyze.runtime import CannotEvaluate, RuntimeValues, substitute
+
+    with pytest.raises(CannotEvaluate):
+        substitute("libx.so.{=('13.0').split('.')=}", RuntimeValues({}))

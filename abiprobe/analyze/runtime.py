@@ -411,6 +411,8 @@ def substitute(pattern: str, values: RuntimeValues) -> tuple[str, str]:
 
     def one(m: re.Match[str]) -> str:
         value = evaluate(m.group(1), values)
+        if isinstance(value, bool) or not isinstance(value, (str, int)):  # a list, None, an object
+            raise CannotEvaluate(f"{m.group(1)} gives {type(value).__name__}, not a part of a file name")
         read.extend(n for n in names_read(m.group(1)) if n not in read)
         return str(value)
 

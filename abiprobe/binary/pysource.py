@@ -61,7 +61,7 @@ _UNKNOWN = "*"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 3
+READ_RULES = 4
 
 
 def scan_sources(
@@ -712,7 +712,8 @@ class _Scanner:
             and isinstance(node.slice, ast.Constant)
             and not (isinstance(node.value, ast.Attribute) and node.value.attr == "parents")
         ):
-            return self._path(node.value, params)  # one of a glob's matches
+            whole = self.runtime(node)  # ``version.split(".")[0]``: a run-time value, not a glob's match
+            return whole if whole is not None else self._path(node.value, params)  # one of a glob's matches
         if isinstance(node, ast.IfExp):
             branch = _posix_branch(node)
             return self._choice(node, params) if branch is None else self._path(branch, params)
