@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from packaging.utils import canonicalize_name
@@ -183,7 +184,7 @@ class StaticEvaluator:
         ]
         for w in wheels:
             for unit in analyze_extension(w, loaded, self.target, self.profile, self.cache, self.rules):
-                verdicts.extend(unit.verdicts)
+                verdicts.extend(_at_import(unit.timing, unit.verdicts))
         # the provider flashinfer picks for the target: its modules' GPU code, from its own bytes
         chosen = {p.chosen for p in member.arch_wheels if p.chosen}
         judged = {v.subject for v in verdicts if v.check == "gpu_arch"}
@@ -193,3 +194,19 @@ class StaticEvaluator:
         torch = [p for p in loaded if p.metadata.name.lower() == "torch"]
         verdicts += torch_range_verdicts([*torch, *wheels], self.releases())
         return self._settle(verdicts, self._missing(base, member))
+
+
+def _at_import(timing: str, verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """A unit's verdicts as the set's cell counts them: a unit loaded on first use, or whose failure the
+    package catches, does not decide whether the set imports (as ``check``'s headline): its failure is a
+    feature that will not load, a warning of the cell with the loader's words kept."""
+    from abiprobe.analyze.analysis import LATER
+
+    if timing not in LATER:
+        return list(verdicts)
+    return [
+        replace(v, status="warn", explanation=f"a feature that will not load ({timing}): {v.explanation}")
+        if v.status in ("fail", "system")
+        else v
+        for v in verdicts
+    ]
