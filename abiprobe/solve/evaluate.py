@@ -198,15 +198,15 @@ class StaticEvaluator:
 
 def _at_import(timing: str, verdicts: Sequence[Verdict]) -> list[Verdict]:
     """A unit's verdicts as the set's cell counts them: a unit loaded on first use, or whose failure the
-    package catches, does not decide whether the set imports (as ``check``'s headline): its failure is a
-    feature that will not load, a warning of the cell with the loader's words kept."""
+    package catches, does not decide whether the set imports (as ``check``'s headline): its failure (or
+    a load not followed) is a feature that may not load, a warning of the cell with its words kept."""
     from abiprobe.analyze.analysis import LATER
 
     if timing not in LATER:
         return list(verdicts)
     return [
-        replace(v, status="warn", explanation=f"a feature that will not load ({timing}): {v.explanation}")
-        if v.status in ("fail", "system")
+        replace(v, status="warn", explanation=f"a feature that may not load ({timing}): {v.explanation}")
+        if v.status in ("fail", "system", "unknown")
         else v
         for v in verdicts
     ]
