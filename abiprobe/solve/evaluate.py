@@ -206,7 +206,7 @@ def _at_import(timing: str, verdicts: Sequence[Verdict]) -> list[Verdict]:
         return list(verdicts)
     return [
         replace(v, status="warn", explanation=f"a feature that may not load ({timing}): {v.explanation}")
-        if v.status in ("fail", "system", "unknown")
+        if v.status == "unknown" or (timing == "optional" and v.status in ("fail", "system"))
         else v
         for v in verdicts
     ]
