@@ -24,7 +24,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from abiprobe.binary.pyflow import UNKNOWN_NAME
-from abiprobe.binary.pyinterp import Interpreter, Raised, Unknown
+from abiprobe.binary.pyinterp import COMPARE, Interpreter, Raised, Unknown
 from abiprobe.binary.pyreturns import EXISTS, OBJECT
 from abiprobe.binary.pyslice import TEST_NAME
 from abiprobe.model.facts import WheelFacts
@@ -40,11 +40,6 @@ _MAX_ITEMS = 64  # a comprehension's items read
 _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Mod: operator.mod, ast.Mult: operator.mul, ast.Sub: operator.sub,
     ast.FloorDiv: operator.floordiv,
-}  # fmt: skip
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
 }  # fmt: skip
 _BUILTINS: dict[str, Callable[..., Any]] = {
     "str": str, "int": int, "float": float, "len": len, "tuple": tuple, "bool": bool, "min": min, "max": max,
@@ -314,7 +309,7 @@ def _eval(node: ast.expr, values: RuntimeValues) -> Any:
         left = _eval(node.left, values)
         for op, right_node in zip(node.ops, node.comparators, strict=True):
             right = _eval(right_node, values)
-            if not _COMPARE[type(op)](left, right):
+            if not COMPARE[type(op)](left, right):
                 return False
             left = right
         return True

@@ -120,7 +120,7 @@ _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Mod: operator.mod,
     ast.FloorDiv: operator.floordiv, ast.BitOr: operator.or_, ast.BitAnd: operator.and_,
 }  # fmt: skip
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
     ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
     ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
@@ -455,7 +455,7 @@ class Interpreter:
             left = self.plain(self.eval(node.left, scope))
             for cmp, right_node in zip(node.ops, node.comparators, strict=True):
                 right = self.plain(self.eval(right_node, scope))
-                if not self._op(_COMPARE[type(cmp)], left, right):
+                if not self._op(COMPARE[type(cmp)], left, right):
                     return False
                 left = right
             return True

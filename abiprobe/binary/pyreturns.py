@@ -378,7 +378,9 @@ def _expr_of(scanner: Any, node: ast.expr) -> ast.expr:
     return ast.Name(UNKNOWN_NAME, ast.Load()) if expr is None else expr
 
 
-def _arguments(scanner: Any, function: ast.FunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
+def _positional(function: ast.FunctionDef, call: ast.Call) -> list[str] | None:
+    """The callee's positional parameter names, when the call binds by position alone (no ``*args`` or
+    ``**kwargs`` on either side); None otherwise."""
     args = function.args
     if (
         args.vararg is not None
@@ -386,7 +388,13 @@ def _arguments(scanner: Any, function: ast.FunctionDef, call: ast.Call) -> dict[
         or any(isinstance(a, ast.Starred) for a in call.args)
     ):
         return None
-    names = [a.arg for a in (*args.posonlyargs, *args.args)]
+    return [a.arg for a in (*args.posonlyargs, *args.args)]
+
+
+def _arguments(scanner: Any, function: ast.FunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
+    names = _positional(function, call)
+    if names is None:
+        return None
     out = {n: _expr_of(scanner, a) for n, a in zip(names, call.args, strict=False)}
     out.update({k.arg: _expr_of(scanner, k.value) for k in call.keywords if k.arg is not None})
     return out
@@ -488,14 +496,10 @@ def _bind(
 ) -> dict[str, str] | None:
     """The callee's parameters as texts: the call's arguments evaluated in the caller, else the
     defaults, in the callee's module."""
-    args = function.args
-    if (
-        args.vararg is not None
-        or args.kwarg is not None
-        or any(isinstance(a, ast.Starred) for a in call.args)
-    ):
+    names = _positional(function, call)
+    if names is None:
         return None
-    names = [a.arg for a in (*args.posonlyargs, *args.args)]
+    args = function.args
     given: dict[str, ast.expr] = dict(zip(names, call.args, strict=False))
     given.update({k.arg: k.value for k in call.keywords if k.arg is not None})
     defaults = dict(zip(names[len(names) - len(args.defaults) :], args.defaults, strict=True))
