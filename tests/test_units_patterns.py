@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -24,6 +25,7 @@ BUILT_IN_STACK = default_stack()
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 TARGET = Target.parse(cuda="13.0", arch="sm120", python=PY, platform="manylinux_2_28_x86_64")
 PROFILE = builtin_profile("manylinux_2_28_x86_64")
+SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 
 
 @pytest.fixture(scope="module")
@@ -399,3 +401,56 @@ def test_the_drivers_library_by_its_bare_name_is_there_on_a_gpu_target(
     bare = analyze_set(facts, TARGET, dataclasses.replace(PROFILE, driver=False), stack=BUILT_IN_STACK)
     assert [(u.timing, u.status) for u in _units(bare, "drvprobe")] == [("optional", "fail")]
     assert bare.import_status in ("ok", "warn")
+
+
+SKIPPED_GUARD = b"""
+import importlib, sys
+
+def _ensure_deps():
+    if sys.version_info[:2] < (3, 0):
+        raise ImportError("needs Python 3")
+
+def optional(name):
+    return importlib.import_module(name)
+
+_ensure_deps()
+"""
+CATCHES_INNER = b"""
+for _dependency in ("json",):
+    __import__(_dependency)
+
+try:
+    from outercatch import _guard, _ext
+except ImportError as exc:
+    raise ImportError("C extension: not built") from exc
+"""
+
+
+def test_a_raise_in_a_branch_the_target_skips_does_not_run_the_handler_that_catches_it(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN a package that imports a module inside `try/except ImportError: raise ...`, the module raising
+    # ImportError only under a version test the target does not take (on a real host: numba's
+    # critical-deps check, imported inside pandas' try)
+    from support.stacks import PY_TAG, _module
+    from support.wheelbuild import build_wheel
+
+    ext = _module(tmp_path / "ext", f"_ext{SUFFIX}", "_ext")
+    files = {"outercatch/__init__.py": CATCHES_INNER, "outercatch/_guard.py": SKIPPED_GUARD,
+             f"outercatch/_ext{SUFFIX}": ext}  # fmt: skip
+    outer = build_wheel(tmp_path / "o", "outercatch", "1.0", files, tag=f"{PY_TAG}-{PY_TAG}-linux_x86_64")
+    a = analyze_set(
+        [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in (wheels.torch, outer)],
+        TARGET,
+        PROFILE,
+        stack=BUILT_IN_STACK,
+    )
+    # THEN the outer handler's raise is not taken: no raise unit fails, the import is ok
+    assert [u.path for u in _units(a, "outercatch") if u.status == "fail"] == []
+    assert a.import_status == "ok"
+    # AND a real import of the outer package passes
+    site = tmp_path / "site"
+    zipfile.ZipFile(outer).extractall(site)
+    code = f"import sys; sys.path.insert(0, {str(site)!r}); import outercatch"
+    run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr

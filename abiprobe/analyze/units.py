@@ -318,12 +318,17 @@ class _Planner:
             return
         saved = (dict(self.units), set(self.imported), set(self._explored), self.cond, self.note, self.opaque,
                  list(self.tries), self._cut)  # fmt: skip
+        # what the branch's loads and raises add to the enclosing handlers' failures is undone too: a raise
+        # in a branch not taken must not run the handler that would catch it
+        caught = [(failures, len(failures)) for _names, failures in self.tries]
         try:
             self.run(module, events, timing, args, [self.cond])
             self.not_taken |= set(self.units) - set(saved[0])
         finally:
             (self.units, self.imported, self._explored, self.cond, self.note, self.opaque, self.tries,
              self._cut) = saved  # fmt: skip
+            for failures, n in caught:
+                del failures[n:]
 
     def _for(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str], where: str) -> _Exits:
         """Each item in turn (a list's, a glob's matches in path order, a directory's files); a ``break``
