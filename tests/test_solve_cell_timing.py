@@ -1,0 +1,146 @@
+"""A kernel's own Python decides when its libraries load, and the solve's cell counts them by that.
+
+A library the package loads inside ``try/except OSError`` (an optional load) that cannot load is a warning
+of the cell: the set imports. A library loaded on first use (by a function the import does not call) that
+cannot load fails the cell, in the loader's words. Both are compared with a real import and a real call.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.cbuild import build_shared
+from support.indexserver import IndexServer
+from support.solve_stacks import C10_CALL, C10_DECL, solve_argv
+from support.stacks import ABI3_TAG, PY_TAG, _module, _torch
+from support.wheelbuild import build_wheel
+
+from abiprobe.cli import main
+
+NAME = f"cu130-sm120-{PY_TAG}-manylinux_2_28_x86_64"
+STACK_TOML = """
+[stack]
+members = [
+  { role = "torch", names = ["torch"] },
+  { role = "kernel", names = ["sglang-kernel"] },
+]
+"""
+ABSENT = "libabsent_dep.so.1"
+OPTIONAL_INIT = b"""
+import ctypes, os
+
+try:
+    _opt = ctypes.CDLL(os.path.join(os.path.dirname(__file__), "libopt.so"))
+except OSError:
+    _opt = None
+"""
+FIRST_USE_INIT = b"""
+import ctypes, os
+
+def enable():
+    return ctypes.CDLL(os.path.join(os.path.dirname(__file__), "libfeature.so"))
+"""
+
+
+def _kernel(out: Path, version: str, c10: Path, init: bytes, lib: str, absent: Path) -> Path:
+    d = out / f"k{version}"
+    ops = _module(
+        d,
+        "common_ops.abi3.so",
+        "common_ops",
+        cxx=True,
+        link=(c10,),
+        decls=C10_DECL % "unsigned int",
+        body=C10_CALL,
+    )
+    needs = build_shared(
+        d, lib, "int feature(void) { return absent_dep(); } int absent_dep(void);", link=[absent]
+    )
+    files = {"sgl_kernel/__init__.py": init, "sgl_kernel/common_ops.abi3.so": ops, f"sgl_kernel/{lib}": needs}
+    return build_wheel(
+        d / "wheels", "sglang-kernel", version, files, tag=ABI3_TAG, requires_dist=["torch==2.9.0"]
+    )
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("cell-timing")
+    torch, c10, _ = _torch(out / "torch", "2.9.0", unsigned=True, aoti=True)
+    absent = build_shared(out / "absent", ABSENT, "int absent_dep(void) { return 3; }", soname=ABSENT)
+    cudart = build_shared(
+        out / "rt",
+        "libcudart.so.13",
+        "int cudaRuntimeGetVersion(int* v) { *v = 13000; return 0; }",
+        soname="libcudart.so.13",
+    )
+    runtime = build_wheel(
+        out / "rt" / "wheels",
+        "nvidia-cuda-runtime",
+        "13.0.96",
+        {"nvidia/cu13/lib/libcudart.so.13": cudart},
+        tag="py3-none-manylinux_2_28_x86_64",
+    )
+    stack = out / "stack.toml"
+    stack.write_text(STACK_TOML)
+    return {
+        "torch": torch,
+        "runtime": runtime,
+        "optional": _kernel(out, "0.5.0", c10, OPTIONAL_INIT, "libopt.so", absent),
+        "first_use": _kernel(out, "0.5.1", c10, FIRST_USE_INIT, "libfeature.so", absent),
+        "stack": stack,
+    }
+
+
+def _cell(doc: dict[str, Any], member: str) -> dict[str, Any]:
+    return next(c for c in doc["cells"] if member in c["members"])
+
+
+def _real(wheel: Path, site: Path, code: str) -> tuple[int, str]:
+    """Unpack the kernel wheel and run ``code`` after importing it: exit status, last stderr line."""
+    zipfile.ZipFile(wheel).extractall(site)
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {code}"],
+        capture_output=True,
+        text=True,
+    )
+    lines = run.stderr.strip().splitlines()
+    return run.returncode, lines[-1] if lines else ""
+
+
+def test_an_optional_load_warns_the_cell_and_a_first_use_load_fails_it(
+    built: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with IndexServer() as server:
+        for key in ("torch", "runtime", "optional", "first_use"):
+            server.add_wheel(built[key])
+        # WHEN the stack is solved
+        argv = solve_argv(
+            server.index_url, tmp_path / "cache", tmp_path / "out", "--stack", str(built["stack"])
+        )
+        assert main(argv) == 0
+    doc: dict[str, Any] = json.loads((tmp_path / "out" / f"{NAME}.json").read_text())
+    # THEN 0.5.1, whose first-use library cannot load, fails its cell in the loader's words
+    newer = _cell(doc, "sglang-kernel==0.5.1")
+    assert newer["status"] == "fail"
+    assert newer["checks"]["sonames"] == "fail"
+    assert ABSENT in json.dumps(newer)
+    # AND 0.5.0, whose optional library cannot load, only warns: the set imports, and it is chosen
+    older = _cell(doc, "sglang-kernel==0.5.0")
+    assert older["status"] == "warn"
+    assert older["checks"]["sonames"] == "warn"
+    assert doc["chosen"]["kernel"] == "sglang-kernel==0.5.0"
+    # AND real imports agree: both import; 0.5.1's first use fails on the library the cell names
+    assert _real(built["optional"], tmp_path / "s0", "import sgl_kernel; assert sgl_kernel._opt is None") == (
+        0,
+        "",
+    )
+    code, line = _real(built["first_use"], tmp_path / "s1", "import sgl_kernel")
+    assert code == 0
+    code, line = _real(built["first_use"], tmp_path / "s1", "import sgl_kernel; sgl_kernel.enable()")
+    assert code == 1 and f"{ABSENT}: cannot open shared object file" in line
