@@ -246,3 +246,23 @@ def _clear():
     (load,) = [e for f in module.functions for e in all_events(f.events) if e.kind == "load"]
     # THEN the index stays part of the run-time value (not dropped as "one of a glob's matches")
     assert load.target == "libcudart.so.{=(torch.version.cuda or '').split('.')[0]=}"
+
+
+def test_a_path_from_an_arguments_attribute_is_not_matched_by_the_arguments_name() -> None:
+    # GIVEN a command-line tool of a package that executes the user's file (triton's tools/compile.py)
+    source = b"""
+import importlib.util
+from pathlib import Path
+
+
+def compile_kernel(args):
+    arg_path = Path(args.path)
+    spec = importlib.util.spec_from_file_location(arg_path.stem, arg_path)
+    return spec
+"""
+    m = scan_module("triton/tools/compile.py", source)
+    assert m is not None
+    (f,) = m.functions
+    # THEN the file is the user's: no load is matched by the argument's name (`triton/**/{args}.*so*` would
+    # match every library of the package)
+    assert [target for target, _api in _loads(f.events) if "{args}" in target or "**" in target] == []

@@ -567,6 +567,8 @@ class _Scanner:
                 if first is None or second is None or first == second:
                     return first or second
                 return f"{{=({first!r} if {test[2:-2]} else {second!r})=}}"  # the planner picks one
+            elif isinstance(n, ast.Attribute) and _root_name(n) in params:
+                continue  # ``args.path``: an attribute of an argument, not the name the argument spells
             else:
                 todo.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, ast.expr))
         stems = [
@@ -755,6 +757,14 @@ def _matters(events: list[PyEvent], top: str) -> bool:
         or (e.kind == "import" and e.target.split(".")[0] == top)
         for e in all_events(tuple(events))
     )
+
+
+def _root_name(node: ast.Attribute) -> str | None:
+    """``a`` of ``a.b.c``; None when the chain starts at no plain name (a call, a subscript)."""
+    value: ast.expr = node
+    while isinstance(value, ast.Attribute):
+        value = value.value
+    return value.id if isinstance(value, ast.Name) else None
 
 
 def _jumps(body: list[ast.stmt]) -> bool:
