@@ -5,8 +5,8 @@ expressions over run-time values (``torch.version.cuda``, ``sys.version_info``, 
 from __future__ import annotations
 
 import ast
-import copy
 from collections.abc import Callable
+from typing import TypeVar
 
 # the modules whose values the set and the target fix (abiprobe.analyze.runtime evaluates them)
 RUNTIME_ROOTS = frozenset({"torch", "sys", "platform", "os"})
@@ -15,6 +15,7 @@ _FORBIDDEN = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.Generator
               ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)  # fmt: skip
 _BUILTINS_TOO = frozenset({"sorted", "range", "list"})  # read in a comprehension's loop
 _MAX_DEPTH = 8
+_N = TypeVar("_N", bound=ast.AST)
 UNKNOWN_NAME = "__abiprobe_unknown__"  # an operand of and/or that is no run-time value
 
 
@@ -34,10 +35,26 @@ def runtime_text(
         return None
     rewriter = _Rewriter(dotted, local, call)
     rewriter.extra = extra
-    out = rewriter.visit(copy.deepcopy(node))
+    out = rewriter.visit(clone(node))
     if not rewriter.ok or not rewriter.reads_runtime or rewriter.budget < 0:
         return None
     return ast.unparse(ast.fix_missing_locations(out))
+
+
+def clone(node: _N) -> _N:
+    """A copy of ``node``'s tree (a rewriter changes it in place): its nodes and lists new, the constants
+    and names in it shared. The same tree as ``copy.deepcopy`` makes, several times faster (no memo)."""
+    new = node.__class__()
+    for field, value in ast.iter_fields(node):
+        if isinstance(value, ast.AST):
+            value = clone(value)
+        elif isinstance(value, list):
+            value = [clone(v) if isinstance(v, ast.AST) else v for v in value]
+        setattr(new, field, value)
+    for attr in node._attributes:
+        if hasattr(node, attr):
+            setattr(new, attr, getattr(node, attr))
+    return new
 
 
 _PRECHECK_BUDGET = 5000  # names looked at before leaving the answer to the rewriter itself
@@ -110,7 +127,7 @@ class _Rewriter(ast.NodeTransformer):
                 return node
             self.seen.add(node.id)
             self.depth += 1
-            out: ast.AST = self.visit(copy.deepcopy(value))
+            out: ast.AST = self.visit(clone(value))
             self.depth -= 1
             self.seen.discard(node.id)
             return out

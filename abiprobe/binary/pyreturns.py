@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import copy
 import posixpath
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from abiprobe.binary.pyflow import RUNTIME_ROOTS, UNKNOWN_NAME
+from abiprobe.binary.pyflow import RUNTIME_ROOTS, UNKNOWN_NAME, clone
 from abiprobe.binary.pyimports import module_name
 
 TOKEN = re.compile(r"\{=(.+?)=\}")
@@ -372,7 +371,7 @@ def _combine_values(branches: list[tuple[list[str], bool, str | None]]) -> str |
 def _expr_of(scanner: Any, node: ast.expr) -> ast.expr:
     """An argument as a run-time expression in the caller (:data:`UNKNOWN_NAME` when it is none)."""
     if isinstance(node, ast.Constant):
-        return copy.deepcopy(node)
+        return clone(node)
     text = scanner.runtime(node)
     expr = None if text is None else parse_expr(text[2:-2])
     return ast.Name(UNKNOWN_NAME, ast.Load()) if expr is None else expr
@@ -581,9 +580,9 @@ def replace_name(node: ast.expr, name: str, value: ast.expr) -> ast.expr:
 
     class _Swap(ast.NodeTransformer):
         def visit_Name(self, n: ast.Name) -> ast.AST:
-            return copy.deepcopy(value) if n.id == name else n
+            return clone(value) if n.id == name else n
 
-    out: ast.expr = _Swap().visit(copy.deepcopy(node))
+    out: ast.expr = _Swap().visit(clone(node))
     return out
 
 

@@ -492,9 +492,7 @@ class _Scanner:
     def calls(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent]:
         """Load calls, dynamic imports and function calls in one statement's own expressions."""
         out: list[PyEvent] = []
-        for node in _own_nodes(stmt):
-            if not isinstance(node, ast.Call):
-                continue
+        for node in _own_calls(stmt):
             callee = self.dotted(node.func)
             if callee is None:
                 continue
@@ -819,6 +817,16 @@ def _type_checking_or_main(test: ast.expr) -> bool:
         "__name__ == '__main__'",
         '__name__ == "__main__"',
     )
+
+
+def _own_calls(stmt: ast.stmt) -> list[ast.Call]:
+    """The calls among :func:`_own_nodes`, found once per statement (a function's flow visits a statement
+    once per path through it)."""
+    found: list[ast.Call] | None = getattr(stmt, "_abiprobe_calls", None)
+    if found is None:
+        found = [n for n in _own_nodes(stmt) if isinstance(n, ast.Call)]
+        stmt._abiprobe_calls = found  # type: ignore[attr-defined]
+    return found
 
 
 def _own_nodes(stmt: ast.stmt) -> Iterable[ast.AST]:
