@@ -59,9 +59,10 @@ def test_directory_shared_without_a_common_file_is_not_a_conflict(pure_wheels: d
 def test_two_distributions_writing_one_file_conflict(pure_wheels: dict[str, Path]) -> None:
     assert _files(pure_wheels, "bindings", "core", "clobber") == [
         (
-            "fail",
+            "warn",
             "clobber 1.0.0 and cuda-bindings 13.0.0 both install the import package cuda/ "
-            "(1 identical paths, e.g. cuda/bindings/__init__.py)",
+            "(1 identical paths, e.g. cuda/bindings/__init__.py): both install, and the files of the one "
+            "installed last replace the other's",
         )
     ]
 

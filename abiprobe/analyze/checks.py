@@ -145,9 +145,15 @@ def requires_verdicts(wheels: Sequence[WheelFacts], target: Target) -> list[Verd
     return out
 
 
+# pip and uv install both distributions; the later one's files replace the earlier one's, so what the
+# set imports depends on install order: a warning (the loader verdicts judge the objects as laid out)
+_LAST_WINS = ": both install, and the files of the one installed last replace the other's"
+
+
 def files_verdicts(layout: Layout) -> list[Verdict]:
-    """``files``: two distributions writing the same file (one overwrites the other). Sharing a directory
-    alone is fine: namespace packages (``cuda/``) and unrelated data directories are shared by design."""
+    """``files``: two distributions writing the same file (one overwrites the other: a warning, since
+    installers do it without complaint). Sharing a directory alone is fine: namespace packages
+    (``cuda/``) and unrelated data directories are shared by design."""
     return files_verdicts_of(layout.wheels)
 
 
@@ -176,15 +182,15 @@ def files_verdicts_of(wheels: Sequence[WheelFacts | WheelSummary]) -> list[Verdi
         if len(in_package) > 1 and any("/" in p for p in shared):
             names = sorted({d for p in shared for d in owners[p]})
             text = f"{' and '.join(names)} both install the import package {top}/"
-            text += f" ({len(shared)} identical paths, e.g. {shared[0]})"
+            text += f" ({len(shared)} identical paths, e.g. {shared[0]}){_LAST_WINS}"
             evidence = {"package": top, "distributions": names, "shared_files": shared}
-            out.append(Verdict("files", "fail", text, top, evidence))
+            out.append(Verdict("files", "warn", text, top, evidence))
         for path in shared:
             if "/" not in path:
                 dists = sorted(owners[path])
-                text = f"{' and '.join(dists)} both write {path}"
+                text = f"{' and '.join(dists)} both write {path}{_LAST_WINS}"
                 root_files.append(
-                    Verdict("files", "fail", text, path, {"path": path, "distributions": dists})
+                    Verdict("files", "warn", text, path, {"path": path, "distributions": dists})
                 )
     out += sorted(root_files, key=lambda v: v.subject)
     return out or [Verdict("files", "ok", "no two distributions write the same files", "set")]
