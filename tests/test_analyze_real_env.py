@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,6 +67,27 @@ def test_two_distributions_writing_one_file_conflict(pure_wheels: dict[str, Path
             "installed last replace the other's",
         )
     ]
+
+
+def test_pip_installs_two_distributions_writing_one_file_and_the_last_one_wins(
+    pure_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    # GIVEN the two wheels the files check warns about, installed into a venv by its own pip, one after
+    # the other
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    for key in ("bindings", "clobber"):
+        run = subprocess.run(
+            [python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(pure_wheels[key])],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        # THEN pip installs each (no error): the overlap is no install failure, as the warning says
+        assert run.returncode == 0, run.stderr
+    # AND the import sees the file of the one installed last
+    code = "import cuda.bindings as b; print(b.x)"
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    assert (out.returncode, out.stdout.strip()) == (0, "1"), out.stderr
 
 
 ZLIB_USER = """
