@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from support.cbuild import build_shared
 from support.held import BUILT_IN_UNREAD
+from support.venvs import make_venv, pip_install, sh
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import analyze_set
@@ -74,20 +73,12 @@ def test_pip_installs_two_distributions_writing_one_file_and_the_last_one_wins(
 ) -> None:
     # GIVEN the two wheels the files check warns about, installed into a venv by its own pip, one after
     # the other
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
+    python = make_venv(tmp_path / "venv", with_pip=False)
     for key in ("bindings", "clobber"):
-        run = subprocess.run(
-            [python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(pure_wheels[key])],
-            capture_output=True, text=True,
-        )  # fmt: skip
         # THEN pip installs each (no error): the overlap is no install failure, as the warning says
-        assert run.returncode == 0, run.stderr
+        pip_install(python, "-q", "--no-index", pure_wheels[key])
     # AND the import sees the file of the one installed last
-    code = "import cuda.bindings as b; print(b.x)"
-    out = subprocess.run([python, "-c", code], capture_output=True, text=True)
-    assert (out.returncode, out.stdout.strip()) == (0, "1"), out.stderr
+    assert sh(python, "-c", "import cuda.bindings as b; print(b.x)").strip() == "1"
 
 
 ZLIB_USER = """

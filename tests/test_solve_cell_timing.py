@@ -8,9 +8,6 @@ cannot load fails the cell, in the loader's words. Both are compared with a real
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ from support.cbuild import build_shared
 from support.indexserver import IndexServer
 from support.solve_stacks import C10_CALL, C10_DECL, solve_argv
 from support.stacks import ABI3_TAG, PY_TAG, _module, _torch
+from support.venvs import run_unpacked
 from support.wheelbuild import build_wheel
 
 from abiprobe.cli import main
@@ -103,12 +101,7 @@ def _cell(doc: dict[str, Any], member: str) -> dict[str, Any]:
 
 def _real(wheel: Path, site: Path, code: str) -> tuple[int, str]:
     """Unpack the kernel wheel and run ``code`` after importing it: exit status, last stderr line."""
-    zipfile.ZipFile(wheel).extractall(site)
-    run = subprocess.run(
-        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {code}"],
-        capture_output=True,
-        text=True,
-    )
+    run = run_unpacked(site, (wheel,), code)
     lines = run.stderr.strip().splitlines()
     return run.returncode, lines[-1] if lines else ""
 

@@ -14,6 +14,7 @@ from support.cbuild import build_shared
 from support.data_wheels import DataWheels, build_data_wheels, build_homename, build_nvmluser
 from support.held import BUILT_IN_UNREAD
 from support.probe_wheels import TAG
+from support.venvs import run_unpacked
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
@@ -50,13 +51,7 @@ def _analyze(wheels: DataWheels, name: str) -> SetAnalysis:
 def _run(wheels: DataWheels, name: str, code: str, site: Path) -> tuple[int, str]:
     """Install the fixture torch and the package into one directory and run ``code`` for real: the exit
     status and the last line Python printed, paths cut to their site-packages form."""
-    for wheel in (wheels.torch, getattr(wheels, name)):
-        zipfile.ZipFile(wheel).extractall(site)
-    run = subprocess.run(
-        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {code}"],
-        capture_output=True,
-        text=True,
-    )
+    run = run_unpacked(site, (wheels.torch, getattr(wheels, name)), code)
     lines = run.stderr.strip().splitlines()
     return run.returncode, "\n".join(lines).replace(f"{site}/", "")
 

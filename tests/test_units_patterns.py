@@ -6,12 +6,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import sysconfig
-import zipfile
 from pathlib import Path
 
 import pytest
 from support.held import BUILT_IN_UNREAD
 from support.pattern_wheels import PatternWheels, build_pattern_wheels
+from support.stacks import PY_TAG, _module
+from support.venvs import run_unpacked
+from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_extension, analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
@@ -34,9 +36,13 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> PatternWheels:
 
 
 def _analyze(wheels: PatternWheels, name: str) -> SetAnalysis:
-    paths = [wheels.torch, getattr(wheels, name)]
+    return _beside_torch(wheels, getattr(wheels, name))
+
+
+def _beside_torch(wheels: PatternWheels, pkg: Path) -> SetAnalysis:
+    """The set of the fixture torch and the wheel ``pkg``, judged for the target."""
     return analyze_set(
-        [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in paths],
+        [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in (wheels.torch, pkg)],
         TARGET,
         PROFILE,
         stack=BUILT_IN_STACK,
@@ -46,13 +52,7 @@ def _analyze(wheels: PatternWheels, name: str) -> SetAnalysis:
 def _import(wheels: PatternWheels, name: str, package: str, site: Path) -> tuple[int, str]:
     """Install the fixture torch and the package into one directory and import the package for real:
     the exit status and the last line Python printed, paths cut to their site-packages form."""
-    for wheel in (wheels.torch, getattr(wheels, name)):
-        zipfile.ZipFile(wheel).extractall(site)
-    run = subprocess.run(
-        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); import {package}"],
-        capture_output=True,
-        text=True,
-    )
+    run = run_unpacked(site, (wheels.torch, getattr(wheels, name)), f"import {package}")
     lines = run.stderr.strip().splitlines()
     return run.returncode, (lines[-1].replace(f"{site}/", "") if lines else "")
 
@@ -310,32 +310,19 @@ def test_an_and_with_a_value_abiprobe_cannot_know_is_false_when_the_known_side_i
 ) -> None:
     # GIVEN `is_windows and msvc` around a Windows-only load (msvc: a parameter abiprobe cannot know)
     pkg = _pure(tmp_path, "winguard", PLATFORM_GUARD)
-    a = analyze_set(
-        [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in (wheels.torch, pkg)],
-        TARGET,
-        PROFILE,
-        stack=BUILT_IN_STACK,
-    )
+    a = _beside_torch(wheels, pkg)
     # THEN on Linux the branch is not taken: no unit for the DLL, nothing fails
     assert [u.path for u in _units(a, "winguard")] == []
     assert a.status == "ok"
     # AND calling the helper for real on Linux loads nothing and raises nothing
-    site = tmp_path / "site"
-    zipfile.ZipFile(pkg).extractall(site)
-    run = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); "
-                          "import winguard; winguard.preload()"], capture_output=True, text=True)  # fmt: skip
+    run = run_unpacked(tmp_path / "site", (pkg,), "import winguard; winguard.preload()")
     assert (run.returncode, run.stdout) == (0, "")
 
 
 def test_a_functions_own_error_check_is_no_unit_of_its_own(wheels: PatternWheels, tmp_path: Path) -> None:
     # GIVEN a function that raises for some arguments and loads a library for others
     pkg = _pure(tmp_path, "errpath", ERROR_PATHS)
-    a = analyze_set(
-        [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in (wheels.torch, pkg)],
-        TARGET,
-        PROFILE,
-        stack=BUILT_IN_STACK,
-    )
+    a = _beside_torch(wheels, pkg)
     # THEN the raise, reached by no failed load, is no unit: it is not said to fail on first use
     assert "raise" not in [u.kind for u in _units(a, "errpath")]
     assert not any("raises NotImplementedError" in v.text for v in a.verdicts)
@@ -358,20 +345,12 @@ def test_a_raise_after_a_test_abiprobe_cannot_know_is_no_claim(wheels: PatternWh
     # GIVEN code run at import that returns early under a test abiprobe cannot know, else raises
     # (transformers' direct_transformers_import has this shape)
     pkg = _pure(tmp_path, "guarded", OPAQUE_GUARD)
-    a = analyze_set(
-        [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in (wheels.torch, pkg)],
-        TARGET,
-        PROFILE,
-        stack=BUILT_IN_STACK,
-    )
+    a = _beside_torch(wheels, pkg)
     # THEN the raise is not said to happen at import
     assert "raise" not in [u.kind for u in _units(a, "guarded")]
     assert a.import_status == "ok"
     # AND a real import passes
-    site = tmp_path / "site"
-    zipfile.ZipFile(pkg).extractall(site)
-    code = f"import sys; sys.path.insert(0, {str(site)!r}); import guarded"
-    run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True)
+    run = run_unpacked(tmp_path / "site", (pkg,), "import guarded")
     assert run.returncode == 0, run.stderr
 
 
@@ -432,25 +411,17 @@ def test_a_raise_in_a_branch_the_target_skips_does_not_run_the_handler_that_catc
     # GIVEN a package that imports a module inside `try/except ImportError: raise ...`, the module raising
     # ImportError only under a version test the target does not take (on a real host: numba's
     # critical-deps check, imported inside pandas' try)
-    from support.stacks import PY_TAG, _module
-    from support.wheelbuild import build_wheel
-
     ext = _module(tmp_path / "ext", f"_ext{SUFFIX}", "_ext")
-    files = {"outercatch/__init__.py": CATCHES_INNER, "outercatch/_guard.py": SKIPPED_GUARD,
-             f"outercatch/_ext{SUFFIX}": ext}  # fmt: skip
+    files: dict[str, bytes | Path] = {
+        "outercatch/__init__.py": CATCHES_INNER,
+        "outercatch/_guard.py": SKIPPED_GUARD,
+        f"outercatch/_ext{SUFFIX}": ext,
+    }
     outer = build_wheel(tmp_path / "o", "outercatch", "1.0", files, tag=f"{PY_TAG}-{PY_TAG}-linux_x86_64")
-    a = analyze_set(
-        [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in (wheels.torch, outer)],
-        TARGET,
-        PROFILE,
-        stack=BUILT_IN_STACK,
-    )
+    a = _beside_torch(wheels, outer)
     # THEN the outer handler's raise is not taken: no raise unit fails, the import is ok
     assert [u.path for u in _units(a, "outercatch") if u.status == "fail"] == []
     assert a.import_status == "ok"
     # AND a real import of the outer package passes
-    site = tmp_path / "site"
-    zipfile.ZipFile(outer).extractall(site)
-    code = f"import sys; sys.path.insert(0, {str(site)!r}); import outercatch"
-    run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True)
+    run = run_unpacked(tmp_path / "site", (outer,), "import outercatch")
     assert run.returncode == 0, run.stderr

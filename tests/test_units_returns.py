@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 from support.held import BUILT_IN_UNREAD
 from support.return_wheels import ReturnWheels, build_return_wheels
+from support.venvs import run_unpacked
 
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
@@ -42,13 +41,7 @@ def _analyze(wheels: ReturnWheels, name: str) -> SetAnalysis:
 def _import(wheels: ReturnWheels, name: str, package: str, site: Path) -> tuple[int, str]:
     """Install the fixture torch and the package into one directory and import the package for real:
     the exit status and the last line Python printed, paths cut to their site-packages form."""
-    for wheel in (wheels.torch, getattr(wheels, name)):
-        zipfile.ZipFile(wheel).extractall(site)
-    run = subprocess.run(
-        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); import {package}"],
-        capture_output=True,
-        text=True,
-    )
+    run = run_unpacked(site, (wheels.torch, getattr(wheels, name)), f"import {package}")
     lines = run.stderr.strip().splitlines()
     return run.returncode, (lines[-1].replace(f"{site}/", "") if lines else "")
 

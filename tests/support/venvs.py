@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -32,3 +34,12 @@ def make_venv(path: Path, *, with_pip: bool = True) -> Path:
 def pip_install(python: Path, *args: str | Path) -> str:
     """Install into ``python``'s environment with this interpreter's pip (works without pip inside)."""
     return sh(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", *args)
+
+
+def run_unpacked(site: Path, wheels: Sequence[Path], code: str) -> subprocess.CompletedProcess[str]:
+    """Unpack ``wheels`` into one directory (as an install lays them out, without an installer) and run
+    ``code`` in an isolated interpreter with that directory first on ``sys.path``."""
+    for wheel in wheels:
+        zipfile.ZipFile(wheel).extractall(site)
+    prelude = f"import sys; sys.path.insert(0, {str(site)!r}); "
+    return subprocess.run([sys.executable, "-I", "-c", prelude + code], capture_output=True, text=True)
