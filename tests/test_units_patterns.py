@@ -9,8 +9,10 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from support.cbuild import build_shared
 from support.held import BUILT_IN_UNREAD
 from support.pattern_wheels import PatternWheels, build_pattern_wheels
+from support.probe_wheels import TAG
 from support.stacks import PY_TAG, _module
 from support.venvs import run_unpacked
 from support.wheelbuild import build_wheel
@@ -425,3 +427,88 @@ def test_a_raise_in_a_branch_the_target_skips_does_not_run_the_handler_that_catc
     # AND a real import of the outer package passes
     run = run_unpacked(tmp_path / "site", (outer,), "import outercatch")
     assert run.returncode == 0, run.stderr
+
+
+FALLS_BACK = b"""import ctypes
+import dataclasses
+import os
+from pathlib import Path
+
+import torch
+
+PACKAGE_DIR = Path(__file__).parent
+
+
+@dataclasses.dataclass(frozen=True)
+class Specs:
+    workers: int
+    cuda_string: str
+
+
+def cuda_string():
+    major, minor = map(int, torch.version.cuda.split("."))
+    return f"{major}{minor}"
+
+
+def specs():
+    if torch.version.cuda is None:
+        return None
+    # a field the library name never reads, of a value no set fixes
+    return Specs(workers=os.cpu_count(), cuda_string=cuda_string())
+
+
+def library_path(specs):
+    return PACKAGE_DIR / f"libfallsback_cuda{specs.cuda_string}.so"
+
+
+def load():
+    path = PACKAGE_DIR / "libfallsback_cpu.so"
+    found = specs()
+    if found:
+        cuda_path = library_path(found)
+        if cuda_path.exists():
+            path = cuda_path
+    return ctypes.CDLL(str(path))
+
+
+lib = load()
+"""
+
+
+@pytest.mark.parametrize("builds", [("128",), ("128", "130")], ids=["no-cuda130-build", "cuda130-build"])
+def test_a_computed_file_the_package_tests_for_and_falls_back_from_is_said(
+    wheels: PatternWheels, tmp_path: Path, builds: tuple[str, ...]
+) -> None:
+    # GIVEN a package that computes libfallsback_cuda{torch.version.cuda, no dot}.so through an instance
+    # of its own class (one of whose fields no set fixes), loads it when it exists, else its CPU library
+    # (bitsandbytes' way); the fixture torch says CUDA 13.0
+    files: dict[str, bytes | Path] = {"fallsback/__init__.py": FALLS_BACK}
+    for name in ("cpu", *(f"cuda{b}" for b in builds)):
+        lib = f"libfallsback_{name}.so"
+        files[f"fallsback/{lib}"] = build_shared(
+            tmp_path / "libs", lib, f"int fb_{name}(void) {{ return 1; }}\n"
+        )
+    pkg = build_wheel(tmp_path / "w", "fallsback", "1.0", files, tag=TAG)
+    a = _beside_torch(wheels, pkg)
+    units = {u.path: u for u in _units(a, "fallsback")}
+    code = "import fallsback; print(fallsback.lib._name.rsplit('/')[-1])"
+    run = run_unpacked(tmp_path / "site", (wheels.torch, pkg), code)
+    assert run.returncode == 0, run.stderr
+    if "130" in builds:
+        # THEN with the CUDA 13.0 build in the wheel, that is what loads, and nothing is said of a fallback
+        assert list(units) == ["fallsback/libfallsback_cuda130.so"]
+        assert units["fallsback/libfallsback_cuda130.so"].status == "ok" and a.status == "ok"
+        # AND a real import loads it
+        assert run.stdout.strip() == "libfallsback_cuda130.so"
+        return
+    # THEN without it, the computed file is named as looked for and absent (a warning, with the values it
+    # came from), the CPU library is what loads, and the import passes with that warning
+    looked = units["fallsback/libfallsback_cuda130.so"]
+    assert looked.status == "warn" and looked.timing == "import"
+    text = looked.verdicts[0].explanation
+    assert "which the set does not have" in text and "torch.version.cuda='13.0'" in text
+    assert "it loads fallsback/libfallsback_cpu.so instead" in text
+    assert units["fallsback/libfallsback_cpu.so"].status == "ok"
+    assert (a.import_status, a.status) == ("warn", "warn") and a.first_error is None
+    # AND a real import loads the CPU library
+    assert run.stdout.strip() == "libfallsback_cpu.so"

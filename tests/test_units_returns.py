@@ -71,9 +71,11 @@ def test_when_the_returned_file_is_absent_the_packages_fallback_is_what_loads(
 ) -> None:
     # GIVEN retpath_cpu: the same code, no _cuda130; its CPU library needs a library nobody has
     a = _analyze(wheels, "retpath_cpu")
-    # THEN the CPU library is what loads (path.exists() is False), and it fails on the absent library
-    (unit,) = _units(a, ["retpath", "cpu"][0])
+    # THEN the CPU library is what loads (path.exists() is False), and it fails on the absent library;
+    # the _cuda130 file the package looked for first is named as absent, a warning beside it
+    looked, unit = _units(a, "retpath")
     assert (unit.path, unit.timing, unit.status) == ("retpath/libretpath_cpu.so", "import", "fail")
+    assert (looked.path, looked.status) == ("retpath/libretpath_cuda130.so", "warn")
     assert a.import_status == "fail" and a.first_error is not None
     assert "libcudart_gone.so.12" in a.first_error.text
     # AND a real import fails with that line

@@ -325,7 +325,9 @@ def _virtual(sim: LoaderSimulation, unit: PlannedUnit, done: Sequence[UnitAnalys
         why = f"on first use: loaded lazily by {unit.where}, not by importing the package"
         verdicts = tuple(replace(v, explanation=f"{v.explanation} ({why})") if v.status != "ok" else v
                          for v in verdicts)  # fmt: skip
-    path = unit.path.split(":", 1)[1] if unit.how in ("soname", "unresolved", "raise") else unit.path
+    path = (
+        unit.path.split(":", 1)[1] if unit.how in ("soname", "unresolved", "raise", "fallback") else unit.path
+    )
     return UnitAnalysis(
         path, out.dist, out.kind, verdicts, None, out.message, timing, unit.where, _note(unit, done)
     )

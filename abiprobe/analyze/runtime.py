@@ -35,6 +35,7 @@ _LABEL_CUDA = re.compile(r"\+cu(\d+?)(\d)$")
 _RUNTIME_PIN = re.compile(r"nvidia-cuda-runtime(?:-cu\d+)?\s*==\s*(\d+)\.(\d+)", re.I)
 # torch 2.12 and later pin the toolkit's meta package with the parts they need: cudart among them
 _TOOLKIT_PIN = re.compile(r"cuda-toolkit\s*\[([^\]]*)\]\s*==\s*(\d+)\.(\d+)", re.I)
+MISSING = "__abiprobe_missing__"  # where with_files collects the computed paths found absent
 _SAFE = (str, int, float, bool, tuple, list, dict, type(None))
 _MAX_ITEMS = 64  # a comprehension's items read
 _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
@@ -49,7 +50,20 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
 
 
 class _Object(dict[str, Any]):
-    """An instance of one of the package's classes, by its fields (``__abiprobe_object__(a=...)``)."""
+    """An instance of one of the package's classes, by its fields (``__abiprobe_object__(a=...)``): each
+    field's expression, evaluated when it is read (a field the loading code never reads, such as the
+    GPUs' compute capabilities beside the CUDA version a library name is built from, may read values
+    the set and the target do not fix without making the instance unknown)."""
+
+    def __init__(self, fields: Mapping[str, ast.expr], values: RuntimeValues) -> None:
+        super().__init__(fields)
+        self._values = values
+        self._read: dict[str, Any] = {}
+
+    def field(self, name: str) -> Any:
+        if name not in self._read:
+            self._read[name] = _eval(self[name], self._values)
+        return self._read[name]
 
 
 class CannotEvaluate(Exception):
@@ -114,7 +128,7 @@ def _attribute(value: Any, attr: str, dotted: str) -> Any:
     if isinstance(value, _Object):
         if attr not in value:
             raise CannotEvaluate(f"{dotted}: a field abiprobe was not given")
-        return value[attr]
+        return value.field(attr)
     if attr.startswith("_") or not isinstance(value, (*_SAFE, VersionInfo)):
         raise CannotEvaluate(f"{dotted}: not a value abiprobe evaluates")
     if isinstance(value, VersionInfo) and attr in ("major", "minor"):
@@ -331,8 +345,20 @@ def _eval(node: ast.expr, values: RuntimeValues) -> Any:
 
 
 def _call(node: ast.Call, values: RuntimeValues) -> Any:
+    if isinstance(node.func, ast.Name) and node.func.id == EXISTS and len(node.args) == 1:
+        path = _eval(node.args[0], values)
+        found = bool(values.lookup(EXISTS)(path))
+        missing = values.values.get(MISSING)
+        if (
+            not found
+            and isinstance(missing, list)
+            and isinstance(path, str)
+            and names_read(ast.unparse(node))
+        ):
+            missing.append(path.rstrip("/"))  # a computed path the package tests for, absent from the set
+        return found
     if isinstance(node.func, ast.Name) and node.func.id == OBJECT and not node.args:
-        return _Object({k.arg: _eval(k.value, values) for k in node.keywords if k.arg is not None})
+        return _Object({k.arg: k.value for k in node.keywords if k.arg is not None}, values)
     if isinstance(node.func, ast.Name) and node.func.id == "hasattr" and len(node.args) == 2:
         owner, name = _eval(node.args[0], values), _eval(node.args[1], values)
         if isinstance(owner, _Namespace) and isinstance(name, str):
@@ -381,9 +407,13 @@ def evaluate_setup(program: str, module_path: str, values: RuntimeValues) -> Any
         raise CannotEvaluate(f"the test's program: {type(exc).__name__}") from None
 
 
-def with_files(values: RuntimeValues, files: Iterable[str]) -> RuntimeValues:
+def with_files(
+    values: RuntimeValues, files: Iterable[str], missing: list[str] | None = None
+) -> RuntimeValues:
     """``values`` plus the test of whether the set installs a path (``path.exists()`` in the package's
-    code, kept as ``__abiprobe_exists__(path)``): a file or a folder of ``files``, or a glob matching one."""
+    code, kept as ``__abiprobe_exists__(path)``): a file or a folder of ``files``, or a glob matching one.
+    ``missing``, when given, collects each path computed from run-time values that the test finds absent
+    (``libfoo_cuda130.so`` beside a CUDA 13.0 torch: the package falls back from it)."""
     have = frozenset(files)
     folders = frozenset(f.rsplit("/", i)[0] for f in have for i in range(1, f.count("/") + 1))
 
@@ -396,7 +426,10 @@ def with_files(values: RuntimeValues, files: Iterable[str]) -> RuntimeValues:
             return any(rx.fullmatch(f) for f in have)
         return path in have or path in folders
 
-    return RuntimeValues({**values.values, EXISTS: exists}, values.torch_source)
+    more: dict[str, Any] = {EXISTS: exists}
+    if missing is not None:
+        more[MISSING] = missing
+    return RuntimeValues({**values.values, **more}, values.torch_source)
 
 
 def substitute(pattern: str, values: RuntimeValues) -> tuple[str, str]:
@@ -416,6 +449,7 @@ def substitute(pattern: str, values: RuntimeValues) -> tuple[str, str]:
 
 
 __all__ = [
+    "MISSING",
     "TOKEN",
     "CannotEvaluate",
     "RuntimeValues",

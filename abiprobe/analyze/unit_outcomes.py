@@ -94,6 +94,11 @@ def virtual_outcome(sim: LoaderSimulation, unit: PlannedUnit, done: Sequence[Jud
         return VirtualOutcome(
             dist, "library", (_with(Verdict("sonames", "fail", text, unit.path), message),), message
         )
+    if unit.how == "fallback":
+        path = unit.path.split(":", 1)[1]
+        why = f" ({unit.note})" if unit.note else ""
+        text = f"the package looks for {path}, which the set does not have{at}{why}"
+        return VirtualOutcome(dist, "library", (Verdict("sonames", "warn", text, path),), None)
     if unit.how == "raise":
         failed = tried_before(unit, done)
         line = unit.raises or (failed[-1][1] if failed else "an error")

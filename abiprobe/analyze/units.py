@@ -57,7 +57,8 @@ _EXT_TAIL = re.compile(r"\.(?:cpython-[^.]+|abi3|pypy[^.]*)?\.?so$")
 class PlannedUnit:
     """One object the package loads: how (``import``: an extension module; ``path``: by path through
     ``api``; ``soname``: a bare name the system's search finds; ``absent``: a computed path the set does
-    not have; ``unresolved``: a path abiprobe cannot follow; ``raise``: the package's own error), when,
+    not have; ``fallback``: a computed path the package tests for, lacks and loads another instead of;
+    ``unresolved``: a path abiprobe cannot follow; ``raise``: the package's own error), when,
     where in the package's code, and the outcomes of earlier units it runs after (``when``)."""
 
     path: str
@@ -98,8 +99,12 @@ class _Planner:
     ) -> None:
         self.layout = layout
         self.rules = tuple(rules)
+        # the computed paths an existence test found absent while a load's path was evaluated
+        self.missing: list[str] = []
         self.values = (
-            None if values is None else with_files(values, (f for w in layout.wheels for f in w.files))
+            None
+            if values is None
+            else with_files(values, (f for w in layout.wheels for f in w.files), self.missing)
         )
         self.cond: Cond = ()
         self.opaque = 0  # depth of branches taken on a test that cannot be known
@@ -138,6 +143,17 @@ class _Planner:
         if caught is not None:
             caught.append((kind, (*self.cond, (path, False))))
             self.cond = (*self.cond, (path, True))
+
+    def _fallback(self, path: str, instead: str, timing: Timing, where: str, api: str, note: str) -> None:
+        """A path computed from run-time values that the package tests for (``path.exists()``) and, as
+        the set lacks it, loads ``instead`` of: a warning of its own, not a failure (nothing fails to
+        load; the package goes on with what it falls back to)."""
+        key = f"fallback:{path}"
+        if key not in self.units and path != instead:
+            because = f"{note}; " if note else ""
+            self.units[key] = PlannedUnit(
+                key, "fallback", timing, where, api, self.cond, False, f"{because}it loads {instead} instead"
+            )
 
     def _caught(self, kind: str) -> list[tuple[str, Cond]] | None:
         """The failures list of the innermost ``try`` whose handlers catch ``kind``, or None."""
@@ -385,8 +401,11 @@ class _Planner:
 
     def load(self, pattern: str, api: str, timing: Timing, where: str, expr: str = "") -> None:
         raw = pattern
+        self.missing.clear()
         pattern, computed = self._value(pattern, where)
         note = f"computed from {computed}" if computed and "/" not in computed.split(":", 1)[0] else computed
+        for path in dict.fromkeys(self.missing):
+            self._fallback(path, pattern, timing, where, api, note)
         if expr and "{=" in raw and computed.startswith(f"{where}:") and not self._matches(pattern):
             # a path computed through code abiprobe could not follow on the branch the target takes
             expr, _, why = expr.partition("\n")
