@@ -125,9 +125,14 @@ def scan_module(
     name = module_name(path)
     if name is None:
         return None
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python, or nested past the parser
+    if others is not None and others.paths.get(name) == path:
+        tree = others.tree(name)  # one tree per module, shared with the calls followed into it
+    else:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python, or nested too deep
+            tree = None
+    if tree is None:
         return scan_imports(path, source)
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
     scanner = _Scanner(name, package, path)
