@@ -512,3 +512,56 @@ def test_a_computed_file_the_package_tests_for_and_falls_back_from_is_said(
     assert (a.import_status, a.status) == ("warn", "warn") and a.first_error is None
     # AND a real import loads the CPU library
     assert run.stdout.strip() == "libfallsback_cpu.so"
+
+
+SEARCHED = b"""import ctypes
+from pathlib import Path
+
+
+def _find(library):
+    if library == "core":
+        prefix = "libsearched_engine"
+    else:
+        prefix = f"searched_{library}"
+    found = [p for p in Path(__file__).parent.iterdir() if p.name.startswith(prefix) and p.suffix == ".so"]
+    if len(found) == 1:
+        return found[0]
+    raise FileNotFoundError(library)
+
+
+try:
+    ctypes.CDLL("libm.so.6")  # a system library by its bare name, found on the target
+except OSError:
+    pass
+
+_LIB = ctypes.CDLL(str(_find("core")))
+"""
+
+
+def test_a_load_through_a_search_abiprobe_cannot_follow_is_unknown_beside_other_units(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN a package that first opens a system library by bare name, then its engine library through a
+    # folder listing filtered by prefix (transformer-engine's way), a name its argument ("core") does not
+    # spell; the engine library needs a library nobody has
+    engine = build_shared(
+        tmp_path / "libs", "libsearched_engine.so", "extern int gone(void); int k(void) { return gone(); }\n",
+        link=[build_shared(tmp_path / "gone", "libcudart_gone.so.12", "int gone(void) { return 0; }\n",
+                           soname="libcudart_gone.so.12")],
+    )  # fmt: skip
+    files: dict[str, bytes | Path] = {
+        "searched/__init__.py": SEARCHED,
+        "searched/libsearched_engine.so": engine,
+    }
+    pkg = build_wheel(tmp_path / "w", "searched", "1.0", files, tag=TAG)
+    a = _beside_torch(wheels, pkg)
+    # THEN the load that cannot be followed is an unknown unit at import, with its line and expression;
+    # the system library judged beside it does not make the package ok
+    unknown = [u for u in _units(a, "searched") if u.status == "unknown"]
+    assert [(u.path, u.timing) for u in unknown] == [("searched/__init__.py line 21", "import")]
+    assert "_find('core')" in unknown[0].verdicts[0].explanation
+    assert a.import_status == "unknown" and a.status != "ok"
+    # AND a real import fails (ok would have been wrong)
+    run = run_unpacked(tmp_path / "site", (wheels.torch, pkg), "import searched")
+    code, last = run.returncode, run.stderr.strip().splitlines()[-1]
+    assert code != 0 and "libcudart_gone.so.12" in last, last

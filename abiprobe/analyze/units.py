@@ -433,6 +433,12 @@ class _Planner:
                 pattern, "absent", timing, where, api, f"{note}: not in the set" if note else "not in the set"
             )
             return
+        if not matched and expr:
+            # a path not followed, and the name it spells names no file of the set: not known
+            expr, _, why = expr.partition("\n")
+            note = f"{where}: {api}({expr})" + (f": {why}" if why else "")
+            self.add(f"unresolved:{where}", "unresolved", timing, where, api, note)
+            return
         if not matched:
             return  # a guess by the name it spells that names no file (an optional library): no claim
         # several matches load one of them, unknown which, unless the stack data picks by GPU among them

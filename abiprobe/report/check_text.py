@@ -81,8 +81,9 @@ def render_check(analysis: SetAnalysis, added: Sequence[AddedWheel] = ()) -> lis
             text = f"torch range of {v.subject}: {r['kind']} ABI, {r['range']}; declared {declared}"
             parts.append(Line(f"{text}: {r['verdict']}", markup=False))
     if analysis.features:
+        works = ", importing works" if analysis.import_status in ("ok", "warn") else ""
         parts.append(
-            f"features that will not load ({len(analysis.features)}; loaded on first use, importing works):"
+            f"features that will not load ({len(analysis.features)}; loaded on first use or optional{works}):"
         )
         for u in analysis.features:
             why = next((v.text for v in u.verdicts if v.status == u.status), "")
