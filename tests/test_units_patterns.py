@@ -565,3 +565,31 @@ def test_a_load_through_a_search_abiprobe_cannot_follow_is_unknown_beside_other_
     run = run_unpacked(tmp_path / "site", (wheels.torch, pkg), "import searched")
     code, last = run.returncode, run.stderr.strip().splitlines()[-1]
     assert code != 0 and "libcudart_gone.so.12" in last, last
+
+
+SYSTEM_DL = b"""import ctypes
+import ctypes.util
+
+
+def _load_libm():
+    name = ctypes.util.find_library("m") or "libm.so.6"
+    return ctypes.CDLL(name)
+
+
+LIBM = _load_libm()
+"""
+
+
+def test_a_name_assigned_from_the_systems_search_is_no_unknown_load(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN a package that opens `find_library("m") or "libm.so.6"` through a local name (cuda-pathfinder's
+    # way with libdl)
+    pkg = _pure(tmp_path, "sysdl", SYSTEM_DL)
+    a = _beside_torch(wheels, pkg)
+    # THEN the load is the system's own search: no unit that cannot be followed, the import is ok
+    assert [u.path for u in _units(a, "sysdl") if u.status == "unknown"] == []
+    assert a.import_status == "ok"
+    # AND a real import passes
+    run = run_unpacked(tmp_path / "site", (pkg,), "import sysdl")
+    assert run.returncode == 0, run.stderr

@@ -519,7 +519,8 @@ class _Scanner:
                 if self.pkg is not None:
                     self.pkg.unfollowed = ""
                 target = self.path_of(node.args[0], params)
-                expr = "" if target is not None or _system_search(node.args[0]) else ast.unparse(node.args[0])
+                searched = _system_search(self._assigned(node.args[0]))
+                expr = "" if target is not None or searched else ast.unparse(node.args[0])
                 if target is not None and "{=" in target and self.pkg is not None and self.pkg.unfollowed:
                     expr = ast.unparse(node.args[0])  # computed, with a part abiprobe could not follow
                 if expr and self.pkg is not None and self.pkg.unfollowed:  # the return it stopped at
@@ -539,6 +540,14 @@ class _Scanner:
                 args = tuple("" if builtin else self.argument(a, params) for a in node.args)
                 out.append(PyEvent("call", callee, args=args, line=node.lineno))
         return out
+
+    def _assigned(self, node: ast.expr) -> ast.expr:
+        """The expression a plain name was last assigned (the function's, else the module's), else ``node``
+        (``name = find_library("dl") or "libdl.so.2"; CDLL(name)`` is the system's search)."""
+        if isinstance(node, ast.Name):
+            value = self.local_nodes.get(node.id) if self.in_function else None
+            return value or self.module_nodes.get(node.id) or node
+        return node
 
     def package_path(self, node: ast.expr, params: dict[str, str]) -> str:
         """A call's argument that is a path in the package, as its callee's parameter gets it (``""`` for
