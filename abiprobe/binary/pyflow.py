@@ -76,11 +76,10 @@ def _may_read_runtime(
     budget = [_PRECHECK_BUDGET]
 
     def may(node: ast.expr, depth: int, seen: frozenset[str]) -> bool:
-        for sub in ast.walk(node):
-            if calls and isinstance(sub, ast.Call):  # a call the hook may stand a run-time value for
-                return True
-            if not isinstance(sub, ast.Name):
-                continue
+        names, has_call = _names_in(node)
+        if calls and has_call:  # a call the hook may stand a run-time value for
+            return True
+        for sub in names:
             budget[0] -= 1
             if budget[0] < 0:
                 return True
@@ -93,6 +92,23 @@ def _may_read_runtime(
         return False
 
     return may(node, 0, frozenset())
+
+
+def _names_in(node: ast.expr) -> tuple[list[ast.Name], bool]:
+    """The names in ``node`` (in ``ast.walk``'s order) and whether it holds a call, found once per node
+    (a module's assigned values are looked into again for every expression that reads them)."""
+    found: tuple[list[ast.Name], bool] | None = getattr(node, "_abiprobe_names", None)
+    if found is None:
+        names: list[ast.Name] = []
+        has_call = False
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                names.append(sub)
+            elif isinstance(sub, ast.Call):
+                has_call = True
+        found = (names, has_call)
+        node._abiprobe_names = found  # type: ignore[attr-defined]
+    return found
 
 
 class _Rewriter(ast.NodeTransformer):

@@ -27,7 +27,7 @@ import ast
 import builtins
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from abiprobe.binary.pyflow import UNKNOWN_NAME, catches, runtime_text, version_constants
 from abiprobe.binary.pyimports import absolute as _absolute
@@ -834,22 +834,27 @@ def _type_checking_or_main(test: ast.expr) -> bool:
 
 
 def _own_calls(stmt: ast.stmt) -> list[ast.Call]:
-    """The calls among :func:`_own_nodes`, found once per statement (a function's flow visits a statement
-    once per path through it)."""
+    """The calls among one statement's own expression nodes (not those of the statements, lambdas or
+    handlers nested in it), in the order of a depth-first walk that visits the last child first; found
+    once per statement (a function's flow visits a statement once per path through it)."""
     found: list[ast.Call] | None = getattr(stmt, "_abiprobe_calls", None)
     if found is None:
-        found = [n for n in _own_nodes(stmt) if isinstance(n, ast.Call)]
+        found = []
+        todo: list[ast.AST] = [stmt]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, ast.Call):
+                found.append(node)
+            for name in node._fields:  # ast.iter_child_nodes, without its generators
+                value = getattr(node, name, None)
+                if isinstance(value, list):
+                    todo.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, _NOT_OWN))
+                elif isinstance(value, ast.AST) and not isinstance(value, _NOT_OWN):
+                    todo.append(value)
         stmt._abiprobe_calls = found  # type: ignore[attr-defined]
     return found
 
 
-def _own_nodes(stmt: ast.stmt) -> Iterable[ast.AST]:
-    """The expression nodes of one statement, not those of the statements nested in it."""
-    todo: list[ast.AST] = [stmt]
-    while todo:
-        node = todo.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.stmt, ast.Lambda, ast.ExceptHandler)):
-                continue
-            todo.append(child)
+# nodes whose expressions are not the statement's own, and leaves that hold no call
+_NOT_OWN = (ast.stmt, ast.Lambda, ast.ExceptHandler, ast.expr_context, ast.operator, ast.boolop, ast.unaryop,
+            ast.cmpop, ast.Constant, ast.Name)  # fmt: skip
