@@ -155,6 +155,14 @@ class _Planner:
                 key, "fallback", timing, where, api, self.cond, False, f"{because}it loads {instead} instead"
             )
 
+    def _unresolved(self, expr: str, timing: Timing, where: str, api: str, reason: str = "") -> None:
+        """A load whose path is not followed: ``expr`` is the argument's text, then (after a newline) the
+        package function's return it stopped at, else ``reason``."""
+        call, _, why = expr.partition("\n")
+        why = why or reason
+        note = f"{where}: {api}({call})" + (f": {why}" if why else "")
+        self.add(f"unresolved:{where}", "unresolved", timing, where, api, note)
+
     def _caught(self, kind: str) -> list[tuple[str, Cond]] | None:
         """The failures list of the innermost ``try`` whose handlers catch ``kind``, or None."""
         for names, failures in reversed(self.tries):
@@ -408,16 +416,12 @@ class _Planner:
             self._fallback(path, pattern, timing, where, api, note)
         if expr and "{=" in raw and computed.startswith(f"{where}:") and not self._matches(pattern):
             # a path computed through code abiprobe could not follow on the branch the target takes
-            expr, _, why = expr.partition("\n")
-            note = f"{where}: {api}({expr}): " + (why or computed.split(": ", 1)[1])
-            self.add(f"unresolved:{where}", "unresolved", timing, where, api, note)
+            self._unresolved(expr, timing, where, api, computed.split(": ", 1)[1])
             return
         if expr and self.opaque and not self._matches(pattern):
             return  # not followed, under a test abiprobe cannot know: no claim
         if not pattern and expr:
-            expr, _, why = expr.partition("\n")  # why: the package function's return it stopped at
-            note = f"{where}: {api}({expr})" + (f": {why}" if why else "")
-            self.add(f"unresolved:{where}", "unresolved", timing, where, api, note)
+            self._unresolved(expr, timing, where, api)
             return
         if "/" not in pattern and pattern and "{" not in pattern and "*" not in pattern:
             if self._caught("OSError") is not None:  # a bare name in a try: the system's search
@@ -435,9 +439,7 @@ class _Planner:
             return
         if not matched and expr:
             # a path not followed, and the name it spells names no file of the set: not known
-            expr, _, why = expr.partition("\n")
-            note = f"{where}: {api}({expr})" + (f": {why}" if why else "")
-            self.add(f"unresolved:{where}", "unresolved", timing, where, api, note)
+            self._unresolved(expr, timing, where, api)
             return
         if not matched:
             return  # a guess by the name it spells that names no file (an optional library): no claim
