@@ -21,6 +21,7 @@ import ast
 import contextlib
 import posixpath
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -31,6 +32,10 @@ TOKEN = re.compile(r"\{=(.+?)=\}")
 EXISTS = "__abiprobe_exists__"  # the planner's test of whether the set installs a path (or glob)
 OBJECT = "__abiprobe_object__"  # an instance of one of the package's classes, by its fields
 _MAX_DEPTH = 4  # functions followed inside one another
+# parsed trees kept for calls into modules read before (a tree is about 40 bytes per byte of source: a
+# wheel of 126 MB of Python kept whole is 5 GB); one dropped is parsed again when a call needs it
+_TREES_KEPT = 64
+_TREE_BYTES_KEPT = 16 << 20
 _BUDGET = 400  # calls followed (tried) in one module
 _NOT_FOLLOWED = (RecursionError, MemoryError, ValueError, TypeError, AttributeError, KeyError, IndexError)
 _Return = tuple[list[tuple[ast.expr, bool]], bool, dict[str, ast.expr], ast.expr | None]
@@ -44,7 +49,8 @@ class Package:
         self.sources = sources
         self.make = make
         self.paths = {n: p for p in sources if (n := module_name(p)) is not None}
-        self._trees: dict[str, ast.Module | None] = {}
+        self._trees: OrderedDict[str, ast.Module | None] = OrderedDict()  # the most recent last
+        self._tree_bytes = 0
         self._scanners: dict[str, Any] = {}
         self.busy: set[tuple[str, str]] = set()  # functions being followed (no recursion)
         self.reading = 0  # reading a module's top level for its names: no call is followed
@@ -60,16 +66,28 @@ class Package:
         self.depth = 0
 
     def tree(self, module: str) -> ast.Module | None:
-        if module not in self._trees:
-            path = self.paths.get(module)
-            tree = None
-            if path is not None:
-                try:
-                    tree = ast.parse(self.sources[path])
-                except (SyntaxError, ValueError, RecursionError, MemoryError):
-                    tree = None
-            self._trees[module] = tree
-        return self._trees[module]
+        """``module``'s syntax tree (parsed again when it was dropped: the same tree, new nodes)."""
+        if module in self._trees:
+            self._trees.move_to_end(module)
+            return self._trees[module]
+        path = self.paths.get(module)
+        tree = None
+        if path is not None:
+            try:
+                tree = ast.parse(self.sources[path])
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+        self._trees[module] = tree
+        self._tree_bytes += self._size(module)
+        while len(self._trees) > 1 and (
+            len(self._trees) > _TREES_KEPT or self._tree_bytes > _TREE_BYTES_KEPT
+        ):
+            self._tree_bytes -= self._size(self._trees.popitem(last=False)[0])
+        return tree
+
+    def _size(self, module: str) -> int:
+        path = self.paths.get(module)
+        return len(self.sources[path]) if path is not None else 0
 
     def function(self, module: str, name: str) -> ast.FunctionDef | None:
         tree = self.tree(module)

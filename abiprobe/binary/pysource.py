@@ -148,6 +148,9 @@ def scan_module(
     finally:
         if others is not None:
             others.start(False)
+        # the top level is read: what only its reading used goes (calls into the module later read its
+        # functions, as a scanner made for such a call does), so the module's tree is not held here
+        scanner.static, scanner.seen_top = None, []
     constants = version_constants(tree) if _is_version_module(path) else ()
     return PyModule(name, path, tuple(events), tuple(scanner.functions), scanned=True, constants=constants)
 
