@@ -132,3 +132,24 @@ def test_an_instance_a_function_returns_names_the_library_through_its_fields(
     assert (a.import_status, a.status) == ("ok", "ok")
     # AND a real import loads it
     assert _import(wheels, "specs", "specs", tmp_path) == (0, "")
+
+
+def test_a_call_into_a_module_whose_tree_was_dropped_is_still_followed(
+    wheels: ReturnWheels, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN twomods, whose __init__ loads _one.first(), _two.second(), then _one.third(), read keeping
+    # one parsed tree at a time (a wheel of thousands of modules keeps a bounded number): _one's tree is
+    # dropped by the call into _two and parsed again for the third call
+    monkeypatch.setattr("abiprobe.binary.pyreturns._TREES_KEPT", 1)
+    a = _analyze(wheels, "twomods")
+    # THEN all three computed names are followed: the third fails on the library nobody has
+    assert [(u.path, u.status) for u in _units(a, "twomods")] == [
+        ("twomods/libtwo_a130.so", "ok"),
+        ("twomods/libtwo_b130.so", "ok"),
+        ("twomods/libtwo_c130.so", "fail"),
+    ]  # fmt: skip
+    assert a.import_status == "fail" and a.first_error is not None
+    assert "libcudart_gone.so.12" in a.first_error.text
+    # AND a real import fails with that line
+    code, last = _import(wheels, "twomods", "twomods", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last

@@ -41,6 +41,14 @@ _NOT_FOLLOWED = (RecursionError, MemoryError, ValueError, TypeError, AttributeEr
 _Return = tuple[list[tuple[ast.expr, bool]], bool, dict[str, ast.expr], ast.expr | None]
 
 
+def parse_module(source: bytes) -> ast.Module | None:
+    """A module's syntax tree; None when it is not Python or is nested deeper than the parser goes."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 class Package:
     """The package's modules, parsed on demand, for following calls and imported names across modules.
     ``make(module, path)`` builds a scanner for a module (:class:`abiprobe.binary.pysource._Scanner`)."""
@@ -49,7 +57,8 @@ class Package:
         self.sources = sources
         self.make = make
         self.paths = {n: p for p in sources if (n := module_name(p)) is not None}
-        self._trees: OrderedDict[str, ast.Module | None] = OrderedDict()  # the most recent last
+        # each module's tree (None: not Python) and its source's size, the most recent last
+        self._trees: OrderedDict[str, tuple[ast.Module | None, int]] = OrderedDict()
         self._tree_bytes = 0
         self._scanners: dict[str, Any] = {}
         self.busy: set[tuple[str, str]] = set()  # functions being followed (no recursion)
@@ -69,25 +78,17 @@ class Package:
         """``module``'s syntax tree (parsed again when it was dropped: the same tree, new nodes)."""
         if module in self._trees:
             self._trees.move_to_end(module)
-            return self._trees[module]
+            return self._trees[module][0]
         path = self.paths.get(module)
-        tree = None
-        if path is not None:
-            try:
-                tree = ast.parse(self.sources[path])
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None
-        self._trees[module] = tree
-        self._tree_bytes += self._size(module)
+        source = self.sources[path] if path is not None else b""
+        tree = parse_module(source) if path is not None else None
+        self._trees[module] = (tree, len(source))
+        self._tree_bytes += len(source)
         while len(self._trees) > 1 and (
             len(self._trees) > _TREES_KEPT or self._tree_bytes > _TREE_BYTES_KEPT
         ):
-            self._tree_bytes -= self._size(self._trees.popitem(last=False)[0])
+            self._tree_bytes -= self._trees.popitem(last=False)[1][1]
         return tree
-
-    def _size(self, module: str) -> int:
-        path = self.paths.get(module)
-        return len(self.sources[path]) if path is not None else 0
 
     def function(self, module: str, name: str) -> ast.FunctionDef | None:
         tree = self.tree(module)

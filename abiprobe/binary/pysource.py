@@ -40,6 +40,7 @@ from abiprobe.binary.pyreturns import (
     file_finder_origin,
     imported_value,
     normal_path,
+    parse_module,
     replace_name,
     returned_expr,
     returned_path,
@@ -128,10 +129,7 @@ def scan_module(
     if others is not None and others.paths.get(name) == path:
         tree = others.tree(name)  # one tree per module, shared with the calls followed into it
     else:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python, or nested too deep
-            tree = None
+        tree = parse_module(source)
     if tree is None:
         return scan_imports(path, source)
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]

@@ -14,6 +14,9 @@
   ``torch.version.cuda`` (None without CUDA, or when anything raises); ``__init__`` loads
   ``library_for(specs)`` (``libspecs_cuda{specs.version}.so``) when ``specs`` and the file exist, else
   ``libspecs_cpu.so`` (which needs a library nobody has).
+- ``twomods``: ``__init__`` loads ``_one.first()``, ``_two.second()``, then ``_one.third()`` (each a name
+  from ``torch.version.cuda``); the third needs a library nobody has. Read keeping one parsed tree at a
+  time, ``_one``'s tree is dropped by the call into ``_two`` and parsed again for the third call.
 
 The torch here also has ``cuda`` (available, one GPU of capability 12.0), as the target's has.
 """
@@ -188,6 +191,36 @@ def _library_name():
 
 ctypes.CDLL(os.path.join(os.path.dirname(__file__), _library_name()))
 """
+TWOMODS_INIT = b"""import ctypes
+
+from . import _one, _two
+
+_a = ctypes.CDLL(_one.first())
+_b = ctypes.CDLL(_two.second())
+_c = ctypes.CDLL(_one.third())
+"""
+TWOMODS_ONE = b"""import os
+
+import torch
+
+HERE = os.path.dirname(__file__)
+
+
+def first():
+    return os.path.join(HERE, f"libtwo_a{torch.version.cuda.replace('.', '')}.so")
+
+
+def third():
+    return os.path.join(HERE, f"libtwo_c{torch.version.cuda.replace('.', '')}.so")
+"""
+TWOMODS_TWO = b"""import os
+
+import torch
+
+
+def second():
+    return os.path.join(os.path.dirname(__file__), f"libtwo_b{torch.version.cuda.replace('.', '')}.so")
+"""
 
 
 @dataclass(frozen=True)
@@ -198,6 +231,7 @@ class ReturnWheels:
     finder: Path
     opaquefn: Path
     specs: Path
+    twomods: Path
 
 
 def _plain(out: Path, filename: str) -> Path:
@@ -246,4 +280,10 @@ def build_return_wheels(root: Path) -> ReturnWheels:
         "specs/libspecs_cuda128.so": _needing(work / "s", "libspecs_cuda128.so", absent),
         "specs/libspecs_cpu.so": _needing(work / "s", "libspecs_cpu.so", absent),
     }, tag=TAG)  # fmt: skip
-    return ReturnWheels(torch, retpath, retpath_cpu, finder, opaquefn, specs)
+    twomods = build_wheel(out, "twomods", "1.0", {
+        "twomods/__init__.py": TWOMODS_INIT, "twomods/_one.py": TWOMODS_ONE, "twomods/_two.py": TWOMODS_TWO,
+        "twomods/libtwo_a130.so": _plain(work / "t", "libtwo_a130.so"),
+        "twomods/libtwo_b130.so": _plain(work / "t", "libtwo_b130.so"),
+        "twomods/libtwo_c130.so": _needing(work / "t", "libtwo_c130.so", absent),
+    }, tag=TAG)  # fmt: skip
+    return ReturnWheels(torch, retpath, retpath_cpu, finder, opaquefn, specs, twomods)
