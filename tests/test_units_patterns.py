@@ -538,7 +538,7 @@ _LIB = ctypes.CDLL(str(_find("core")))
 """
 
 
-def test_a_load_through_a_search_abiprobe_cannot_follow_is_unknown_beside_other_units(
+def test_a_load_through_a_folder_search_is_the_file_found_beside_other_units(
     wheels: PatternWheels, tmp_path: Path
 ) -> None:
     # GIVEN a package that first opens a system library by bare name, then its engine library through a
@@ -555,16 +555,19 @@ def test_a_load_through_a_search_abiprobe_cannot_follow_is_unknown_beside_other_
     }
     pkg = build_wheel(tmp_path / "w", "searched", "1.0", files, tag=TAG)
     a = _beside_torch(wheels, pkg)
-    # THEN the load that cannot be followed is an unknown unit at import, with its line and expression;
-    # the system library judged beside it does not make the package ok
-    unknown = [u for u in _units(a, "searched") if u.status == "unknown"]
-    assert [(u.path, u.timing) for u in unknown] == [("searched/__init__.py line 21", "import")]
-    assert "_find('core')" in unknown[0].verdicts[0].explanation
-    assert a.import_status == "unknown" and a.status != "ok"
-    # AND a real import fails (ok would have been wrong)
+    # THEN the package's own search is run on the set's files: the engine library it finds is the unit,
+    # and it fails at import on the absent library (the system library beside it does not make it ok)
+    units = {u.path: u for u in _units(a, "searched")}
+    engine_unit = units["searched/libsearched_engine.so"]
+    assert (engine_unit.timing, engine_unit.status) == ("import", "fail")
+    assert not [u for u in units.values() if u.status == "unknown"]
+    assert a.import_status == "fail" and a.first_error is not None
+    # AND a real import fails with that line
     run = run_unpacked(tmp_path / "site", (wheels.torch, pkg), "import searched")
     code, last = run.returncode, run.stderr.strip().splitlines()[-1]
-    assert code != 0 and "libcudart_gone.so.12" in last, last
+    assert code != 0 and matches_loader_line(a.first_error.text, last.replace(f"{tmp_path / 'site'}/", "")), (
+        last
+    )
 
 
 SYSTEM_DL = b"""import ctypes

@@ -388,21 +388,32 @@ def _program(text: str) -> ast.Module | None:
         return None
 
 
-def evaluate_setup(program: str, module_path: str, values: RuntimeValues) -> Any:
+class PackageRaises(CannotEvaluate):
+    """The package's own code raises while a program runs (``name``: the exception's class)."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"the package's code raises {name}" + (f": {message}" if message else ""))
+        self.name, self.message = name, message
+
+
+def evaluate_setup(
+    program: str, module_path: str, values: RuntimeValues, files: Iterable[str] | None = None
+) -> Any:
     """The value of a test a module computes before it (``setup`` of an ``if``,
-    :mod:`abiprobe.binary.pyslice`), run with ``values``; :class:`CannotEvaluate` when it reads anything
-    they do not fix, or the package's own code raises on the way."""
+    :mod:`abiprobe.binary.pyslice`), or of a load's path, run with ``values`` (``files``: the set's
+    installed paths, for a program that searches them); :class:`CannotEvaluate` when it reads anything
+    they do not fix, :class:`PackageRaises` when the package's own code raises on the way."""
     tree = _program(program)
     if tree is None:
         raise CannotEvaluate("the test's program does not parse")
-    interp = Interpreter(module_path, values.lookup)
+    interp = Interpreter(module_path, values.lookup, files=files or (), site=files is not None)
     try:
         interp.run(tree.body)
         return interp.plain(interp.env[TEST_NAME])
     except Unknown as exc:
         raise CannotEvaluate(str(exc)) from None
     except Raised as exc:
-        raise CannotEvaluate(f"the package's code raises {exc}") from None
+        raise PackageRaises(exc.name, exc.message) from None
     except Exception as exc:  # a break outside a loop, an operation Python refuses
         raise CannotEvaluate(f"the test's program: {type(exc).__name__}") from None
 
@@ -452,6 +463,7 @@ __all__ = [
     "MISSING",
     "TOKEN",
     "CannotEvaluate",
+    "PackageRaises",
     "RuntimeValues",
     "evaluate",
     "evaluate_setup",

@@ -37,12 +37,14 @@ from abiprobe.analyze.preloads import install_glob
 from abiprobe.analyze.runtime import (
     TOKEN,
     CannotEvaluate,
+    PackageRaises,
     RuntimeValues,
     evaluate,
     evaluate_setup,
     substitute,
     with_files,
 )
+from abiprobe.binary.pyinterp import PackagePath
 from abiprobe.binary.pysource import ARG_PREFIX
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts, all_events
 from abiprobe.model.stack import PackageLoading
@@ -101,11 +103,10 @@ class _Planner:
         self.rules = tuple(rules)
         # the computed paths an existence test found absent while a load's path was evaluated
         self.missing: list[str] = []
-        self.values = (
-            None
-            if values is None
-            else with_files(values, (f for w in layout.wheels for f in w.files), self.missing)
-        )
+        # the set's installed paths (site-packages relative), for the package's own searches
+        self.files = frozenset(f for w in layout.wheels for f in w.files)
+        self.search_stopped = ""  # why the package's own search for the load being planned could not run
+        self.values = None if values is None else with_files(values, self.files, self.missing)
         self.cond: Cond = ()
         self.opaque = 0  # depth of branches taken on a test that cannot be known
         self.tries: list[tuple[frozenset[str], list[tuple[str, Cond]]]] = []  # catches, failures
@@ -160,6 +161,8 @@ class _Planner:
         package function's return it stopped at, else ``reason``."""
         call, _, why = expr.partition("\n")
         why = why or reason
+        if self.search_stopped:
+            why = f"{why}; {self.search_stopped}" if why else self.search_stopped
         note = f"{where}: {api}({call})" + (f": {why}" if why else "")
         self.add(f"unresolved:{where}", "unresolved", timing, where, api, note)
 
@@ -241,7 +244,7 @@ class _Planner:
         if e.kind == "import":
             self.import_module(self._value(_bind(e.target, args), where)[0], timing, where)
         elif e.kind == "load":
-            self.load(_bind(e.target, args), e.api, timing, where, e.expr)
+            self.load(_bind(e.target, args), e.api, timing, where, e.expr, e.setup, module.path)
         elif e.kind == "call":
             return self.call(module, e, timing, args)
         elif e.kind == "if":
@@ -407,11 +410,71 @@ class _Planner:
     def _matches(self, pattern: str) -> bool:
         return bool(pattern) and any(install_glob(pattern).fullmatch(p) for p in self.layout.objects)
 
-    def load(self, pattern: str, api: str, timing: Timing, where: str, expr: str = "") -> None:
+    def _searched(self, setup: str, module_path: str, api: str, timing: Timing, where: str) -> bool:
+        """Run the package's own search for a load's path (the program the scanner kept,
+        abiprobe.binary.pyslice.path_program) with the set's installed files: the file it finds is the
+        unit (absent from the set: the load fails), and an exception it raises is the package's own
+        failure. False when the program cannot be run with what the set and the target fix (the load
+        stays not followed)."""
+        if not setup or self.values is None:
+            return False
+        try:
+            value = evaluate_setup(setup, module_path, self.values, self.files)
+        except PackageRaises as exc:
+            if self.opaque:  # whether the search is reached is not known: no claim
+                return False
+            line = f"{exc.name}: {exc.message}" if exc.message else exc.name
+            caught = self._caught(exc.name)
+            if caught is not None:  # the package's handler catches its own search's failure
+                caught.append((exc.name, self.cond))
+                return True
+            key = f"raise:{where}"
+            if key not in self.units:
+                note = f"{where}: the package's own search for the file {api} loads raises"
+                self.units[key] = PlannedUnit(
+                    key, "raise", timing, where, when=self.cond, note=note, raises=line
+                )
+            return True
+        except CannotEvaluate as exc:
+            self.search_stopped = f"the package's own search, run on the set's files, stops: {exc}"
+            return False
+        path = value.path if isinstance(value, PackagePath) else value
+        if not isinstance(path, str) or not path:
+            return False
+        path = posixpath.normpath(path)
+        if path.startswith(("/", "..")) or any(c in path for c in "*?[{"):
+            return False  # a file outside the installed set, or a name that reads as a pattern
+        note = f"the file the package's own search finds ({where})"
+        if "/" not in path:  # a bare name: the loader's own search
+            self.load(path, api, timing, where, note=note)
+            return True
+        if path in self.layout.objects:
+            self.add(path, "path", timing, where, api, note)
+        elif path in self.files:
+            return False  # a file of the set that is no shared object: not judged here
+        else:
+            self.add(path, "absent", timing, where, api, f"{note}: not in the set")
+        return True
+
+    def load(
+        self,
+        pattern: str,
+        api: str,
+        timing: Timing,
+        where: str,
+        expr: str = "",
+        setup: str = "",
+        module_path: str = "",
+        note: str = "",
+    ) -> None:
+        self.search_stopped = ""
+        if expr and setup and self._searched(setup, module_path, api, timing, where):
+            return
         raw = pattern
         self.missing.clear()
         pattern, computed = self._value(pattern, where)
-        note = f"computed from {computed}" if computed and "/" not in computed.split(":", 1)[0] else computed
+        if computed:
+            note = f"computed from {computed}" if "/" not in computed.split(":", 1)[0] else computed
         for path in dict.fromkeys(self.missing):
             self._fallback(path, pattern, timing, where, api, note)
         if expr and "{=" in raw and computed.startswith(f"{where}:") and not self._matches(pattern):

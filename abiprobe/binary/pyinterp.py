@@ -4,12 +4,15 @@ handlers, the package's own functions, comprehensions, and a fixed set of pure l
 container methods, ``re``, ``json``, ``os.path``, ``pathlib``, ``packaging.version``).
 
 Nothing is run for real. Two things come from outside, each through a callback: a value the set and the
-target fix (``lookup``: ``torch.__version__``, ``importlib.metadata.version``; abiprobe.analyze.runtime)
-and the bytes of a file of the wheel (``read``: ``json.load(open(path))``, ``Path.read_text()``, at facts
-time only). Anything else (an unknown call, a name nothing binds, a file outside the wheel, a loop or a
-recursion past its bound) is :class:`Unknown`, never a guess; the package's own exceptions
-(``raise ValueError(...)``, a ``KeyError``, a file the wheel lacks) are raised as :class:`Raised` and caught
-by the package's handlers as Python would.
+target fix (``lookup``: ``torch.__version__``, ``importlib.metadata.version``; abiprobe.analyze.runtime) and
+the bytes of a file of the wheel (``read``: ``json.load(open(path))``, ``Path.read_text()``, at facts time
+only). ``files`` are the paths the code may test and list: the wheel's at facts time; with ``site``, the
+whole set's installed paths relative to site-packages (at plan time), and then the site-packages folder
+itself is known (``"."``: ``sysconfig.get_paths()["purelib"]``, ``importlib.util.find_spec``'s origin, a
+folder's listing through ``Path.iterdir``, ``os.path.isdir``). Anything else (an unknown call, a name
+nothing binds, a file outside the wheel, a loop or a recursion past its bound) is :class:`Unknown`, never a
+guess; the package's own exceptions (``raise ValueError(...)``, a ``KeyError``, a file the wheel lacks) are
+raised as :class:`Raised` and caught by the package's handlers as Python would.
 """
 
 from __future__ import annotations
@@ -94,6 +97,21 @@ class Opaque:
 
     def __repr__(self) -> str:
         return f"<unknown: {self.why}>"
+
+
+class _Spec:
+    """What ``importlib.util.find_spec`` gives for a module of the set (site mode)."""
+
+    def __init__(self, name: str, origin: str | None, locations: list[str] | None) -> None:
+        self.name, self.origin, self.locations = name, origin, locations
+
+
+class _SitePaths(dict[str, str]):
+    """``sysconfig.get_paths()`` in site mode: the library folders are site-packages; another key
+    (``scripts``, ``include``) is a folder outside the set, not known."""
+
+    def __missing__(self, key: str) -> str:
+        raise Unknown(f"sysconfig's {key!r} folder")
 
 
 class _Function:
@@ -194,8 +212,10 @@ class Interpreter:
         lookup: Callable[[str], Any] | None = None,
         read: Callable[[str], bytes | None] | None = None,
         files: Iterable[str] = (),
+        site: bool = False,
     ) -> None:
         self.module_path = module_path
+        self.site = site
         self.package = posixpath.dirname(module_path)
         self.lookup, self.read = lookup, read
         self.files = tuple(files)
@@ -260,6 +280,10 @@ class Interpreter:
                     scope[a.asname or a.name] = Ref(f"{base}.{a.name}".lstrip(".") if not stmt.level else "")
         elif isinstance(stmt, ast.Expr):
             self._effect(stmt.value, scope)
+        elif isinstance(stmt, ast.Assert):
+            if not self.truth(self.eval(stmt.test, scope)):
+                message = "" if stmt.msg is None else str(self.plain(self.eval(stmt.msg, scope)))
+                raise Raised("AssertionError", message)
         elif isinstance(stmt, (ast.Pass, ast.Global, ast.Nonlocal)):
             pass
         else:
@@ -374,7 +398,7 @@ class Interpreter:
         """``value`` as a value Python operators apply to (a Ref resolved)."""
         if isinstance(value, Ref):
             return self.resolve(value)
-        if isinstance(value, (*_PURE_TYPES, re.Match)):
+        if isinstance(value, (*_PURE_TYPES, re.Match, _Spec)):
             return value
         if isinstance(value, Opaque):
             raise Unknown(value.why)
@@ -563,6 +587,10 @@ class Interpreter:
                     "suffix": posixpath.splitext(name)[1],
                 }[attr]
             return _Bound(base, attr)
+        if isinstance(base, _Spec) and attr in ("name", "origin", "submodule_search_locations"):
+            return {"name": base.name, "origin": base.origin, "submodule_search_locations": base.locations}[
+                attr
+            ]
         if isinstance(base, Raised) and attr == "args":
             return (base.message,)
         if attr.startswith("_"):
@@ -604,10 +632,15 @@ class Interpreter:
         if dotted == "glob.glob" and args:
             return self._glob(str(self.plain(args[0])))
         if dotted in ("os.listdir",) and args:
-            folder = posixpath.normpath(str(self.plain(args[0])))
-            return sorted(
-                {f[len(folder) + 1 :].split("/", 1)[0] for f in self.files if f.startswith(folder + "/")}
-            )
+            return self._children(str(self.plain(args[0])))
+        if self.site and dotted == "os.path.isdir" and args:
+            return self._is_dir(str(self.plain(args[0])))
+        if self.site and dotted in ("importlib.util.find_spec", "importlib.machinery.PathFinder.find_spec"):
+            return self._find_spec(str(self.plain(args[0])) if args else "")
+        if self.site and dotted == "sysconfig.get_paths" and not args:
+            return _SitePaths(purelib=".", platlib=".")
+        if self.site and dotted == "sysconfig.get_path" and args:
+            return _SitePaths(purelib=".", platlib=".")[str(self.plain(args[0]))]
         if dotted in ("os.path.exists", "os.path.isfile") and args and self.files:
             path = posixpath.normpath(str(self.plain(args[0])))
             return path in self.files or (
@@ -656,10 +689,18 @@ class Interpreter:
                 return [PackagePath(p) for p in self._glob(pattern.replace("/**//", "/**/"))]
             if name in ("exists", "is_file") and self.files:
                 return owner.path in self.files or (
-                    name == "exists" and any(f.startswith(owner.path + "/") for f in self.files)
+                    name == "exists"
+                    and (
+                        (self.site and owner.path == ".")
+                        or any(f.startswith(owner.path + "/") for f in self.files)
+                    )
                 )
             if name in ("resolve", "absolute"):
                 return owner
+            if name == "is_dir" and self.site:
+                return self._is_dir(owner.path)
+            if name == "iterdir" and self.site:
+                return [PackagePath(posixpath.join(owner.path, c)) for c in self._children(owner.path)]
             if name == "joinpath":
                 return PackagePath(posixpath.join(owner.path, *[str(self.plain(a)) for a in args]))
             raise Unknown(f"Path.{name}")
@@ -721,6 +762,47 @@ class Interpreter:
         finally:
             self.depth -= 1
         return None
+
+    def _children(self, folder: str) -> list[str]:
+        """The names in an installed folder (``.``: site-packages), sorted; a folder the set does not
+        have is Python's FileNotFoundError."""
+        folder = posixpath.normpath(folder)
+        if not self.files:
+            raise Unknown(f"the files in {folder}")
+        if folder.startswith(("/", "..")):
+            raise Unknown(f"the files in {folder}, outside the installed set")
+        cut = 0 if folder == "." else len(folder) + 1
+        names = sorted(
+            {f[cut:].split("/", 1)[0] for f in self.files if cut == 0 or f.startswith(folder + "/")}
+        )
+        if not names:
+            raise Raised("FileNotFoundError", f"No such file or directory: {folder!r}")
+        return names
+
+    def _is_dir(self, folder: str) -> bool:
+        folder = posixpath.normpath(folder)
+        if folder.startswith(("/", "..")):
+            raise Unknown(f"whether {folder}, outside the installed set, is a folder")
+        return bool(self.files) and (folder == "." or any(f.startswith(folder + "/") for f in self.files))
+
+    def _find_spec(self, name: str) -> _Spec | None:
+        """The spec of a module the set installs (a package, a ``.py`` file, an extension module, a
+        namespace folder); a name the set lacks may be a module of Python or of the environment: not
+        known."""
+        if not name or name.startswith(".") or not self.files:
+            raise Unknown(f"importlib.util.find_spec({name!r})")
+        base = name.replace(".", "/")
+        if f"{base}/__init__.py" in self.files:
+            return _Spec(name, f"{base}/__init__.py", [base])
+        if f"{base}.py" in self.files:
+            return _Spec(name, f"{base}.py", None)
+        depth = base.count("/")
+        for f in sorted(self.files):
+            if f.startswith(base + ".") and f.endswith(".so") and f.count("/") == depth:
+                return _Spec(name, f, None)
+        if self._is_dir(base):
+            return _Spec(name, None, [base])
+        raise Unknown(f"whether {name} is importable (the set does not install it)")
 
     def _read(self, path: Any) -> str:
         path = posixpath.normpath(str(self.plain(path)))

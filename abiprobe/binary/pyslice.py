@@ -1,15 +1,16 @@
-"""What a module computes before a test that decides whether it loads native code, kept as a small
-program for the planner: the module's earlier top-level statements the test's names depend on (through
-the package's own functions too), a value known when the facts are read (a file of the wheel, a
-constant list) written as its literal. abiprobe.analyze.units runs it with
-:class:`abiprobe.binary.pyinterp.Interpreter` and the values the set and the target fix
-(``torch.__version__``, the set's distribution versions), so a version guard such as torchao's (skip
-loading its libraries unless the torch it was built against is the one installed) is followed."""
+"""What a module computes before a test that decides whether it loads native code, kept as a small program for
+the planner (and the same for a load's path it could not follow, :func:`path_program`): the module's earlier
+top-level statements the test's names depend on (through the package's own functions too), a value known
+when the facts are read (a file of the wheel, a constant list) written as its literal.
+abiprobe.analyze.units runs it with :class:`abiprobe.binary.pyinterp.Interpreter` and the values the set and
+the target fix (``torch.__version__``, the set's distribution versions), so a version guard such as
+torchao's (skip loading its libraries unless the torch it was built against is the one installed) is
+followed."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from abiprobe.binary.pyinterp import bound_names, literal
@@ -22,20 +23,29 @@ def _loaded(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def setup_program(test: ast.expr, earlier: Sequence[ast.stmt], known: Mapping[str, Any]) -> str:
+def setup_program(
+    test: ast.expr, earlier: Sequence[ast.stmt], known: Mapping[str, Any], *, as_bool: bool = True
+) -> str:
     """The program that computes ``test`` from the module's ``earlier`` statements (``""`` when the test
     reads none of the names they bind, or the program would be too long). ``known``: values computed at
-    facts time; the last statement binding such a name is written as its literal."""
+    facts time; the last statement binding such a name is written as its literal. ``as_bool`` False: the
+    program keeps the value itself (a load's path, :func:`path_program`)."""
     needed = _loaded(test)
     binders = [bound_names(s) for s in earlier]
     if not needed & set().union(*binders):
         return ""
-    chosen: list[int] = []
-    for i in range(len(earlier) - 1, -1, -1):
-        if binders[i] & needed:
-            chosen.append(i)
-            needed |= _loaded(earlier[i])
-    chosen.reverse()
+    # a function reads its names when called, after every statement here ran: one defined later than the
+    # function that calls it is needed too, so the statements are taken until nothing more is needed
+    taken: set[int] = set()
+    while True:
+        before = len(taken)
+        for i in range(len(earlier) - 1, -1, -1):
+            if i not in taken and binders[i] & needed:
+                taken.add(i)
+                needed |= _loaded(earlier[i])
+        if len(taken) == before:
+            break
+    chosen = sorted(taken)
     last: dict[str, int] = {}
     for i in chosen:
         for name in binders[i]:
@@ -50,9 +60,25 @@ def setup_program(test: ast.expr, earlier: Sequence[ast.stmt], known: Mapping[st
                 lines.append(f"{name} = {value}")
                 continue
         lines.append(ast.unparse(stmt))
-    lines.append(f"{TEST_NAME} = bool({ast.unparse(test)})")
+    lines.append(
+        f"{TEST_NAME} = bool({ast.unparse(test)})" if as_bool else f"{TEST_NAME} = {ast.unparse(test)}"
+    )
     program = "\n".join(lines)
     return program if len(program) <= MAX_SETUP else ""
 
 
-__all__ = ["MAX_SETUP", "TEST_NAME", "setup_program"]
+def path_program(
+    path: ast.expr, earlier: Sequence[ast.stmt], known: Mapping[str, Any], local: Set[str] = frozenset()
+) -> str:
+    """The program computing a load's path the scanner could not follow (the package's own search:
+    ``ctypes.CDLL(_get_shared_object_file("core"))``, a function listing folders for a file by prefix),
+    from the module's imports, functions and constants before it; the planner runs it with the set's
+    installed files (abiprobe.analyze.units). ``""`` when the path reads a name the enclosing function
+    binds itself (``local``: its parameters and assignments, not known to a program of the module's), or
+    no function or value of the module."""
+    if _loaded(path) & local:
+        return ""
+    return setup_program(path, earlier, known, as_bool=False)
+
+
+__all__ = ["MAX_SETUP", "TEST_NAME", "path_program", "setup_program"]

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from abiprobe.binary.pyflow import UNKNOWN_NAME, catches, runtime_text, version_constants
 from abiprobe.binary.pyimports import absolute as _absolute
 from abiprobe.binary.pyimports import module_name, scan_imports
-from abiprobe.binary.pyinterp import Interpreter
+from abiprobe.binary.pyinterp import Interpreter, bound_names
 from abiprobe.binary.pyreturns import (
     Package,
     as_expr,
@@ -45,6 +45,7 @@ from abiprobe.binary.pyreturns import (
     returned_expr,
     returned_path,
 )
+from abiprobe.binary.pyslice import path_program
 from abiprobe.binary.pystatic import StaticValues
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, all_events
 
@@ -62,7 +63,7 @@ _UNKNOWN = "*"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 4
+READ_RULES = 5
 
 
 def scan_sources(
@@ -167,6 +168,7 @@ class _Scanner:
         self.static: StaticValues | None = None  # the top level's values known at facts time
         self.pkg: Package | None = None  # the wheel's other modules (abiprobe.binary.pyreturns)
         self.seen_top: list[ast.stmt] = []  # the top-level statements read so far
+        self.fn_locals: set[str] = set()  # the names the function being read binds (and its parameters)
         self.handlers: list[str] = []  # the names enclosing ``except ... as name`` clauses bind
         self.cls: str | None = None  # the class whose method is being read
         # names assigned where it is not known whether (or how often) the assignment runs: an opaque
@@ -249,8 +251,10 @@ class _Scanner:
         }
         self.local_nodes, self.in_function, loops, unsure = {}, True, self.loops, self.unsure
         self.loops, self.unsure = [], set()
+        self.fn_locals = set(inner) | {n for s in stmt.body for n in bound_names(s)}
         body = self.block(stmt.body, inner)
         self.local_nodes, self.in_function, self.loops, self.unsure = {}, False, loops, unsure
+        self.fn_locals = set()
         self.functions.append(PyFunction(name, tuple(inner), tuple(body)))
 
     def flow(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent] | None:
@@ -350,6 +354,14 @@ class _Scanner:
         if self.in_function or self.static is None or self.static.overlay:
             return ""
         return self.static.setup(test, self.seen_top)
+
+    def path_setup(self, path: ast.expr) -> str:
+        """The program that computes a load's path this reading could not follow, run by the planner
+        with the set's installed files (:func:`abiprobe.binary.pyslice.path_program`); ``""`` when the
+        path reads the enclosing function's own names, or inside a loop unrolled here."""
+        if self.static is None or self.static.overlay or self.loops:
+            return ""
+        return path_program(path, self.seen_top, self.static.interp.env, self.fn_locals)
 
     def argument_test(self, test: ast.expr, params: dict[str, str]) -> str | None:
         """A function's test on its own parameters (and run-time values): ``if not no_throw: raise``,
@@ -527,7 +539,8 @@ class _Scanner:
                 if expr and self.pkg is not None and self.pkg.unfollowed:  # the return it stopped at
                     expr = f"{expr}\n{self.pkg.unfollowed}"
                 target = target or self.by_name(node.args[0], params) or ""
-                out.append(PyEvent("load", target, api, line=node.lineno, expr=expr))
+                setup = self.path_setup(node.args[0]) if expr else ""
+                out.append(PyEvent("load", target, api, line=node.lineno, expr=expr, setup=setup))
             elif callee in ("importlib.import_module", "__import__") and node.args:
                 target = self.module_of(node.args[0], node.args[1:], params)
                 out.append(PyEvent("import", target, callee, line=node.lineno))

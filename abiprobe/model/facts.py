@@ -128,7 +128,8 @@ class PyEvent:
     body: tuple[PyEvent, ...] = ()  # if / for / try: the events of the body
     orelse: tuple[PyEvent, ...] = ()  # if: the else branch; for: its else; try: the handler
     expr: str = ""  # load: the path expression's source text, kept where it could not be evaluated
-    # if: the program computing the test from what the module computed before it (abiprobe.binary.pyslice)
+    # if: the program computing the test from what the module computed before it (abiprobe.binary.pyslice);
+    # load (with expr): the program computing the path with the package's own search, run on the set's files
     setup: str = ""
 
 

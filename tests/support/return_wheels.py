@@ -17,6 +17,13 @@
 - ``twomods``: ``__init__`` loads ``_one.first()``, ``_two.second()``, then ``_one.third()`` (each a name
   from ``torch.version.cuda``); the third needs a library nobody has. Read keeping one parsed tree at a
   time, ``_one``'s tree is dropped by the call into ``_two`` and parsed again for the third call.
+- ``searchlib``: transformer-engine's way: ``_library_file("core")`` lists three folders under the
+  package's own site-packages (``find_spec(...).origin``'s grandparent, ``Path.iterdir``) for a file
+  whose name starts with ``libsearchlib_core`` and ends in the platform's suffix, then
+  ``sysconfig.get_paths()["purelib"]``, and raises FileNotFoundError when none has it. The library is
+  in another distribution: ``search_core`` installs ``searchlib/wheel_lib/libsearchlib_core.so`` (loads),
+  ``search_core_bad`` the same file needing a library nobody has. The suffix function is defined after
+  the functions that call it (as transformer-engine's ``_get_sys_extension``).
 
 The torch here also has ``cuda`` (available, one GPU of capability 12.0), as the target's has.
 """
@@ -221,6 +228,50 @@ import torch
 def second():
     return os.path.join(os.path.dirname(__file__), f"libtwo_b{torch.version.cuda.replace('.', '')}.so")
 """
+SEARCH_INIT = b"""import ctypes
+import importlib.util
+import platform
+import sysconfig
+from pathlib import Path
+
+
+def _find_in(root, prefix):
+    if not root.is_dir():
+        return None
+    found = []
+    for folder in (root, root / "searchlib", root / "searchlib/wheel_lib"):
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            if path.name.startswith(prefix) and path.suffix == _extension():
+                found.append(path)
+    if len(found) > 1:
+        raise RuntimeError(f"several files: {found}")
+    return found[0] if found else None
+
+
+def _library_file(name):
+    assert name in ("core", "extra"), name
+    prefix = f"libsearchlib_{name}"
+    here = Path(importlib.util.find_spec("searchlib").origin).parent.parent
+    path = _find_in(here, prefix)
+    if path is None:
+        path = _find_in(Path(sysconfig.get_paths()["purelib"]), prefix)
+    if path is None:
+        raise FileNotFoundError(f"searchlib: no {prefix} library found")
+    return path
+
+
+def _extension():
+    return {"Linux": ".so", "Darwin": ".dylib"}.get(platform.system(), ".dll")
+
+
+def _load_core():
+    return ctypes.CDLL(str(_library_file("core")), mode=ctypes.RTLD_GLOBAL)
+
+
+_core = _load_core()
+"""
 
 
 @dataclass(frozen=True)
@@ -232,6 +283,9 @@ class ReturnWheels:
     opaquefn: Path
     specs: Path
     twomods: Path
+    search: Path
+    search_core: Path
+    search_core_bad: Path
 
 
 def _plain(out: Path, filename: str) -> Path:
@@ -286,4 +340,14 @@ def build_return_wheels(root: Path) -> ReturnWheels:
         "twomods/libtwo_b130.so": _plain(work / "t", "libtwo_b130.so"),
         "twomods/libtwo_c130.so": _needing(work / "t", "libtwo_c130.so", absent),
     }, tag=TAG)  # fmt: skip
-    return ReturnWheels(torch, retpath, retpath_cpu, finder, opaquefn, specs, twomods)
+    search = build_wheel(out, "searchlib", "1.0", {"searchlib/__init__.py": SEARCH_INIT}, tag=TAG)
+    core = "searchlib/wheel_lib/libsearchlib_core.so"
+    search_core = build_wheel(out / "sc", "searchlib_core", "1.0", {
+        core: _plain(work / "sc", "libsearchlib_core.so"),
+    }, tag=TAG)  # fmt: skip
+    search_core_bad = build_wheel(out / "sb", "searchlib_core", "1.0", {
+        core: _needing(work / "sb", "libsearchlib_core.so", absent),
+    }, tag=TAG)  # fmt: skip
+    return ReturnWheels(
+        torch, retpath, retpath_cpu, finder, opaquefn, specs, twomods, search, search_core, search_core_bad
+    )
