@@ -28,8 +28,8 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> ReturnWheels:
     return build_return_wheels(tmp_path_factory.mktemp("returns"))
 
 
-def _analyze(wheels: ReturnWheels, name: str) -> SetAnalysis:
-    paths = [wheels.torch, getattr(wheels, name)]
+def _analyze(wheels: ReturnWheels, *names: str) -> SetAnalysis:
+    paths = [wheels.torch, *(getattr(wheels, n) for n in names)]
     return analyze_set(
         [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in paths],
         TARGET,
@@ -38,10 +38,12 @@ def _analyze(wheels: ReturnWheels, name: str) -> SetAnalysis:
     )
 
 
-def _import(wheels: ReturnWheels, name: str, package: str, site: Path) -> tuple[int, str]:
-    """Install the fixture torch and the package into one directory and import the package for real:
-    the exit status and the last line Python printed, paths cut to their site-packages form."""
-    run = run_unpacked(site, (wheels.torch, getattr(wheels, name)), f"import {package}")
+def _import(wheels: ReturnWheels, name: str | tuple[str, ...], package: str, site: Path) -> tuple[int, str]:
+    """Install the fixture torch and the package (``name``: its fixture, or several) into one directory
+    and import the package for real: the exit status and the last line Python printed, paths cut to
+    their site-packages form."""
+    names = (name,) if isinstance(name, str) else name
+    run = run_unpacked(site, (wheels.torch, *(getattr(wheels, n) for n in names)), f"import {package}")
     lines = run.stderr.strip().splitlines()
     return run.returncode, (lines[-1].replace(f"{site}/", "") if lines else "")
 
@@ -155,25 +157,13 @@ def test_a_call_into_a_module_whose_tree_was_dropped_is_still_followed(
     assert code != 0 and matches_loader_line(a.first_error.text, last), last
 
 
-def _analyze_with(wheels: ReturnWheels, names: tuple[str, ...]) -> SetAnalysis:
-    paths = [wheels.torch, *(getattr(wheels, n) for n in names)]
-    facts = [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in paths]
-    return analyze_set(facts, TARGET, PROFILE, stack=default_stack())
-
-
-def _import_with(wheels: ReturnWheels, names: tuple[str, ...], site: Path) -> tuple[int, str]:
-    run = run_unpacked(site, (wheels.torch, *(getattr(wheels, n) for n in names)), "import searchlib")
-    lines = run.stderr.strip().splitlines()
-    return run.returncode, (lines[-1].replace(f"{site}/", "") if lines else "")
-
-
 def test_a_library_the_package_searches_folders_for_is_the_file_its_search_finds(
     wheels: ReturnWheels, tmp_path: Path
 ) -> None:
     # GIVEN searchlib, whose _library_file("core") lists three folders of its own site-packages for a
     # file named libsearchlib_core*.so, and searchlib_core, another distribution, which installs it
     names = ("search", "search_core")
-    a = _analyze_with(wheels, names)
+    a = _analyze(wheels, *names)
     # THEN the unit is the file the package's own search finds, and it loads
     (unit,) = _units(a, "searchlib_core")
     assert (unit.path, unit.timing, unit.status) == (
@@ -184,7 +174,7 @@ def test_a_library_the_package_searches_folders_for_is_the_file_its_search_finds
     assert "the package's own search" in unit.note
     assert (a.import_status, a.status) == ("ok", "ok")
     # AND a real import loads it
-    assert _import_with(wheels, names, tmp_path) == (0, "")
+    assert _import(wheels, names, "searchlib", tmp_path) == (0, "")
 
 
 def test_the_file_the_search_finds_fails_to_load_as_the_loader_says(
@@ -192,14 +182,14 @@ def test_the_file_the_search_finds_fails_to_load_as_the_loader_says(
 ) -> None:
     # GIVEN the same search, and a searchlib_core whose library needs one nobody has
     names = ("search", "search_core_bad")
-    a = _analyze_with(wheels, names)
+    a = _analyze(wheels, *names)
     # THEN the found file fails on the absent library, the loader's first line named
     (unit,) = _units(a, "searchlib_core")
     assert (unit.path, unit.status) == ("searchlib/wheel_lib/libsearchlib_core.so", "fail")
     assert a.import_status == "fail" and a.first_error is not None
     assert "libcudart_gone.so.12" in a.first_error.text
     # AND a real import fails with that line
-    code, last = _import_with(wheels, names, tmp_path)
+    code, last = _import(wheels, names, "searchlib", tmp_path)
     assert code != 0 and matches_loader_line(a.first_error.text, last), last
 
 
@@ -208,10 +198,10 @@ def test_when_the_search_finds_no_file_the_packages_own_error_is_the_failure(
 ) -> None:
     # GIVEN searchlib without the distribution that installs its library
     names = ("search",)
-    a = _analyze_with(wheels, names)
+    a = _analyze(wheels, *names)
     # THEN importing fails with the package's own FileNotFoundError, raised by its search
     assert a.import_status == "fail" and a.first_error is not None
     assert a.first_error.text == "FileNotFoundError: searchlib: no libsearchlib_core library found"
     # AND a real import fails with that line
-    code, last = _import_with(wheels, names, tmp_path)
+    code, last = _import(wheels, names, "searchlib", tmp_path)
     assert code != 0 and last == a.first_error.text, last

@@ -218,7 +218,7 @@ class Interpreter:
         self.site = site
         self.package = posixpath.dirname(module_path)
         self.lookup, self.read = lookup, read
-        self.files = tuple(files)
+        self.files = frozenset(files)  # tested by membership; every listing of it is sorted
         self.env: dict[str, Any] = {"__file__": module_path, "__name__": module_path}
         self.steps = 0
         self.depth = 0
@@ -588,9 +588,7 @@ class Interpreter:
                 }[attr]
             return _Bound(base, attr)
         if isinstance(base, _Spec) and attr in ("name", "origin", "submodule_search_locations"):
-            return {"name": base.name, "origin": base.origin, "submodule_search_locations": base.locations}[
-                attr
-            ]
+            return base.locations if attr == "submodule_search_locations" else getattr(base, attr)
         if isinstance(base, Raised) and attr == "args":
             return (base.message,)
         if attr.startswith("_"):
@@ -797,9 +795,11 @@ class Interpreter:
         if f"{base}.py" in self.files:
             return _Spec(name, f"{base}.py", None)
         depth = base.count("/")
-        for f in sorted(self.files):
-            if f.startswith(base + ".") and f.endswith(".so") and f.count("/") == depth:
-                return _Spec(name, f, None)
+        extensions = sorted(
+            f for f in self.files if f.startswith(base + ".") and f.endswith(".so") and f.count("/") == depth
+        )
+        if extensions:
+            return _Spec(name, extensions[0], None)
         if self._is_dir(base):
             return _Spec(name, None, [base])
         raise Unknown(f"whether {name} is importable (the set does not install it)")
