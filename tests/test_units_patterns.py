@@ -14,7 +14,7 @@ from support.held import BUILT_IN_UNREAD
 from support.pattern_wheels import PatternWheels, build_pattern_wheels
 from support.probe_wheels import TAG
 from support.stacks import PY_TAG, _module
-from support.venvs import run_unpacked
+from support.venvs import loader_line, run_unpacked
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_extension, analyze_set
@@ -86,10 +86,13 @@ def test_a_computed_file_the_wheel_lacks_fails_with_the_packages_own_message(
     absent = next(u for u in a.units if u.path == "missingname/libmissingname_cu130.so")
     assert absent.timing == "optional" and "not in the set" in absent.verdicts[0].explanation
     assert a.import_status == "fail" and a.first_error is not None
-    assert a.first_error.text == "RuntimeError: missingname has no build for CUDA 13.0"
-    # AND a real import fails with that line
+    assert a.first_error.raised == "RuntimeError: missingname has no build for CUDA 13.0"
+    # AND the loader's first line is the computed file's, the package's exception the last line
+    assert a.first_error.text == absent.loader_message.text if absent.loader_message else False
+    # AND a real import fails with the package's line, the loader's line being the absent file's
     code, last = _import(wheels, "missingname", "missingname", tmp_path)
-    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+    assert code != 0 and last == a.first_error.raised, last
+    assert matches_loader_line(a.first_error.text, loader_line(tmp_path, absent.path))
 
 
 def test_a_try_list_loads_the_first_candidate_that_loads(wheels: PatternWheels, tmp_path: Path) -> None:
@@ -114,16 +117,21 @@ def test_a_try_list_where_no_candidate_loads_fails_with_the_packages_message(
     a = _analyze(wheels, "trylist_none")
     # THEN importing fails with the package's own ImportError, each candidate's first failure listed
     assert a.import_status == "fail" and a.first_error is not None
-    assert a.first_error.text == "ImportError: trylist: none of libtl_v3, libtl_v2, libtl_v1 could be loaded"
+    assert (
+        a.first_error.raised == "ImportError: trylist: none of libtl_v3, libtl_v2, libtl_v1 could be loaded"
+    )
     (raised,) = [u for u in a.units if u.kind == "raise"]
     (verdict,) = raised.verdicts
     assert [c["unit"] for c in verdict.evidence["candidates"]] == [
         "trylist/libtl_v3.so", "trylist/libtl_v2.so", "trylist/libtl_v1.so",
     ]  # fmt: skip
     assert all("libcudart_gone.so.12" in c["first_failure"] for c in verdict.evidence["candidates"])
-    # AND a real import fails with that line
+    # AND the loader's first line is the first candidate's
+    assert a.first_error.text == verdict.evidence["candidates"][0]["first_failure"]
+    # AND a real import fails with the package's line; loading the first candidate, with the loader's
     code, last = _import(wheels, "trylist_none", "trylist", tmp_path)
-    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+    assert code != 0 and last == a.first_error.raised, last
+    assert matches_loader_line(a.first_error.text, loader_line(tmp_path, "trylist/libtl_v3.so"))
 
 
 def test_an_accelerator_fallback_chain_loads_only_the_branch_the_target_takes(
@@ -231,15 +239,17 @@ def test_a_try_list_of_system_names_none_present_fails_with_the_packages_message
     # GIVEN sysnames_none, whose every candidate name is absent from the target
     a = _analyze(wheels, "sysnames_none")
     # THEN importing fails with the package's OSError, each candidate's loader line listed
-    assert a.first_error is not None and a.first_error.text == "OSError: sysnames: no usable system library"
+    assert a.first_error is not None and a.first_error.raised == "OSError: sysnames: no usable system library"
     (raised,) = [u for u in a.units if u.kind == "raise"]
     assert [c["first_failure"] for c in raised.verdicts[0].evidence["candidates"]] == [
         "OSError: libabiprobe_absent.so.9: cannot open shared object file: No such file or directory",
         "OSError: libabiprobe_absent.so.8: cannot open shared object file: No such file or directory",
     ]
-    # AND a real import fails with that line
+    assert a.first_error.text == raised.verdicts[0].evidence["candidates"][0]["first_failure"]
+    # AND a real import fails with the package's line; loading the first name, with the loader's
     code, last = _import(wheels, "sysnames_none", "sysnames", tmp_path)
-    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+    assert code != 0 and last == a.first_error.raised, last
+    assert matches_loader_line(a.first_error.text, loader_line(tmp_path, "libabiprobe_absent.so.9"))
 
 
 def test_a_load_failure_the_package_wraps_and_then_catches_keeps_the_loaders_line(
@@ -596,3 +606,4 @@ def test_a_name_assigned_from_the_systems_search_is_no_unknown_load(
     # AND a real import passes
     run = run_unpacked(tmp_path / "site", (pkg,), "import sysdl")
     assert run.returncode == 0, run.stderr
+

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.held import BUILT_IN_UNREAD
 from support.return_wheels import ReturnWheels, build_return_wheels
-from support.venvs import run_unpacked
+from support.venvs import loader_line, run_unpacked
 
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
 from abiprobe.analyze.first_error import matches_loader_line
@@ -92,16 +92,18 @@ def test_a_try_list_through_a_file_finder_where_none_loads_fails_with_the_packag
     a = _analyze(wheels, "finder")
     # THEN importing fails with the package's own RuntimeError, each candidate's first failure listed
     assert a.import_status == "fail" and a.first_error is not None
-    assert a.first_error.text == "RuntimeError: finder: none of libfinder_core3, 2, 1 could be loaded"
+    assert a.first_error.raised == "RuntimeError: finder: none of libfinder_core3, 2, 1 could be loaded"
     (raised,) = [u for u in a.units if u.kind == "raise"]
     (verdict,) = raised.verdicts
     assert [c["unit"] for c in verdict.evidence["candidates"]] == [
         "finder/libfinder_core3.so", "finder/libfinder_core2.so", "finder/libfinder_core1.so",
     ]  # fmt: skip
     assert all("libcudart_gone.so.12" in c["first_failure"] for c in verdict.evidence["candidates"])
-    # AND a real import fails with that line
+    assert a.first_error.text == verdict.evidence["candidates"][0]["first_failure"]
+    # AND a real import fails with the package's line; loading the first candidate, with the loader's
     code, last = _import(wheels, "finder", "finder", tmp_path)
-    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+    assert code != 0 and last == a.first_error.raised, last
+    assert matches_loader_line(a.first_error.text, loader_line(tmp_path, "finder/libfinder_core3.so"))
 
 
 def test_a_function_abiprobe_cannot_follow_is_unknown_with_file_line_and_expression(

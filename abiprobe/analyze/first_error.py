@@ -40,17 +40,22 @@ class LoaderMessage:
     # the call that loads the unit by path and where (``torch.ops.load_library at pkg/ext.py line 8``):
     # a caller may wrap the loader's line (torch re-raises it as "Could not load this library: <path>")
     via: str = ""
+    # the package's own exception that follows the loader's line, the last line Python prints (a try-list
+    # whose every candidate failed, a computed file it lacks): "RuntimeError: Could not load libfoo"
+    raised: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"text": self.text, "kind": self.kind, "unit": self.unit, "exact": self.exact}
         if self.via:
             out["via"] = self.via
+        if self.raised:
+            out["raised"] = self.raised
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LoaderMessage:
         return cls(str(data["text"]), str(data["kind"]), str(data["unit"]), bool(data.get("exact", True)),
-                   str(data.get("via", "")))  # fmt: skip
+                   str(data.get("via", "")), str(data.get("raised", "")))  # fmt: skip
 
 
 def _path(provider: str) -> str:

@@ -102,7 +102,19 @@ def virtual_outcome(sim: LoaderSimulation, unit: PlannedUnit, done: Sequence[Jud
     if unit.how == "raise":
         failed = tried_before(unit, done)
         line = unit.raises or (failed[-1][1] if failed else "an error")
-        message = LoaderMessage(line, "needed", unit.path, via=f"raised at {unit.where}")
+        # the loader's own first line, when a candidate the package tried failed in the loader: what the
+        # chain of errors starts from; the package's exception is Python's last line
+        by_path = {u.path: u for u in done}
+        loader = next(
+            (m for k, _ in failed if (m := by_path[_name(k)].loader_message) is not None and not m.raised),
+            None,
+        )
+        via = f"raised at {unit.where}"
+        message = (
+            replace(loader, via=via, raised=line)
+            if loader is not None and loader.text != line
+            else LoaderMessage(line, "needed", unit.path, via=via)
+        )
         tried = "; ".join(f"{_name(k)}: {m}" for k, m in failed)
         text = f"the package raises {line} at {unit.where}" + (
             f" (candidates tried: {tried})" if tried else ""

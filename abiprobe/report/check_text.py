@@ -62,7 +62,10 @@ def render_check(analysis: SetAnalysis, added: Sequence[AddedWheel] = ()) -> lis
         unsure = "" if first.exact else " (relocation order not read: one of the undefined symbols below)"
         parts.append(f"first error, as the loader prints it{unsure}:")
         parts.append(Line(f"  {first.text}", markup=False, soft_wrap=True))
-        if first.via:
+        if first.raised:
+            parts.append(f"  (then the package {first.via}:)")
+            parts.append(Line(f"  {first.raised}", markup=False, soft_wrap=True))
+        elif first.via:
             parts.append(f"  (loaded by {first.via}, which may re-raise it in its own words)")
     feature_paths = {u.path for u in analysis.features}
     problems = [v for v in analysis.failures() if v.subject not in feature_paths]

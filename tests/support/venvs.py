@@ -43,3 +43,14 @@ def run_unpacked(site: Path, wheels: Sequence[Path], code: str) -> subprocess.Co
         zipfile.ZipFile(wheel).extractall(site)
     prelude = f"import sys; sys.path.insert(0, {str(site)!r}); "
     return subprocess.run([sys.executable, "-I", "-c", prelude + code], capture_output=True, text=True)
+
+
+def loader_line(site: Path, unit: str, before: str = "import torch") -> str:
+    """What the real loader prints opening ``unit`` with ctypes after ``before`` (a path under ``site``,
+    unpacked there already, or a bare name the system's search looks for): its last line, paths cut to
+    their site-packages form ("" when it loads)."""
+    target = str(site / unit) if "/" in unit else unit
+    code = f"import sys, ctypes; sys.path.insert(0, {str(site)!r}); {before}; ctypes.CDLL({target!r})"
+    run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True)
+    lines = run.stderr.strip().splitlines()
+    return lines[-1].replace(f"{site}/", "") if lines else ""
