@@ -607,3 +607,24 @@ def test_a_name_assigned_from_the_systems_search_is_no_unknown_load(
     run = run_unpacked(tmp_path / "site", (pkg,), "import sysdl")
     assert run.returncode == 0, run.stderr
 
+
+def test_a_library_named_like_a_module_that_no_import_can_load_is_unknown_not_a_failure(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN opened, whose two .abi3.so libraries export no PyInit_ and which its Python never loads itself
+    a = _analyze(wheels, "opened")
+    # THEN both are units of a time not followed: the one needing an absent library is unknown, not a
+    # failure on first use (which variant a caller opens, and whether, is not known), and importing passes
+    got = {u.path: (u.timing, u.status) for u in _units(a, "opened")}
+    assert got == {
+        "opened_hook.abi3.so": ("first_use", "unknown"),
+        "opened_hook_cu13.abi3.so": ("first_use", "ok"),
+    }
+    hook = next(u for u in a.units if u.path == "opened_hook.abi3.so")
+    assert "exports no PyInit_opened_hook" in hook.verdicts[0].explanation
+    assert "libcudart_gone.so.12" in hook.verdicts[0].explanation
+    assert (a.import_status, a.status, a.features) == ("ok", "unknown", ())
+    # AND a real import passes, while importing either library as a module fails: no import loads them
+    assert _import(wheels, "opened", "opened", tmp_path) == (0, "")
+    run = run_unpacked(tmp_path, (), "import opened_hook_cu13")
+    assert run.returncode != 0 and "PyInit_opened_hook_cu13" in run.stderr, run.stderr

@@ -233,6 +233,17 @@ def _demoted(verdicts: tuple[Verdict, ...], why: str) -> tuple[Verdict, ...]:
     )
 
 
+def _unsure(verdicts: tuple[Verdict, ...], why: str) -> tuple[Verdict, ...]:
+    """Failures of a unit nothing abiprobe follows loads become ``unknown``: whether the program ever
+    opens it, and which of its variants, is not known."""
+    return tuple(
+        replace(v, status="unknown", explanation=f"{v.explanation} ({why})")
+        if v.status in ("fail", "system")
+        else v
+        for v in verdicts
+    )
+
+
 def _timed(
     verdicts: tuple[Verdict, ...], unit: PlannedUnit, sim: LoaderSimulation, result: LoadResult
 ) -> tuple[Verdict, ...]:
@@ -280,6 +291,8 @@ def _unit(
     if unit is not None:
         verdicts = _timed(verdicts, unit, sim, result)
     selected = runtime_selection(result.path, sim.target, sim.rules)
+    if unit is not None and unit.how == "opened":
+        verdicts = _unsure(verdicts, f"if it is opened: {unit.note}")
     if selected is False:
         verdicts = _demoted(verdicts, "the package does not load it on this GPU")
     elif never_imported(obj, sim.target):

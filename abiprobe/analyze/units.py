@@ -32,7 +32,7 @@ from typing import Literal
 
 from packaging.utils import canonicalize_name
 
-from abiprobe.analyze.layout import Layout
+from abiprobe.analyze.layout import InstalledObject, Layout
 from abiprobe.analyze.preloads import install_glob
 from abiprobe.analyze.runtime import (
     TOKEN,
@@ -60,7 +60,8 @@ class PlannedUnit:
     """One object the package loads: how (``import``: an extension module; ``path``: by path through
     ``api``; ``soname``: a bare name the system's search finds; ``absent``: a computed path the set does
     not have; ``fallback``: a computed path the package tests for, lacks and loads another instead of;
-    ``unresolved``: a path abiprobe cannot follow; ``raise``: the package's own error), when,
+    ``unresolved``: a path abiprobe cannot follow; ``raise``: the package's own error; ``opened``: a
+    library named like an extension module that no import can load, opened by code not followed), when,
     where in the package's code, and the outcomes of earlier units it runs after (``when``)."""
 
     path: str
@@ -75,12 +76,12 @@ class PlannedUnit:
 
     @property
     def by_path(self) -> bool:
-        return self.how in ("path", "soname", "absent", "unresolved")
+        return self.how in ("path", "soname", "absent", "unresolved", "opened")
 
     @property
     def loads_object(self) -> bool:
         """Whether the unit is an object of the layout the loader simulation loads."""
-        return self.how in ("import", "path")
+        return self.how in ("import", "path", "opened")
 
 
 def module_of_extension(path: str) -> str | None:
@@ -698,10 +699,24 @@ def plan_units(
         # nothing in the package imports it: the program's own import loads it (unless the package's own
         # code loads it only in a branch this set and target do not take)
         if o.wheel in wheels and o.path not in planner.not_taken:
-            planner.add(o.path, "import", "first_use", "")
+            if (init := module_init(o)) is None:
+                planner.add(o.path, "import", "first_use", "")
+            else:  # no import can load it: something opens it by path, when and whether is not known
+                why = f"it exports no {init}, so no import loads it; the code that opens it is not followed"
+                planner.add(o.path, "opened", "first_use", "", note=why)
     if not_taken is not None:
         not_taken |= {p for p in planner.not_taken if p in layout.objects and p not in planner.units}
     return list(planner.units.values())
+
+
+def module_init(obj: InstalledObject) -> str | None:
+    """``PyInit_<name>`` when ``obj``, named like an extension module, exports no function CPython can
+    initialise it by (``PyInit_``, ``PyInitU_``, ``PyModExport_``: importing it would fail), else None."""
+    stem = obj.filename.split(".", 1)[0]
+    names = {f"PyInit_{stem}", f"PyModExport_{stem}"}
+    if any(e.name in names or e.name.startswith("PyInitU_") for e in obj.facts.exports):
+        return None
+    return f"PyInit_{stem}"
 
 
 def _test_code(path: str) -> bool:

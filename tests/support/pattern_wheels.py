@@ -20,6 +20,9 @@
 - ``subsets``: loads the list its ``__init__`` picks by ``platform.machine()``: ``libx86.so`` (an undefined
   symbol) on x86_64, ``libarm.so`` (needs an absent library) elsewhere.
 - ``guarded``: loads a path a helper reads from a file, under a test abiprobe cannot know: nothing is judged.
+- ``opened``: ships ``opened_hook.abi3.so`` (needs an absent library) and ``opened_hook_cu13.abi3.so``,
+  named like extension modules but exporting no ``PyInit_``: its Python only returns their paths, for a
+  caller to hand to ``LD_PRELOAD`` or an allocator (torch-memory-saver's way); importing loads neither.
 """
 
 from __future__ import annotations
@@ -198,8 +201,14 @@ else:
 for _lib in _LIBS:
     torch.ops.load_library(os.path.join(_HERE, _lib))
 """
+OPENED = b"""import os
+
+_ROOT = os.path.dirname(os.path.dirname(__file__))
 
 
+def hook_path(cuda_major):
+    return os.path.join(_ROOT, f"opened_hook_cu{cuda_major}.abi3.so")
+"""
 @dataclass(frozen=True)
 class PatternWheels:
     torch: Path
@@ -216,6 +225,7 @@ class PatternWheels:
     sysnames_none: Path
     wrapped: Path
     subsets: Path
+    opened: Path
 
 
 def _plain(out: Path, filename: str, soname: str | None = None) -> Path:
@@ -310,7 +320,12 @@ def build_pattern_wheels(root: Path) -> PatternWheels:
         "subsets/__init__.py": SUBSETS, "subsets/libx86.so": x86,
         "subsets/libarm.so": _needing(work / "su", "libarm.so", absent),
     }, tag=TAG)  # fmt: skip
+    opened = build_wheel(out, "opened", "1.0", {
+        "opened/__init__.py": OPENED,
+        "opened_hook.abi3.so": _needing(work / "oh", "opened_hook.abi3.so", absent),
+        "opened_hook_cu13.abi3.so": _plain(work / "oh", "opened_hook_cu13.abi3.so"),
+    }, tag=TAG)  # fmt: skip
     return PatternWheels(
         torch, cudaname, missingname, trylist, trylist_none, chain, listglob, netname, optional, guarded,
-        sysnames, sysnames_none, wrapped, subsets,
+        sysnames, sysnames_none, wrapped, subsets, opened,
     )  # fmt: skip
