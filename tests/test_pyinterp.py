@@ -4,10 +4,11 @@ that anything past what it follows is Unknown, never a guess, a hang or a read o
 from __future__ import annotations
 
 import ast
+import types
 
 import pytest
 
-from abiprobe.binary.pyinterp import Interpreter, Opaque, Unknown
+from abiprobe.binary.pyinterp import Interpreter, Opaque, Unknown, bound_names, changed_names
 
 
 def _run(source: str, **kw: object) -> dict[str, object]:
@@ -73,3 +74,31 @@ def test_what_it_does_not_follow_is_unknown(source: str) -> None:
     assert isinstance(value, Opaque)
     with pytest.raises(Unknown):
         Interpreter("pkg/__init__.py").plain(value)
+
+
+@pytest.mark.parametrize(
+    ("statement", "changed"),
+    [
+        ("paths += [p]", {"paths"}),
+        ("paths.append(p)", {"paths"}),
+        ("libs[name] = p", {"libs"}),
+        ("del libs[name]", {"libs"}),
+        ("found = sorted(paths)", set()),
+        ("major, minor = map(int, v.split('.'))", set()),
+        ("a, b.c = 1, 2", {"b"}),
+    ],
+)
+def test_a_name_changed_in_place_is_told_apart_from_one_assigned(statement: str, changed: set[str]) -> None:
+    # GIVEN one statement THEN the names it changes other than by assigning them are those, and a real
+    # run agrees: the value the name was first given is no longer what it holds
+    assert changed_names(ast.parse(statement).body[0]) == changed
+    env: dict[str, object] = {"p": "x", "paths": [], "libs": {"name": 1}, "name": "name", "v": "1.2"}
+    env["b"] = types.SimpleNamespace()
+    before = {k: repr(v) for k, v in env.items()}
+    exec(statement, {}, env)
+    assert {k for k in changed if repr(env[k]) != before[k]} == changed
+
+
+def test_a_comprehension_s_own_variable_is_not_bound_outside_it() -> None:
+    (stmt,) = ast.parse("found = [p for p in paths if (n := len(p))]").body
+    assert bound_names(stmt) == {"found", "n"}

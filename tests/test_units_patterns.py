@@ -628,3 +628,35 @@ def test_a_library_named_like_a_module_that_no_import_can_load_is_unknown_not_a_
     assert _import(wheels, "opened", "opened", tmp_path) == (0, "")
     run = run_unpacked(tmp_path, (), "import opened_hook_cu13")
     assert run.returncode != 0 and "PyInit_opened_hook_cu13" in run.stderr, run.stderr
+
+
+def test_a_candidate_list_built_in_a_loop_is_not_read_as_its_first_value(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN mutated, whose search starts from [] and grows it with += in a loop before filtering it
+    a = _analyze(wheels, "mutated")
+    # THEN the load is not dropped as a load of nothing: the package's own search is run on the set's
+    # files, and what it finds, lib/libmut.so, fails at import on the library it needs
+    (unit,) = _units(a, "mutated")
+    assert (unit.path, unit.timing, unit.status) == ("mutated/lib/libmut.so", "import", "fail")
+    assert "own search finds" in unit.note
+    assert a.import_status == "fail" and a.first_error is not None
+    # AND a real import fails with that line
+    code, last = _import(wheels, "mutated", "mutated", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+def test_a_library_needing_a_soname_an_unfollowed_load_may_have_opened_is_unknown_not_failed(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN opensfirst, which opens libcore.so by a search abiprobe cannot follow, then imports _ext,
+    # which needs libcore.so by soname alone
+    a = _analyze(wheels, "opensfirst")
+    # THEN the search is unknown, and so is _ext (libcore.so is in the set and may be open already)
+    search, ext = _units(a, "opensfirst")
+    assert (search.path, search.status) == ("opensfirst/__init__.py line 13", "unknown")
+    assert (ext.path, ext.status) == (f"opensfirst/_ext{SUFFIX}", "unknown")
+    assert "may have opened it before this unit" in ext.verdicts[0].explanation
+    assert a.import_status == "unknown" and a.first_error is None
+    # AND a real import passes (ld.so finds libcore.so among the loaded objects by its soname)
+    assert _import(wheels, "opensfirst", "opensfirst", tmp_path) == (0, "")

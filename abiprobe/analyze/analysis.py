@@ -233,6 +233,23 @@ def _demoted(verdicts: tuple[Verdict, ...], why: str) -> tuple[Verdict, ...]:
     )
 
 
+def _opened_before(sim: LoaderSimulation, result: LoadResult) -> str | None:
+    """Why a unit's missing sonames are not known to be missing: each is the name of a file of the set,
+    and a load taken before it, whose path abiprobe cannot follow, may have opened that file already
+    (dgl's ``ctypes.CDLL(find_lib_path()[0])`` opens ``libdgl.so`` before the modules needing it)."""
+    missing = [n.soname for n in result.missing_sonames]
+    if not missing or not sim.unfollowed:
+        return None
+    files = {n for o in sim.layout.objects.values() for n in (o.filename, o.facts.soname) if n}
+    if not all(m in files for m in missing):
+        return None
+    where = sim.unfollowed[-1].where
+    return (
+        f"the set has {', '.join(missing)}: the load at {where}, whose path abiprobe cannot follow, "
+        "may have opened it before this unit"
+    )
+
+
 def _unsure(verdicts: tuple[Verdict, ...], why: str) -> tuple[Verdict, ...]:
     """Failures of a unit nothing abiprobe follows loads become ``unknown``: whether the program ever
     opens it, and which of its variants, is not known."""
@@ -293,6 +310,8 @@ def _unit(
     selected = runtime_selection(result.path, sim.target, sim.rules)
     if unit is not None and unit.how == "opened":
         verdicts = _unsure(verdicts, f"if it is opened: {unit.note}")
+    if (why := _opened_before(sim, result)) is not None:
+        verdicts = _unsure(verdicts, why)
     if selected is False:
         verdicts = _demoted(verdicts, "the package does not load it on this GPU")
     elif never_imported(obj, sim.target):

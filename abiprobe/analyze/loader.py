@@ -203,6 +203,8 @@ class LoaderSimulation:
         self.timing_of: dict[str, str] = {}  # unit path -> when its package loads it
         # objects the packages' own code loads only in branches this set and target do not take
         self.not_taken: set[str] = set()
+        # loads taken so far whose path abiprobe cannot follow (each may have opened any file of the set)
+        self.unfollowed: list[PlannedUnit] = []
         self.target = target
         self.profile = profile
         self.driver = Driver() if profile.driver else None
@@ -233,6 +235,7 @@ class LoaderSimulation:
         )
         new.global_scope = list(self.global_scope)
         new.not_taken = set(self.not_taken)
+        new.unfollowed = list(self.unfollowed)
         # shared, copied by whichever of the two joins the global scope first (a kernel's units load
         # RTLD_LOCAL, so a pair on a torch base usually never copies the base's index of every export)
         self._owns_index = new._owns_index = False
@@ -307,6 +310,8 @@ class LoaderSimulation:
                 )
             else:
                 ok = u.how != "absent"
+                if u.how == "unresolved":
+                    self.unfollowed.append(u)
             outcomes[u.path] = ok
             out.append((u, result, ok))
         return out

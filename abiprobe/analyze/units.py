@@ -469,11 +469,20 @@ class _Planner:
         note: str = "",
     ) -> None:
         self.search_stopped = ""
-        if expr and setup and self._searched(setup, module_path, api, timing, where):
-            return
         raw = pattern
         self.missing.clear()
         pattern, computed = self._value(pattern, where)
+        # a path computed from run-time values is taken as computed; the package's own search is run on
+        # the set's files for a path not followed, or one whose value could not be computed
+        runtime = "{=" in raw
+        failed = runtime and computed.startswith(f"{where}:") and not self._matches(pattern)
+        if (
+            expr
+            and setup
+            and (not runtime or failed)
+            and self._searched(setup, module_path, api, timing, where)
+        ):
+            return
         if computed:
             note = f"computed from {computed}" if "/" not in computed.split(":", 1)[0] else computed
         for path in dict.fromkeys(self.missing):

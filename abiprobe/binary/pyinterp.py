@@ -848,13 +848,18 @@ def _catches(node: ast.expr | None, name: str) -> bool:
 
 
 def bound_names(stmt: ast.stmt) -> set[str]:
-    """The names a statement binds anywhere in it (not inside the functions it defines)."""
+    """The names a statement binds anywhere in it (not inside the functions it defines, nor a
+    comprehension's own variables, which stay inside it)."""
     out: set[str] = set()
     todo: list[ast.AST] = [stmt]
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out.add(node.name)
+            continue
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp, ast.Lambda)):
+            # only an assignment expression in it binds a name outside
+            out.update(n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr))
             continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             out.add(node.id)
@@ -863,6 +868,55 @@ def bound_names(stmt: ast.stmt) -> set[str]:
         elif isinstance(node, ast.ExceptHandler) and node.name:
             out.add(node.name)
         todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+_MUTATORS = frozenset({
+    "append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse", "update", "setdefault",
+    "add", "discard", "popitem", "__setitem__", "__delitem__", "__iadd__",
+})  # fmt: skip
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def changed_names(stmt: ast.stmt) -> set[str]:
+    """The names a simple statement changes other than by a plain assignment to the name itself: an
+    augmented assignment (``paths += [...]``), an item or attribute stored or deleted (``libs[k] = v``),
+    a method that changes the object in place (``paths.append(p)``), ``del name``. What such a name holds
+    afterwards is not the value its last assignment gave it."""
+    out: set[str] = set()
+    if isinstance(stmt, ast.AugAssign):
+        targets: list[ast.expr] = [stmt.target]
+    elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        targets = list(stmt.targets) if isinstance(stmt, ast.Assign) else [stmt.target]
+    elif isinstance(stmt, ast.Delete):
+        targets = list(stmt.targets)
+    else:
+        targets = []
+    while targets:
+        t = targets.pop()
+        if isinstance(t, (ast.Tuple, ast.List)):  # unpacking: each element is a target of its own
+            targets.extend(t.elts)
+        elif isinstance(t, ast.Starred):
+            targets.append(t.value)
+        elif isinstance(t, ast.Name):
+            if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):  # ``x += ...``, ``del x``
+                out.add(t.id)
+        elif (name := _root(t)) is not None:  # ``libs[k] = v``, ``self.x = v``: the object changes
+            out.add(name)
+    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)):
+        for node in ast.walk(stmt):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _MUTATORS
+                and (name := _root(node.func.value))
+            ):
+                out.add(name)
     return out
 
 
@@ -885,4 +939,7 @@ def literal(value: Any, limit: int = 4096) -> str | None:
     return text if len(text) <= limit else None
 
 
-__all__ = ["Interpreter", "Opaque", "PackagePath", "Raised", "Ref", "Unknown", "bound_names", "literal"]
+__all__ = [
+    "Interpreter", "Opaque", "PackagePath", "Raised", "Ref", "Unknown", "bound_names", "changed_names",
+    "literal",
+]  # fmt: skip

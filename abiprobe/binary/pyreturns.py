@@ -27,6 +27,7 @@ from typing import Any
 
 from abiprobe.binary.pyflow import RUNTIME_ROOTS, UNKNOWN_NAME, clone
 from abiprobe.binary.pyimports import module_name
+from abiprobe.binary.pyinterp import bound_names, changed_names
 
 TOKEN = re.compile(r"\{=(.+?)=\}")
 EXISTS = "__abiprobe_exists__"  # the planner's test of whether the set installs a path (or glob)
@@ -563,6 +564,11 @@ class _Returns:
             elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
                 yield from self.walk(stmt.body, True)
                 yield from self.walk(stmt.orelse, True)
+                # after a loop that ran any number of times, what it binds holds no one known value
+                for name in bound_names(stmt):
+                    s.forget(name)
+            for name in changed_names(stmt):
+                s.forget(name)
 
     def branch(self, stmt: ast.If, opaque: bool) -> Iterator[_Return]:
         s = self.s

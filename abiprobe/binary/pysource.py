@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from abiprobe.binary.pyflow import UNKNOWN_NAME, catches, runtime_text, version_constants
 from abiprobe.binary.pyimports import absolute as _absolute
 from abiprobe.binary.pyimports import module_name, scan_imports
-from abiprobe.binary.pyinterp import Interpreter, bound_names
+from abiprobe.binary.pyinterp import Interpreter, bound_names, changed_names
 from abiprobe.binary.pyreturns import (
     Package,
     as_expr,
@@ -63,7 +63,7 @@ _UNKNOWN = "*"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 5
+READ_RULES = 6
 
 
 def scan_sources(
@@ -193,6 +193,19 @@ class _Scanner:
         return events
 
     def statement(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent]:
+        events = self._statement(stmt, params)
+        for name in changed_names(stmt):  # ``paths.append(p)``, ``paths += [...]``: no longer its value
+            self.forget(name)
+        return events
+
+    def forget(self, name: str) -> None:
+        """A name whose value this reading no longer knows (changed in place, bound in a loop)."""
+        nodes = self.local_nodes if self.in_function else self.module_nodes
+        nodes[name] = ast.Name(UNKNOWN_NAME, ast.Load())
+        if not self.in_function:
+            self.constants.pop(name, None)
+
+    def _statement(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent]:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.aliases[stmt.name] = f"{self.module}.{stmt.name}"
             if (
@@ -534,8 +547,10 @@ class _Scanner:
                 target = self.path_of(node.args[0], params)
                 searched = _system_search(self._assigned(node.args[0]))
                 expr = "" if target is not None or searched else ast.unparse(node.args[0])
-                if target is not None and "{=" in target and self.pkg is not None and self.pkg.unfollowed:
-                    expr = ast.unparse(node.args[0])  # computed, with a part abiprobe could not follow
+                if target is not None and "{=" in target:
+                    # computed from run-time values: kept, so a value the planner cannot compute (or a part
+                    # abiprobe could not follow) makes the load unknown, not silently nothing
+                    expr = ast.unparse(node.args[0])
                 if expr and self.pkg is not None and self.pkg.unfollowed:  # the return it stopped at
                     expr = f"{expr}\n{self.pkg.unfollowed}"
                 target = target or self.by_name(node.args[0], params) or ""

@@ -23,15 +23,21 @@
 - ``opened``: ships ``opened_hook.abi3.so`` (needs an absent library) and ``opened_hook_cu13.abi3.so``,
   named like extension modules but exporting no ``PyInit_``: its Python only returns their paths, for a
   caller to hand to ``LD_PRELOAD`` or an allocator (torch-memory-saver's way); importing loads neither.
+- ``mutated``: a function builds its candidates with ``+=`` in a loop, keeps those that exist and loads the
+  first, ``mutated/lib/libmut.so`` (which needs an absent library).
+- ``opensfirst``: opens ``libcore.so`` through a search abiprobe cannot follow (a size test), then imports
+  its extension ``_ext``, which needs ``libcore.so`` by soname only (no RUNPATH): found, being loaded already.
 """
 
 from __future__ import annotations
 
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
 from support.cbuild import build_shared
 from support.probe_wheels import TAG
+from support.stacks import _module
 from support.wheelbuild import build_wheel
 
 TORCH_INIT = b"""import ctypes
@@ -209,6 +215,39 @@ _ROOT = os.path.dirname(os.path.dirname(__file__))
 def hook_path(cuda_major):
     return os.path.join(_ROOT, f"opened_hook_cu{cuda_major}.abi3.so")
 """
+MUTATED = b"""import ctypes
+import os
+
+_HERE = os.path.dirname(__file__)
+
+
+def _find():
+    found = []
+    for d in (_HERE, os.path.join(_HERE, "lib")):
+        found += [os.path.join(d, "libmut.so")]
+    found = [p for p in found if os.path.isfile(p)]
+    return found
+
+
+_LIB = ctypes.CDLL(_find()[0])
+"""
+OPENSFIRST = b"""import ctypes
+import glob
+import os
+
+_HERE = os.path.dirname(__file__)
+
+
+def _core_path():
+    found = [p for p in glob.glob(os.path.join(_HERE, "libcore*.so")) if os.path.getsize(p) > 0]
+    return found[0]
+
+
+_CORE = ctypes.CDLL(_core_path())
+from . import _ext  # noqa: E402
+"""
+
+
 @dataclass(frozen=True)
 class PatternWheels:
     torch: Path
@@ -226,6 +265,8 @@ class PatternWheels:
     wrapped: Path
     subsets: Path
     opened: Path
+    mutated: Path
+    opensfirst: Path
 
 
 def _plain(out: Path, filename: str, soname: str | None = None) -> Path:
@@ -325,7 +366,15 @@ def build_pattern_wheels(root: Path) -> PatternWheels:
         "opened_hook.abi3.so": _needing(work / "oh", "opened_hook.abi3.so", absent),
         "opened_hook_cu13.abi3.so": _plain(work / "oh", "opened_hook_cu13.abi3.so"),
     }, tag=TAG)  # fmt: skip
+    mutated = build_wheel(out, "mutated", "1.0", {
+        "mutated/__init__.py": MUTATED, "mutated/lib/libmut.so": _needing(work / "mu", "libmut.so", absent),
+    }, tag=TAG)  # fmt: skip
+    core = _plain(work / "of", "libcore.so", "libcore.so")
+    ext = _module(work / "of", f"_ext{sysconfig.get_config_var('EXT_SUFFIX')}", "_ext", link=(core,))
+    opensfirst = build_wheel(out, "opensfirst", "1.0", {
+        "opensfirst/__init__.py": OPENSFIRST, "opensfirst/libcore.so": core, f"opensfirst/{ext.name}": ext,
+    }, tag=TAG)  # fmt: skip
     return PatternWheels(
         torch, cudaname, missingname, trylist, trylist_none, chain, listglob, netname, optional, guarded,
-        sysnames, sysnames_none, wrapped, subsets, opened,
+        sysnames, sysnames_none, wrapped, subsets, opened, mutated, opensfirst,
     )  # fmt: skip
