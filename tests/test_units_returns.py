@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from support.held import BUILT_IN_UNREAD
-from support.return_wheels import ReturnWheels, build_return_wheels
+from support.return_wheels import SEARCH_LOCAL_INIT, ReturnWheels, build_return_wheels
 from support.venvs import loader_line, run_unpacked
 
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
@@ -207,3 +207,20 @@ def test_when_the_search_finds_no_file_the_packages_own_error_is_the_failure(
     # AND a real import fails with that line
     code, last = _import(wheels, names, "searchlib", tmp_path)
     assert code != 0 and last == a.first_error.text, last
+
+
+def test_a_search_whose_result_the_function_keeps_in_its_own_names_is_run_too(
+    wheels: ReturnWheels, tmp_path: Path
+) -> None:
+    # GIVEN the same search, its result put in the loading function's own names first (``found = [...]``,
+    # ``name = str(found[0])``, ``CDLL(name)``), and the searchlib_core whose library needs an absent one
+    assert b"CDLL(name" in SEARCH_LOCAL_INIT
+    names = ("search_local", "search_core_bad")
+    a = _analyze(wheels, *names)
+    # THEN the function's statements before the load are run with the search: the found file fails
+    (unit,) = _units(a, "searchlib_core")
+    assert (unit.path, unit.status) == ("searchlib/wheel_lib/libsearchlib_core.so", "fail")
+    assert a.import_status == "fail" and a.first_error is not None
+    # AND a real import fails with that line
+    code, last = _import(wheels, names, "searchlib", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last

@@ -13,7 +13,7 @@ import ast
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
-from abiprobe.binary.pyinterp import bound_names, literal
+from abiprobe.binary.pyinterp import bound_names, changed_names, literal
 
 MAX_SETUP = 12_000  # characters of program kept per test; a longer one is not kept (the test is opaque)
 TEST_NAME = "__abiprobe_test__"
@@ -24,13 +24,21 @@ def _loaded(node: ast.AST) -> set[str]:
 
 
 def setup_program(
-    test: ast.expr, earlier: Sequence[ast.stmt], known: Mapping[str, Any], *, as_bool: bool = True
+    test: ast.expr,
+    earlier: Sequence[ast.stmt],
+    known: Mapping[str, Any],
+    *,
+    as_bool: bool = True,
+    prefix: Sequence[ast.stmt] = (),
 ) -> str:
     """The program that computes ``test`` from the module's ``earlier`` statements (``""`` when the test
     reads none of the names they bind, or the program would be too long). ``known``: values computed at
     facts time; the last statement binding such a name is written as its literal. ``as_bool`` False: the
-    program keeps the value itself (a load's path, :func:`path_program`)."""
+    program keeps the value itself (a load's path, :func:`path_program`). ``prefix``: statements of the
+    enclosing function run after the module's (their values are never taken from ``known``)."""
     needed = _loaded(test)
+    module_count = len(earlier)
+    earlier = [*earlier, *prefix]
     binders = [bound_names(s) for s in earlier]
     if not needed & set().union(*binders):
         return ""
@@ -53,7 +61,7 @@ def setup_program(
     lines: list[str] = []
     for i in chosen:
         stmt = earlier[i]
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and len(binders[i]) == 1:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and len(binders[i]) == 1 and i < module_count:
             (name,) = binders[i]
             value = literal(known.get(name), 2048) if name in known and last.get(name) == i else None
             if value is not None:
@@ -68,17 +76,47 @@ def setup_program(
 
 
 def path_program(
-    path: ast.expr, earlier: Sequence[ast.stmt], known: Mapping[str, Any], local: Set[str] = frozenset()
+    path: ast.expr,
+    earlier: Sequence[ast.stmt],
+    known: Mapping[str, Any],
+    local: Set[str] = frozenset(),
+    prefix: Sequence[ast.stmt] = (),
 ) -> str:
     """The program computing a load's path the scanner could not follow (the package's own search:
     ``ctypes.CDLL(_get_shared_object_file("core"))``, a function listing folders for a file by prefix),
     from the module's imports, functions and constants before it; the planner runs it with the set's
-    installed files (abiprobe.analyze.units). ``""`` when the path reads a name the enclosing function
-    binds itself (``local``: its parameters and assignments, not known to a program of the module's), or
-    no function or value of the module."""
-    if _loaded(path) & local:
+    installed files (abiprobe.analyze.units). A name the enclosing function binds itself (``local``: its
+    parameters and assignments) is computed by the function's own plain statements before the load
+    (``prefix``); ``""`` when it is not (a parameter, a name bound in a branch), or the path reads no
+    function or value of the module."""
+    reads = _loaded(path)
+    if not reads & local:
+        return setup_program(path, earlier, known, as_bool=False)
+    taken = _own_statements(reads, prefix, local)
+    if taken is None:
         return ""
-    return setup_program(path, earlier, known, as_bool=False)
+    return setup_program(path, earlier, known, as_bool=False, prefix=taken)
+
+
+def _own_statements(reads: set[str], prefix: Sequence[ast.stmt], local: Set[str]) -> list[ast.stmt] | None:
+    """The enclosing function's statements before the load that compute the function's own names the
+    path reads (``lib_path = libinfo.find_lib_path()`` before ``CDLL(lib_path[0])``): plain statements
+    only, each reading no name of the function not bound by one before it (a parameter, a name bound
+    in a branch or a loop: the program could not know it); None when they cannot be taken so."""
+    needed = reads & local
+    chosen: list[int] = []
+    for i in range(len(prefix) - 1, -1, -1):
+        binds = bound_names(prefix[i]) | {
+            n for node in ast.walk(prefix[i]) if isinstance(node, ast.stmt) for n in changed_names(node)
+        }
+        if binds & needed:
+            if not isinstance(prefix[i], (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
+                return None
+            chosen.append(i)
+            needed = (needed - binds) | (_loaded(prefix[i]) & local)
+    if needed:  # read before anything of the function binds it: a parameter, or not bound at all
+        return None
+    return [prefix[i] for i in sorted(chosen)]
 
 
 __all__ = ["MAX_SETUP", "TEST_NAME", "path_program", "setup_program"]

@@ -63,7 +63,7 @@ _UNKNOWN = "*"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 6
+READ_RULES = 7
 
 
 def scan_sources(
@@ -169,6 +169,7 @@ class _Scanner:
         self.pkg: Package | None = None  # the wheel's other modules (abiprobe.binary.pyreturns)
         self.seen_top: list[ast.stmt] = []  # the top-level statements read so far
         self.fn_locals: set[str] = set()  # the names the function being read binds (and its parameters)
+        self.fn_prefix: list[ast.stmt] = []  # its body's statements read so far (those before the current)
         self.handlers: list[str] = []  # the names enclosing ``except ... as name`` clauses bind
         self.cls: str | None = None  # the class whose method is being read
         # names assigned where it is not known whether (or how often) the assignment runs: an opaque
@@ -265,7 +266,12 @@ class _Scanner:
         self.local_nodes, self.in_function, loops, unsure = {}, True, self.loops, self.unsure
         self.loops, self.unsure = [], set()
         self.fn_locals = set(inner) | {n for s in stmt.body for n in bound_names(s)}
-        body = self.block(stmt.body, inner)
+        self.fn_prefix = []
+        body: list[PyEvent] = []
+        for s in stmt.body:  # the statements before the one being read, for a load's search program
+            body += self.statement(s, inner)
+            self.fn_prefix.append(s)
+        self.fn_prefix = []
         self.local_nodes, self.in_function, self.loops, self.unsure = {}, False, loops, unsure
         self.fn_locals = set()
         self.functions.append(PyFunction(name, tuple(inner), tuple(body)))
@@ -374,7 +380,7 @@ class _Scanner:
         path reads the enclosing function's own names, or inside a loop unrolled here."""
         if self.static is None or self.static.overlay or self.loops:
             return ""
-        return path_program(path, self.seen_top, self.static.interp.env, self.fn_locals)
+        return path_program(path, self.seen_top, self.static.interp.env, self.fn_locals, self.fn_prefix)
 
     def argument_test(self, test: ast.expr, params: dict[str, str]) -> str | None:
         """A function's test on its own parameters (and run-time values): ``if not no_throw: raise``,

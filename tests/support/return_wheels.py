@@ -274,6 +274,16 @@ _core = _load_core()
 """
 
 
+# the same search, its result kept in the function's own names before the load (dgl's way:
+# ``lib_path = find_lib_path()`` then ``CDLL(lib_path[0])``)
+SEARCH_LOCAL_INIT = SEARCH_INIT.replace(
+    b"""    return ctypes.CDLL(str(_library_file("core")), mode=ctypes.RTLD_GLOBAL)""",
+    b"""    found = [_library_file("core")]
+    name = str(found[0])
+    return ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)""",
+)
+
+
 @dataclass(frozen=True)
 class ReturnWheels:
     torch: Path
@@ -286,6 +296,7 @@ class ReturnWheels:
     search: Path
     search_core: Path
     search_core_bad: Path
+    search_local: Path
 
 
 def _plain(out: Path, filename: str) -> Path:
@@ -348,6 +359,9 @@ def build_return_wheels(root: Path) -> ReturnWheels:
     search_core_bad = build_wheel(out / "sb", "searchlib_core", "1.0", {
         core: _needing(work / "sb", "libsearchlib_core.so", absent),
     }, tag=TAG)  # fmt: skip
+    search_local = build_wheel(out / "sl", "searchlib", "1.0", {"searchlib/__init__.py": SEARCH_LOCAL_INIT},
+                               tag=TAG)  # fmt: skip
     return ReturnWheels(
-        torch, retpath, retpath_cpu, finder, opaquefn, specs, twomods, search, search_core, search_core_bad
-    )
+        torch, retpath, retpath_cpu, finder, opaquefn, specs, twomods, search, search_core, search_core_bad,
+        search_local,
+    )  # fmt: skip
