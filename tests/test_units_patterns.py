@@ -660,3 +660,34 @@ def test_a_library_needing_a_soname_an_unfollowed_load_may_have_opened_is_unknow
     assert a.import_status == "unknown" and a.first_error is None
     # AND a real import passes (ld.so finds libcore.so among the loaded objects by its soname)
     assert _import(wheels, "opensfirst", "opensfirst", tmp_path) == (0, "")
+
+
+def test_a_helper_returning_the_first_library_that_loads_goes_on_with_it(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN helper, whose _load_first() returns the first of v2, v1 that loads (v2 needs an absent
+    # library), else None, on which the caller raises
+    a = _analyze(wheels, "helper")
+    # THEN v2 is a tried candidate, v1 loads, and the raise on None is not reached
+    assert [(u.path, u.status) for u in _units(a, "helper")] == [
+        ("helper/libhl_v2.so", "warn"),
+        ("helper/libhl_v1.so", "ok"),
+    ]
+    assert a.import_status == "ok"
+    # AND a real import passes
+    assert _import(wheels, "helper", "helper", tmp_path) == (0, "")
+
+
+def test_when_the_helper_returns_none_the_callers_raise_is_what_importing_does(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN helper_none, where neither library loads, so _load_first() returns None
+    a = _analyze(wheels, "helper_none")
+    # THEN importing fails with the caller's ImportError, the loader's first line v2's
+    assert a.import_status == "fail" and a.first_error is not None
+    assert a.first_error.raised == "ImportError: helper: no usable libhl library"
+    assert "libcudart_gone.so.12" in a.first_error.text and "libhl_v2.so" in a.first_error.unit
+    # AND a real import fails with the package's line; loading v2, with the loader's
+    code, last = _import(wheels, "helper_none", "helper", tmp_path)
+    assert code != 0 and last == a.first_error.raised, last
+    assert matches_loader_line(a.first_error.text, loader_line(tmp_path, "helper/libhl_v2.so"))

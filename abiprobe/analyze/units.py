@@ -129,6 +129,9 @@ class _Planner:
         # grows (units, imports), so running one again adds nothing. A run that met a recursive call it
         # left out (``_cut``) is not one of them: called from elsewhere, that call may run in full.
         self._explored: set[tuple[str, str, tuple[tuple[str, str], ...], Timing]] = set()
+        # (module path, line) of a call of the package's own function -> the paths (conditions) on which
+        # it returned None, and those on which it returned a value
+        self.returned: dict[tuple[str, int], tuple[set[Cond], set[Cond]]] = {}
         self._cut = False
         # what the branches the target does not take would load (an extension loaded only there is no
         # unit: the package's own code decided not to load it)
@@ -283,6 +286,8 @@ class _Planner:
             return out
         elif e.kind in ("break", "continue", "return"):
             getattr(out, {"break": "brk", "continue": "cont", "return": "ret"}[e.kind]).append(self.cond)
+            if e.kind == "return" and e.target == "none":
+                out.ret_none.append(self.cond)
             return out
         out.next.append(self.cond)
         return out
@@ -304,6 +309,13 @@ class _Planner:
         when it reads a run-time value abiprobe cannot evaluate), and then a ``raise`` in either is no
         claim (whether it is reached is not known)."""
         later, note = timing, self.note
+        if e.target.startswith("returned:"):  # ``if lib is None``: by how the call returned on this path
+            _, line, which = e.target.split(":")
+            none, value = self.returned.get((module.path, int(line)), (set(), set()))
+            if (self.cond in none) != (self.cond in value):
+                taken = (self.cond in none) == (which == "none")
+                self._skip(module, e.orelse if taken else e.body, timing, args)
+                return self.run(module, e.body if taken else e.orelse, timing, args, [self.cond])
         if e.setup and self.values is not None:  # computed by the module before the test
             try:
                 taken = bool(evaluate_setup(e.setup, module.path, self.values))
@@ -535,6 +547,7 @@ class _Planner:
         returns go on after the call."""
         out = _Exits()
         out.next.append(self.cond)
+        self.returned.pop((module.path, e.line), None)  # known again only if the function is run below
         target = e.target if "." in e.target else f"{module.name}.{e.target}"
         owner, _, fname = target.rpartition(".")
         passed = tuple(_bind(a, caller or {}) for a in e.args)
@@ -574,6 +587,10 @@ class _Planner:
             self._import_one(owner, timing, f"{module.path} line {e.line}")
         exits = self.run(callee_module, function.events, timing, bound)
         out = _Exits(next=list(dict.fromkeys(exits.next + exits.ret)) or [], rais=exits.rais)
+        # how it returned on each path: None (a return of None, or its end), or a value
+        none = set(exits.next) | set(exits.ret_none)
+        value = set(exits.ret) - set(exits.ret_none)
+        self.returned[(module.path, e.line)] = (none, value)
         self.ran.discard((owner, fname))  # another call may pass other arguments
         if not self._cut:  # run to its end: no recursive call inside it was left out
             self._explored.add(key)
@@ -619,6 +636,7 @@ class _Exits:
     brk: list[Cond] = field(default_factory=list)
     cont: list[Cond] = field(default_factory=list)
     ret: list[Cond] = field(default_factory=list)
+    ret_none: list[Cond] = field(default_factory=list)  # of ``ret``: the returns of None
     rais: list[Cond] = field(default_factory=list)
     # a test abiprobe cannot know decided whether the block goes on (one branch left it): what follows
     # in the block is reached on some runs only
@@ -629,6 +647,7 @@ class _Exits:
         self.brk += other.brk
         self.cont += other.cont
         self.ret += other.ret
+        self.ret_none += other.ret_none
         self.rais += other.rais
 
 

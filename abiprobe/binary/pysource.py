@@ -63,7 +63,7 @@ _UNKNOWN = "*"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 7
+READ_RULES = 8
 
 
 def scan_sources(
@@ -170,6 +170,8 @@ class _Scanner:
         self.seen_top: list[ast.stmt] = []  # the top-level statements read so far
         self.fn_locals: set[str] = set()  # the names the function being read binds (and its parameters)
         self.fn_prefix: list[ast.stmt] = []  # its body's statements read so far (those before the current)
+        # a name assigned what a call of the package's own function returned: the call's line
+        self.returned_by: dict[str, int] = {}
         self.handlers: list[str] = []  # the names enclosing ``except ... as name`` clauses bind
         self.cls: str | None = None  # the class whose method is being read
         # names assigned where it is not known whether (or how often) the assignment runs: an opaque
@@ -203,6 +205,7 @@ class _Scanner:
         """A name whose value this reading no longer knows (changed in place, bound in a loop)."""
         nodes = self.local_nodes if self.in_function else self.module_nodes
         nodes[name] = ast.Name(UNKNOWN_NAME, ast.Load())
+        self.returned_by.pop(name, None)
         if not self.in_function:
             self.constants.pop(name, None)
 
@@ -247,6 +250,14 @@ class _Scanner:
             name = stmt.targets[0].id
             nodes = self.local_nodes if self.in_function else self.module_nodes
             nodes[name] = self.guarded(stmt.value, nodes.get(name), name)
+            self.returned_by.pop(name, None)
+            value_line = getattr(stmt.value, "lineno", -1)
+            if (
+                isinstance(stmt.value, ast.Call)
+                and not (self.unsure_depth or self.guards or self.loops)
+                and any(e.kind == "call" and e.line == value_line for e in events)
+            ):  # what the package's function returned, for a test on it (``if lib is None: raise``)
+                self.returned_by[name] = value_line
             if self.unsure_depth:
                 self.unsure.add(name)
             if self.guards:  # a value chosen by a run-time test: evaluated by the planner, not here
@@ -266,12 +277,12 @@ class _Scanner:
         self.local_nodes, self.in_function, loops, unsure = {}, True, self.loops, self.unsure
         self.loops, self.unsure = [], set()
         self.fn_locals = set(inner) | {n for s in stmt.body for n in bound_names(s)}
-        self.fn_prefix = []
+        self.fn_prefix, returned_by, self.returned_by = [], self.returned_by, {}
         body: list[PyEvent] = []
         for s in stmt.body:  # the statements before the one being read, for a load's search program
             body += self.statement(s, inner)
             self.fn_prefix.append(s)
-        self.fn_prefix = []
+        self.fn_prefix, self.returned_by = [], returned_by
         self.local_nodes, self.in_function, self.loops, self.unsure = {}, False, loops, unsure
         self.fn_locals = set()
         self.functions.append(PyFunction(name, tuple(inner), tuple(body)))
@@ -284,6 +295,8 @@ class _Scanner:
         if isinstance(stmt, ast.If):  # a test on run-time values is kept; any other is opaque ("")
             test = self.runtime(stmt.test)
             argued = self.argument_test(stmt.test, params) if test is None else None
+            if test is None and argued is None:
+                argued = self.returned_test(stmt.test)
             if test is not None:
                 self.guards.append((stmt.test, True))
             else:
@@ -355,7 +368,8 @@ class _Scanner:
             kind = "break" if isinstance(stmt, ast.Break) else "continue"
             return [PyEvent(kind, "", line=line)] if self.loops and self.loops[-1] else []
         if isinstance(stmt, ast.Return) and self.in_function:
-            return [*self.calls(stmt, params), PyEvent("return", "", line=line)]
+            none = stmt.value is None or (isinstance(stmt.value, ast.Constant) and stmt.value.value is None)
+            return [*self.calls(stmt, params), PyEvent("return", "none" if none else "", line=line)]
         return None
 
     def handler(self, h: ast.ExceptHandler, params: dict[str, str]) -> list[PyEvent]:
@@ -381,6 +395,25 @@ class _Scanner:
         if self.static is None or self.static.overlay or self.loops:
             return ""
         return path_program(path, self.seen_top, self.static.interp.env, self.fn_locals, self.fn_prefix)
+
+    def returned_test(self, test: ast.expr) -> str | None:
+        """``returned:<line>:none`` for ``name is None`` where ``name`` holds what the call of the
+        package's own function at that line returned (``:value`` for ``is not None``): the planner takes
+        the branch by how the call returned (a try-list helper that returns None once every candidate
+        failed); None for any other test."""
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(test.left, ast.Name)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            return None
+        line = self.returned_by.get(test.left.id)
+        if line is None:
+            return None
+        return f"returned:{line}:{'none' if isinstance(test.ops[0], ast.Is) else 'value'}"
 
     def argument_test(self, test: ast.expr, params: dict[str, str]) -> str | None:
         """A function's test on its own parameters (and run-time values): ``if not no_throw: raise``,

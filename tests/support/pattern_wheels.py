@@ -23,6 +23,9 @@
 - ``opened``: ships ``opened_hook.abi3.so`` (needs an absent library) and ``opened_hook_cu13.abi3.so``,
   named like extension modules but exporting no ``PyInit_``: its Python only returns their paths, for a
   caller to hand to ``LD_PRELOAD`` or an allocator (torch-memory-saver's way); importing loads neither.
+- ``helper`` / ``helper_none``: a helper returns the first of ``libhl_v2``, ``libhl_v1`` that loads, or
+  None; the caller raises its own ImportError on None. v2 needs an absent library (v1 too in
+  ``helper_none``).
 - ``mutated``: a function builds its candidates with ``+=`` in a loop, keeps those that exist and loads the
   first, ``mutated/lib/libmut.so`` (which needs an absent library).
 - ``opensfirst``: opens ``libcore.so`` through a search abiprobe cannot follow (a size test), then imports
@@ -215,6 +218,25 @@ _ROOT = os.path.dirname(os.path.dirname(__file__))
 def hook_path(cuda_major):
     return os.path.join(_ROOT, f"opened_hook_cu{cuda_major}.abi3.so")
 """
+HELPER = b"""import ctypes
+import os
+
+_HERE = os.path.dirname(__file__)
+
+
+def _load_first():
+    for name in ("libhl_v2.so", "libhl_v1.so"):
+        try:
+            return ctypes.CDLL(os.path.join(_HERE, name))
+        except OSError:
+            pass
+    return None
+
+
+_lib = _load_first()
+if _lib is None:
+    raise ImportError("helper: no usable libhl library")
+"""
 MUTATED = b"""import ctypes
 import os
 
@@ -267,6 +289,8 @@ class PatternWheels:
     opened: Path
     mutated: Path
     opensfirst: Path
+    helper: Path
+    helper_none: Path
 
 
 def _plain(out: Path, filename: str, soname: str | None = None) -> Path:
@@ -374,7 +398,16 @@ def build_pattern_wheels(root: Path) -> PatternWheels:
     opensfirst = build_wheel(out, "opensfirst", "1.0", {
         "opensfirst/__init__.py": OPENSFIRST, "opensfirst/libcore.so": core, f"opensfirst/{ext.name}": ext,
     }, tag=TAG)  # fmt: skip
+    v2 = _needing(work / "hl", "libhl_v2.so", absent)
+    helper = build_wheel(out / "h", "helper", "1.0", {
+        "helper/__init__.py": HELPER, "helper/libhl_v2.so": v2,
+        "helper/libhl_v1.so": _plain(work / "hl", "libhl_v1.so"),
+    }, tag=TAG)  # fmt: skip
+    helper_none = build_wheel(out / "hn", "helper", "1.0", {
+        "helper/__init__.py": HELPER, "helper/libhl_v2.so": v2,
+        "helper/libhl_v1.so": _needing(work / "hn", "libhl_v1.so", absent),
+    }, tag=TAG)  # fmt: skip
     return PatternWheels(
         torch, cudaname, missingname, trylist, trylist_none, chain, listglob, netname, optional, guarded,
-        sysnames, sysnames_none, wrapped, subsets, opened, mutated, opensfirst,
+        sysnames, sysnames_none, wrapped, subsets, opened, mutated, opensfirst, helper, helper_none,
     )  # fmt: skip
