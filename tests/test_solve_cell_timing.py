@@ -45,6 +45,27 @@ def enable():
     return ctypes.CDLL(os.path.join(os.path.dirname(__file__), "libfeature.so"))
 """
 
+SYSTEM_ONLY = "libabiprobe_absent_sys.so.1"
+FIRST_USE_SYSTEM_INIT = b"""
+import ctypes
+
+
+def enable():
+    lib = _find()
+    if lib is None:
+        raise RuntimeError("sgl_kernel: this feature needs libabiprobe_absent_sys.so.1 from the system")
+    return lib
+
+
+def _find():
+    for name in ("libabiprobe_absent_sys.so.1",):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            pass
+    return None
+"""
+
 
 def _kernel(out: Path, version: str, c10: Path, init: bytes, lib: str, absent: Path) -> Path:
     d = out / f"k{version}"
@@ -91,6 +112,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "runtime": runtime,
         "optional": _kernel(out, "0.5.0", c10, OPTIONAL_INIT, "libopt.so", absent),
         "first_use": _kernel(out, "0.5.1", c10, FIRST_USE_INIT, "libfeature.so", absent),
+        "system_only": _kernel(out, "0.5.2", c10, FIRST_USE_SYSTEM_INIT, "libunused.so", absent),
         "stack": stack,
     }
 
@@ -137,3 +159,27 @@ def test_an_optional_load_warns_the_cell_and_a_first_use_load_fails_it(
     assert code == 0
     code, line = _real(built["first_use"], tmp_path / "s1", "import sgl_kernel; sgl_kernel.enable()")
     assert code == 1 and f"{ABSENT}: cannot open shared object file" in line
+
+
+def test_a_first_use_error_of_the_package_after_only_system_libraries_were_missing_warns_the_cell(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    # GIVEN 0.5.2, whose enable() looks for a library by bare name (the system's search) and raises its
+    # own error when none loads: an optional backend's runtime that the user installs
+    with IndexServer() as server:
+        for key in ("torch", "runtime", "system_only"):
+            server.add_wheel(built[key])
+        argv = solve_argv(
+            server.index_url, tmp_path / "cache", tmp_path / "out", "--stack", str(built["stack"])
+        )
+        assert main(argv) == 0
+    doc: dict[str, Any] = json.loads((tmp_path / "out" / f"{NAME}.json").read_text())
+    # THEN its cell warns (a feature that may not load), naming the library, and the set is chosen
+    cell = _cell(doc, "sglang-kernel==0.5.2")
+    assert cell["status"] == "warn" and cell["checks"]["sonames"] == "warn", cell
+    assert SYSTEM_ONLY in cell["explanation"] and "its own raise" in cell["explanation"]
+    assert doc["chosen"]["kernel"] == "sglang-kernel==0.5.2"
+    # AND real runs agree: importing works, and using the feature raises the package's own error
+    assert _real(built["system_only"], tmp_path / "s2", "import sgl_kernel") == (0, "")
+    code, line = _real(built["system_only"], tmp_path / "s2", "import sgl_kernel; sgl_kernel.enable()")
+    assert code == 1 and line == f"RuntimeError: sgl_kernel: this feature needs {SYSTEM_ONLY} from the system"

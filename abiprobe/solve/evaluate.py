@@ -184,7 +184,7 @@ class StaticEvaluator:
         ]
         for w in wheels:
             for unit in analyze_extension(w, loaded, self.target, self.profile, self.cache, self.rules):
-                verdicts.extend(_at_import(unit.timing, unit.verdicts))
+                verdicts.extend(_at_import(unit.timing, unit.verdicts, unit.kind))
         # the provider flashinfer picks for the target: its modules' GPU code, from its own bytes
         chosen = {p.chosen for p in member.arch_wheels if p.chosen}
         judged = {v.subject for v in verdicts if v.check == "gpu_arch"}
@@ -196,17 +196,27 @@ class StaticEvaluator:
         return self._settle(verdicts, self._missing(base, member))
 
 
-def _at_import(timing: str, verdicts: Sequence[Verdict]) -> list[Verdict]:
+def _at_import(timing: str, verdicts: Sequence[Verdict], kind: str = "") -> list[Verdict]:
     """A unit's verdicts as the set's cell counts them: a unit loaded on first use, or whose failure the
     package catches, does not decide whether the set imports (as ``check``'s headline): its failure (or
-    a load not followed) is a feature that may not load, a warning of the cell with its words kept."""
+    a load not followed) is a feature that may not load, a warning of the cell with its words kept. So is
+    the package's own error on first use once only libraries the system's search must find were missing
+    (an optional backend's runtime the user installs, flashinfer's NIXL): no wheel of the set could
+    change it."""
     from abiprobe.analyze.analysis import LATER
 
     if timing not in LATER:
         return list(verdicts)
+
+    def system_only(v: Verdict) -> bool:
+        tried = v.evidence.get("candidates") or ()
+        return kind == "raise" and bool(tried) and all("/" not in str(c.get("unit", "/")) for c in tried)
+
     return [
         replace(v, status="warn", explanation=f"a feature that may not load ({timing}): {v.explanation}")
-        if v.status == "unknown" or (timing == "optional" and v.status in ("fail", "system"))
+        if v.status == "unknown"
+        or (timing == "optional" and v.status in ("fail", "system"))
+        or (v.status == "fail" and system_only(v))
         else v
         for v in verdicts
     ]
