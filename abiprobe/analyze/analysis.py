@@ -223,12 +223,12 @@ def never_imported(obj: InstalledObject, target: Target) -> bool:
     return bool(tags) and any(target.accepts_tag(t) for t in tags)
 
 
-def _demoted(verdicts: tuple[Verdict, ...], why: str) -> tuple[Verdict, ...]:
-    """Failures of a unit the running program never loads become warnings that say why."""
+def _demoted(verdicts: tuple[Verdict, ...], why: str, to: Status = "warn") -> tuple[Verdict, ...]:
+    """Failures of a unit the running program never loads become warnings that say why; ``unknown``
+    (``to``) for one that nothing abiprobe follows loads (whether the program ever opens it, and which of
+    its variants, is not known)."""
     return tuple(
-        replace(v, status="warn", explanation=f"{v.explanation} ({why})")
-        if v.status in ("fail", "system")
-        else v
+        replace(v, status=to, explanation=f"{v.explanation} ({why})") if v.status in ("fail", "system") else v
         for v in verdicts
     )
 
@@ -247,17 +247,6 @@ def _opened_before(sim: LoaderSimulation, result: LoadResult) -> str | None:
     return (
         f"the set has {', '.join(missing)}: the load at {where}, whose path abiprobe cannot follow, "
         "may have opened it before this unit"
-    )
-
-
-def _unsure(verdicts: tuple[Verdict, ...], why: str) -> tuple[Verdict, ...]:
-    """Failures of a unit nothing abiprobe follows loads become ``unknown``: whether the program ever
-    opens it, and which of its variants, is not known."""
-    return tuple(
-        replace(v, status="unknown", explanation=f"{v.explanation} ({why})")
-        if v.status in ("fail", "system")
-        else v
-        for v in verdicts
     )
 
 
@@ -309,9 +298,9 @@ def _unit(
         verdicts = _timed(verdicts, unit, sim, result)
     selected = runtime_selection(result.path, sim.target, sim.rules)
     if unit is not None and unit.how == "opened":
-        verdicts = _unsure(verdicts, f"if it is opened: {unit.note}")
+        verdicts = _demoted(verdicts, f"if it is opened: {unit.note}", "unknown")
     if (why := _opened_before(sim, result)) is not None:
-        verdicts = _unsure(verdicts, why)
+        verdicts = _demoted(verdicts, why, "unknown")
     if selected is False:
         verdicts = _demoted(verdicts, "the package does not load it on this GPU")
     elif never_imported(obj, sim.target):

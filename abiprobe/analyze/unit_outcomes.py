@@ -55,10 +55,15 @@ def _failure(u: JudgedUnit) -> str:
     return bad.explanation if bad is not None else "fails"
 
 
+def _failed_candidates(unit: PlannedUnit, done: Sequence[JudgedUnit]) -> list[tuple[str, JudgedUnit]]:
+    """The candidates the package tried before this unit that failed, as judged."""
+    by_path = {u.path: u for u in done}
+    return [(key, by_path[_name(key)]) for key, ok in unit.when if not ok and _name(key) in by_path]
+
+
 def tried_before(unit: PlannedUnit, done: Sequence[JudgedUnit]) -> list[tuple[str, str]]:
     """The candidates the package tried before this unit that failed, with their first failure."""
-    by_path = {u.path: u for u in done}
-    return [(key, _failure(by_path[_name(key)])) for key, ok in unit.when if not ok and _name(key) in by_path]
+    return [(key, _failure(u)) for key, u in _failed_candidates(unit, done)]
 
 
 def _name(key: str) -> str:
@@ -100,14 +105,13 @@ def virtual_outcome(sim: LoaderSimulation, unit: PlannedUnit, done: Sequence[Jud
         text = f"the package looks for {path}, which the set does not have{at}{why}"
         return VirtualOutcome(dist, "library", (Verdict("sonames", "warn", text, path),), None)
     if unit.how == "raise":
-        failed = tried_before(unit, done)
+        candidates = _failed_candidates(unit, done)
+        failed = [(key, _failure(u)) for key, u in candidates]
         line = unit.raises or (failed[-1][1] if failed else "an error")
         # the loader's own first line, when a candidate the package tried failed in the loader: what the
         # chain of errors starts from; the package's exception is Python's last line
-        by_path = {u.path: u for u in done}
         loader = next(
-            (m for k, _ in failed if (m := by_path[_name(k)].loader_message) is not None and not m.raised),
-            None,
+            (m for _, u in candidates if (m := u.loader_message) is not None and not m.raised), None
         )
         via = f"raised at {unit.where}"
         message = (
