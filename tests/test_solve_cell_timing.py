@@ -117,6 +117,19 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+def _solved(built: dict[str, Path], keys: tuple[str, ...], tmp_path: Path) -> dict[str, Any]:
+    """Solve the stack over a local index serving the wheels ``keys`` name: the matrix document."""
+    with IndexServer() as server:
+        for key in keys:
+            server.add_wheel(built[key])
+        argv = solve_argv(
+            server.index_url, tmp_path / "cache", tmp_path / "out", "--stack", str(built["stack"])
+        )
+        assert main(argv) == 0
+    doc: dict[str, Any] = json.loads((tmp_path / "out" / f"{NAME}.json").read_text())
+    return doc
+
+
 def _cell(doc: dict[str, Any], member: str) -> dict[str, Any]:
     return next(c for c in doc["cells"] if member in c["members"])
 
@@ -131,15 +144,8 @@ def _real(wheel: Path, site: Path, code: str) -> tuple[int, str]:
 def test_an_optional_load_warns_the_cell_and_a_first_use_load_fails_it(
     built: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with IndexServer() as server:
-        for key in ("torch", "runtime", "optional", "first_use"):
-            server.add_wheel(built[key])
-        # WHEN the stack is solved
-        argv = solve_argv(
-            server.index_url, tmp_path / "cache", tmp_path / "out", "--stack", str(built["stack"])
-        )
-        assert main(argv) == 0
-    doc: dict[str, Any] = json.loads((tmp_path / "out" / f"{NAME}.json").read_text())
+    # WHEN the stack is solved
+    doc = _solved(built, ("torch", "runtime", "optional", "first_use"), tmp_path)
     # THEN 0.5.1, whose first-use library cannot load, fails its cell in the loader's words
     newer = _cell(doc, "sglang-kernel==0.5.1")
     assert newer["status"] == "fail"
@@ -166,14 +172,7 @@ def test_a_first_use_error_of_the_package_after_only_system_libraries_were_missi
 ) -> None:
     # GIVEN 0.5.2, whose enable() looks for a library by bare name (the system's search) and raises its
     # own error when none loads: an optional backend's runtime that the user installs
-    with IndexServer() as server:
-        for key in ("torch", "runtime", "system_only"):
-            server.add_wheel(built[key])
-        argv = solve_argv(
-            server.index_url, tmp_path / "cache", tmp_path / "out", "--stack", str(built["stack"])
-        )
-        assert main(argv) == 0
-    doc: dict[str, Any] = json.loads((tmp_path / "out" / f"{NAME}.json").read_text())
+    doc = _solved(built, ("torch", "runtime", "system_only"), tmp_path)
     # THEN its cell warns (a feature that may not load), naming the library, and the set is chosen
     cell = _cell(doc, "sglang-kernel==0.5.2")
     assert cell["status"] == "warn" and cell["checks"]["sonames"] == "warn", cell
