@@ -8,7 +8,7 @@ import ast
 import pytest
 
 from abiprobe.binary.pyinterp import bound_names
-from abiprobe.binary.pyslice import TEST_NAME, path_program
+from abiprobe.binary.pyslice import TEST_NAME, path_program, setup_program
 
 MODULE = """
 import os
@@ -45,15 +45,37 @@ def test_names_the_function_computes_before_the_load_are_computed_by_the_program
     assert scope[TEST_NAME] == "pkg/libx.so"
 
 
+def test_a_list_the_function_changes_in_place_before_the_load_is_computed_with_its_change() -> None:
+    # GIVEN a list built, then appended to and extended by plain statements before the load
+    program = _program(
+        "def load():\n    p = [_find()]\n    p.append('other')\n    p += ['last']\n    CDLL(p[-2])\n"
+    )
+    # THEN the program runs each statement in order, so it computes what Python computes
+    assert program.splitlines()[-4:-1] == ["p = [_find()]", "p.append('other')", "p += ['last']"]
+    scope: dict[str, object] = {}
+    exec(program, scope)
+    assert scope[TEST_NAME] == "other"
+
+
 @pytest.mark.parametrize(
     "function",
     [
         "def load(where):\n    p = where + '/libx.so'\n    CDLL(p)\n",  # a parameter
         "def load():\n    if cond():\n        p = _find()\n    CDLL(p)\n",  # bound in a branch
-        "def load():\n    p = [_find()]\n    p.append('other')\n    CDLL(p[-1])\n",  # changed in place
         "def load():\n    CDLL(p)\n    p = _find()\n",  # bound only after the load
     ],
-    ids=["parameter", "branch", "changed", "later"],
+    ids=["parameter", "branch", "later"],
 )
 def test_a_name_the_function_does_not_compute_plainly_before_the_load_gives_no_program(function: str) -> None:
     assert _program(function) == ""
+
+
+def test_a_module_list_appended_to_after_its_assignment_keeps_the_append() -> None:
+    # GIVEN a module whose list is assigned, then appended to (its value not computed at facts time)
+    earlier = ast.parse("LIBS = ['liba.so']\nLIBS.append('libb.so')\n").body
+    test = ast.parse("LIBS[-1]", mode="eval").body
+    program = setup_program(test, earlier, {}, as_bool=False)
+    # THEN the program runs the append after the assignment, and computes what Python computes
+    scope: dict[str, object] = {}
+    exec(program, scope)
+    assert scope[TEST_NAME] == "libb.so" and scope["LIBS"] == ["liba.so", "libb.so"]

@@ -23,6 +23,12 @@ def _loaded(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+def _binds(stmt: ast.stmt) -> set[str]:
+    return bound_names(stmt) | {
+        n for node in ast.walk(stmt) if isinstance(node, ast.stmt) for n in changed_names(node)
+    }
+
+
 def setup_program(
     test: ast.expr,
     earlier: Sequence[ast.stmt],
@@ -39,7 +45,9 @@ def setup_program(
     needed = _loaded(test)
     module_count = len(earlier)
     earlier = [*earlier, *prefix]
-    binders = [bound_names(s) for s in earlier]
+    # what each statement binds or changes in place (``libs.append(x)``, ``libs += [...]``): a statement
+    # changing a needed name is needed as much as the one that bound it
+    binders = [_binds(s) for s in earlier]
     if not needed & set().union(*binders):
         return ""
     # a function reads its names when called, after every statement here ran: one defined later than the
@@ -101,22 +109,47 @@ def path_program(
 def _own_statements(reads: set[str], prefix: Sequence[ast.stmt], local: Set[str]) -> list[ast.stmt] | None:
     """The enclosing function's statements before the load that compute the function's own names the
     path reads (``lib_path = libinfo.find_lib_path()`` before ``CDLL(lib_path[0])``): plain statements
-    only, each reading no name of the function not bound by one before it (a parameter, a name bound
-    in a branch or a loop: the program could not know it); None when they cannot be taken so."""
+    (assignments, ``+=``, a method call changing a list, an ``if`` of those: the program runs its test),
+    each reading no name of the function not bound by one before it (a parameter, a name bound in a
+    loop: the program could not know it); None when they cannot be taken so."""
     needed = reads & local
     chosen: list[int] = []
     for i in range(len(prefix) - 1, -1, -1):
-        binds = bound_names(prefix[i]) | {
-            n for node in ast.walk(prefix[i]) if isinstance(node, ast.stmt) for n in changed_names(node)
-        }
+        stmt = prefix[i]
+        binds = _binds(stmt)
         if binds & needed:
-            if not isinstance(prefix[i], (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
+            if not _plain(stmt):
                 return None
             chosen.append(i)
-            needed = (needed - binds) | (_loaded(prefix[i]) & local)
+            # ``x += y`` and ``x.append(y)`` read the ``x`` they change; an ``if`` binds what both branches do
+            needed = (needed - _surely_bound([stmt])) | ((_loaded(stmt) | changed_names(stmt)) & local)
+            if isinstance(stmt, ast.AugAssign):
+                needed |= _loaded(stmt.target) | bound_names(stmt)
     if needed:  # read before anything of the function binds it: a parameter, or not bound at all
         return None
     return [prefix[i] for i in sorted(chosen)]
+
+
+def _plain(stmt: ast.stmt) -> bool:
+    """A statement the program may run as it stands: no loop, no ``try``, no jump out of the function."""
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.Pass)):
+        return True
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Call)
+    if isinstance(stmt, ast.If):
+        return all(_plain(s) for s in (*stmt.body, *stmt.orelse))
+    return False
+
+
+def _surely_bound(body: Sequence[ast.stmt]) -> set[str]:
+    """The names a block binds on every way through it (an ``if``: those both its branches bind)."""
+    out: set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
+            out |= bound_names(stmt)
+        elif isinstance(stmt, ast.If):
+            out |= _surely_bound(stmt.body) & _surely_bound(stmt.orelse)
+    return out
 
 
 __all__ = ["MAX_SETUP", "TEST_NAME", "path_program", "setup_program"]
