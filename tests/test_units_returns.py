@@ -7,15 +7,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.held import BUILT_IN_UNREAD
+from support.held import judged_set
 from support.return_wheels import SEARCH_LOCAL_INIT, ReturnWheels, build_return_wheels
 from support.venvs import loader_line, run_unpacked
 
-from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
+from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis
 from abiprobe.analyze.first_error import matches_loader_line
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.binary.wheel import wheel_facts_from_path
-from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
@@ -29,13 +27,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> ReturnWheels:
 
 
 def _analyze(wheels: ReturnWheels, *names: str) -> SetAnalysis:
-    paths = [wheels.torch, *(getattr(wheels, n) for n in names)]
-    return analyze_set(
-        [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in paths],
-        TARGET,
-        PROFILE,
-        stack=default_stack(),
-    )
+    return judged_set([wheels.torch, *(getattr(wheels, n) for n in names)], TARGET, PROFILE)
 
 
 def _import(wheels: ReturnWheels, name: str | tuple[str, ...], package: str, site: Path) -> tuple[int, str]:

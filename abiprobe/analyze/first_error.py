@@ -26,6 +26,7 @@ from abiprobe.analyze.layout import Layout
 from abiprobe.analyze.loader import LoadResult, bound_imports
 
 SITE = "<site-packages>"
+PREFIX = "<prefix>"  # the environment's prefix (a venv's folder), above lib/pythonX.Y/site-packages
 LIBDIR = "<libdir>"
 
 
@@ -58,11 +59,20 @@ class LoaderMessage:
                    str(data.get("via", "")), str(data.get("raised", "")))  # fmt: skip
 
 
+def site_path(path: str) -> str:
+    """A site-packages-relative path as a message shows it: a file of the environment's prefix (a wheel's
+    ``.data/data/lib``, ``../../x``) under ``<prefix>/lib``, not above site-packages."""
+    if path.startswith("../../"):
+        rest = path[len("../../") :]
+        return f"{PREFIX}/{rest[3:]}" if rest.startswith("../") else f"{PREFIX}/lib/{rest}"
+    return f"{SITE}/{path}"
+
+
 def _path(provider: str) -> str:
     kind, sep, soname = provider.partition(":")
     if sep and kind in ("system", "driver"):
         return f"{LIBDIR}/{soname}"
-    return f"{SITE}/{provider}"
+    return site_path(provider)
 
 
 def first_message(result: LoadResult, layout: Layout, *, by_path: bool = False) -> LoaderMessage | None:
@@ -100,6 +110,9 @@ def matches_loader_line(predicted: str, line: str) -> bool:
     for raised in ("ImportError: ", "OSError: "):
         line = line.removeprefix(raised)
     pattern = (
-        re.escape(body).replace(re.escape(f"{SITE}/"), "").replace(re.escape(f"{LIBDIR}/"), r"(?:/\S*/)?")
+        re.escape(body)
+        .replace(re.escape(f"{SITE}/"), "")
+        .replace(re.escape(f"{LIBDIR}/"), r"(?:/\S*/)?")
+        .replace(re.escape(f"{PREFIX}/"), r"(?:/\S*/)?")
     )
     return re.fullmatch(pattern + r"(?: \(.*\))?", line.strip()) is not None

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from abiprobe.binary.wheel_members import installed_path
+from abiprobe.binary.wheel_members import in_prefix, installed_path, site_relative
 from abiprobe.model.facts import ElfFacts, WheelFacts, WheelSummary
 
 _EXT_SUFFIX = re.compile(r"\.(?:cpython-(?P<ver>\d)(?P<minor>\d+)[a-z]*-[A-Za-z0-9_-]+|(?P<abi3>abi3))\.so$")
@@ -82,17 +82,19 @@ class Layout:
 
     def find(self, directory: str, soname: str) -> InstalledObject | None:
         """The object ld.so would open as ``directory/soname``; None when the set has no such file."""
-        return self.objects.get(posixpath.normpath(posixpath.join(directory, soname)))
+        return self.objects.get(site_relative(posixpath.join(directory, soname)))
 
     def search_dirs(self, obj: InstalledObject, entries: Sequence[str]) -> list[str]:
-        """RPATH/RUNPATH entries as site-packages directories; ``$ORIGIN`` resolved, outside ones dropped."""
+        """RPATH/RUNPATH entries as site-packages relative directories, ``$ORIGIN`` resolved; those inside
+        the environment's prefix are kept (``$ORIGIN/../../..`` of ``pkg/_C.so`` is ``<prefix>/lib``, where
+        a wheel's ``.data/data/lib`` files land), those outside it dropped."""
         dirs: list[str] = []
         for raw in entries:
             for entry in raw.split(":"):
                 if not _ORIGIN.match(entry):
                     continue
-                joined = posixpath.normpath(posixpath.join(obj.directory, _ORIGIN.sub("", entry).lstrip("/")))
-                if joined == ".." or joined.startswith("../"):
+                joined = site_relative(posixpath.join(obj.directory, _ORIGIN.sub("", entry).lstrip("/")))
+                if not in_prefix(joined):
                     continue
                 dirs.append("" if joined == "." else joined)
         return dirs

@@ -205,6 +205,9 @@ class LoaderSimulation:
         self.not_taken: set[str] = set()
         # loads taken so far whose path abiprobe cannot follow (each may have opened any file of the set)
         self.unfollowed: list[PlannedUnit] = []
+        # bare names loaded through the system's search: whether each was found when it was loaded (what
+        # loads later, a library of the prefix by its soname, is no answer to that earlier search)
+        self.found_then: dict[str, bool] = {}
         self.target = target
         self.profile = profile
         self.driver = Driver() if profile.driver else None
@@ -236,6 +239,7 @@ class LoaderSimulation:
         new.global_scope = list(self.global_scope)
         new.not_taken = set(self.not_taken)
         new.unfollowed = list(self.unfollowed)
+        new.found_then = dict(self.found_then)
         # shared, copied by whichever of the two joins the global scope first (a kernel's units load
         # RTLD_LOCAL, so a pair on a torch base usually never copies the base's index of every export)
         self._owns_index = new._owns_index = False
@@ -291,7 +295,7 @@ class LoaderSimulation:
         outcomes: dict[str, bool] = {}
         out: list[tuple[PlannedUnit | None, LoadResult | None, bool]] = []
         for u in units:
-            if any(outcomes.get(key) is not want for key, want in u.when):
+            if not any(all(outcomes.get(key) is want for key, want in c) for c in u.reached_on):
                 continue
             result: LoadResult | None = None
             if u.loads_object:
@@ -308,6 +312,7 @@ class LoaderSimulation:
                     or self.profile.library(name) is not None
                     or (name == DRIVER_SONAME and self.driver is not None)
                 )
+                self.found_then[u.path] = ok
             else:
                 ok = u.how != "absent"
                 if u.how == "unresolved":

@@ -4,7 +4,9 @@ evaluator of the expressions :mod:`abiprobe.binary.pysource` kept as ``{=expr=}`
 Values: ``torch.version.*`` and ``torch.__version__`` from the ``torch/version.py`` of the set's torch
 wheel (else from its version's local label: ``+cu130`` is CUDA 13.0, ``+cpu`` none); the target's Python
 (``sys.version_info``), machine (``platform.machine()``), ``sys.platform`` and ``os.name`` (Linux);
-``os.environ`` is empty (an environment override takes its default: the target sets none).
+``os.environ`` is empty (an environment override takes its default: the target sets none). The set
+is installed into a virtual environment, as pip and uv install it: ``site.ENABLE_USER_SITE`` is False
+(and ``site.getsitepackages()``, in :mod:`abiprobe.binary.pyinterp`, is its one site-packages).
 ``torch.cuda.is_available()`` is True exactly when the set's torch is a CUDA build: a target is a machine
 with an NVIDIA GPU and its driver; ``torch.cuda.get_device_capability()`` is the target GPU's (when given);
 ``torch.xpu``, ``torch.mps`` and ROCm are never available there.
@@ -210,6 +212,8 @@ def runtime_values(target: Target, wheels: Sequence[WheelFacts]) -> RuntimeValue
         "os.getenv": lambda name, default=None: default,
         "platform.machine": lambda: machine,
         "platform.system": lambda: "Linux",
+        # the set is installed into a virtual environment: Python's user site-packages is off there
+        "site.ENABLE_USER_SITE": False,
     }
     torch, source = _torch_values(wheels)
     values.update(torch)

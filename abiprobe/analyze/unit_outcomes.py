@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
-from abiprobe.analyze.first_error import SITE, LoaderMessage
+from abiprobe.analyze.first_error import LoaderMessage, site_path
 from abiprobe.analyze.layout import dist_label
 from abiprobe.analyze.loader import LoaderSimulation
 from abiprobe.analyze.profiles import DRIVER_SONAME
@@ -56,9 +56,12 @@ def _failure(u: JudgedUnit) -> str:
 
 
 def _failed_candidates(unit: PlannedUnit, done: Sequence[JudgedUnit]) -> list[tuple[str, JudgedUnit]]:
-    """The candidates the package tried before this unit that failed, as judged."""
+    """The candidates the package tried before this unit that failed, as judged: those since the last
+    load that succeeded on its path (what loaded before belongs to an earlier search: fairseq2n's
+    oneTBB, found, before its libsndfile, not)."""
     by_path = {u.path: u for u in done}
-    return [(key, by_path[_name(key)]) for key, ok in unit.when if not ok and _name(key) in by_path]
+    since = max((i + 1 for i, (_key, ok) in enumerate(unit.when) if ok), default=0)
+    return [(key, by_path[_name(key)]) for key, ok in unit.when[since:] if not ok and _name(key) in by_path]
 
 
 def tried_before(unit: PlannedUnit, done: Sequence[JudgedUnit]) -> list[tuple[str, str]]:
@@ -80,11 +83,14 @@ def virtual_outcome(sim: LoaderSimulation, unit: PlannedUnit, done: Sequence[Jud
     at = f" ({unit.api} at {unit.where})" if unit.where else ""
     if unit.how == "soname":
         name = _name(unit.path)
-        if (
-            name in sim.loaded
-            or sim.profile.library(name) is not None
-            or (sim.driver is not None and name in DRIVER_LIBRARIES)
-        ):
+        found = sim.found_then.get(unit.path)
+        if found is None:
+            found = (
+                name in sim.loaded
+                or sim.profile.library(name) is not None
+                or (sim.driver is not None and name in DRIVER_LIBRARIES)
+            )
+        if found:
             text = f"{name} is found by the system's search (loaded already, or a target system library){at}"
             return VirtualOutcome(dist, "library", (Verdict("sonames", "ok", text, unit.path),), None)
         message = LoaderMessage(f"OSError: {name}: {_NO_FILE}", "needed", unit.path, via=at.strip(" ()"))
@@ -93,7 +99,7 @@ def virtual_outcome(sim: LoaderSimulation, unit: PlannedUnit, done: Sequence[Jud
             dist, "library", (_with(Verdict("sonames", "fail", text, unit.path), message),), message
         )
     if unit.how == "absent":
-        message = LoaderMessage(f"OSError: {SITE}/{unit.path}: {_NO_FILE}", "needed", unit.path)
+        message = LoaderMessage(f"OSError: {site_path(unit.path)}: {_NO_FILE}", "needed", unit.path)
         why = f" ({unit.note})" if unit.note else ""
         text = f"the package loads {unit.path}{why}, which the set does not have{at}"
         return VirtualOutcome(
@@ -160,7 +166,7 @@ def settle_candidates(pairs: Sequence[tuple[PlannedUnit | None, U]]) -> list[U]:
         after = [
             p
             for p, _ in pairs[i + 1 :]
-            if p is not None and unit is not None and (unit.path, False) in p.when
+            if p is not None and unit is not None and any((unit.path, False) in c for c in p.reached_on)
         ]
         if unit is None or not unit.caught or not after:
             out.append(judged)

@@ -27,7 +27,7 @@ import fnmatch
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from packaging.utils import canonicalize_name
@@ -46,12 +46,15 @@ from abiprobe.analyze.runtime import (
 )
 from abiprobe.binary.pyinterp import PackagePath
 from abiprobe.binary.pysource import ARG_PREFIX
+from abiprobe.binary.wheel_members import in_prefix, installed_path, site_relative
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts, all_events
 from abiprobe.model.stack import PackageLoading
 
 Timing = Literal["import", "first_use", "unknown", "optional"]
 Cond = tuple[tuple[str, bool], ...]  # (unit key, whether it loaded) that must all hold for a unit to load
 _MAX_PATHS = 16
+_CallKey = tuple[str, str, tuple[tuple[str, str], ...], Timing, Cond, bool]
+_MAX_ITEMS = 64  # items of a loop over a list the package computes
 _EXT_TAIL = re.compile(r"\.(?:cpython-[^.]+|abi3|pypy[^.]*)?\.?so$")
 
 
@@ -73,6 +76,13 @@ class PlannedUnit:
     caught: bool = False  # a handler of the package catches its failure (the package goes on)
     note: str = ""  # how its name was computed, or why it cannot be followed
     raises: str = ""  # raise: the line Python prints ("RuntimeError: ..."); "" re-raises the caught error
+    # the other paths that reach it (``when`` of each): it is loaded when any of them is taken (the
+    # package's extension imported after whichever candidate of its try-list loaded)
+    also: tuple[Cond, ...] = ()
+
+    @property
+    def reached_on(self) -> tuple[Cond, ...]:
+        return (self.when, *self.also)
 
     @property
     def by_path(self) -> bool:
@@ -105,7 +115,8 @@ class _Planner:
         # the computed paths an existence test found absent while a load's path was evaluated
         self.missing: list[str] = []
         # the set's installed paths (site-packages relative), for the package's own searches
-        self.files = frozenset(f for w in layout.wheels for f in w.files)
+        # (a ``.data/data`` file at its place in the prefix: facts read before that was mapped name it so)
+        self.files = frozenset(installed_path(f) for w in layout.wheels for f in w.files)
         self.search_stopped = ""  # why the package's own search for the load being planned could not run
         self.values = None if values is None else with_files(values, self.files, self.missing)
         self.cond: Cond = ()
@@ -125,10 +136,14 @@ class _Planner:
         # per module, read once: its functions by name, and the first import naming each last part
         self._functions: dict[str, dict[str, PyFunction]] = {}
         self._aliases: dict[str, dict[str, str]] = {}
-        # calls run to their end, by (module, function, arguments, timing): the planner's state only
-        # grows (units, imports), so running one again adds nothing. A run that met a recursive call it
-        # left out (``_cut``) is not one of them: called from elsewhere, that call may run in full.
-        self._explored: set[tuple[str, str, tuple[tuple[str, str], ...], Timing]] = set()
+        # calls run to their end, by (module, function, arguments, timing, the path's conditions, whether
+        # under an opaque test) -> how they ended (paths on, raises, the returns of None and of a value):
+        # the planner's state only grows (units, imports), so running one again on the same path adds
+        # nothing. On another path it does (what it loads is reached on that path too). A run that met a
+        # recursive call it left out (``_cut``) is not one of them: called from elsewhere, that call may
+        # run in full; nor is a run inside a ``try`` (what it adds to the handler's failures is that
+        # handler's own).
+        self._explored: dict[_CallKey, tuple[list[Cond], list[Cond], tuple[set[Cond], set[Cond]]]] = {}
         # (module path, line) of a call of the package's own function -> the paths (conditions) on which
         # it returned None, and those on which it returned a value
         self.returned: dict[tuple[str, int], tuple[set[Cond], set[Cond]]] = {}
@@ -138,13 +153,17 @@ class _Planner:
         self.not_taken: set[str] = set()
 
     def add(self, path: str, how: str, timing: Timing, where: str, api: str = "", note: str = "") -> None:
-        if path in self.units:
-            return
         kind = "ImportError" if how == "import" else "OSError"
         caught = self._caught(kind)
-        self.units[path] = PlannedUnit(
-            path, how, timing, where, api, self.cond, caught is not None, note or self.note
-        )
+        planned = self.units.get(path)
+        if planned is not None:  # reached on another path too: loaded when either is taken
+            if planned.timing != timing or self.cond in planned.reached_on or len(planned.also) >= _MAX_PATHS:
+                return  # (a first use of what import loads on another path is not loaded at import)
+            self.units[path] = replace(planned, also=(*planned.also, self.cond))
+        else:
+            self.units[path] = PlannedUnit(
+                path, how, timing, where, api, self.cond, caught is not None, note or self.note
+            )
         if caught is not None:
             caught.append((kind, (*self.cond, (path, False))))
             self.cond = (*self.cond, (path, True))
@@ -191,11 +210,11 @@ class _Planner:
             self._import_one(".".join(parts[:i]), timing, where)
 
     def _import_one(self, name: str, timing: Timing, where: str) -> None:
-        if name in self.imported:
-            return
-        if name in self.extensions:
+        if name in self.extensions:  # on each path that imports it (the first import is what loads it)
             self.imported.add(name)
             self.add(self.extensions[name].path, "import", timing, where)
+            return
+        if name in self.imported:
             return
         module = self.modules.get(name)
         if module is None:
@@ -286,8 +305,8 @@ class _Planner:
             return out
         elif e.kind in ("break", "continue", "return"):
             getattr(out, {"break": "brk", "continue": "cont", "return": "ret"}[e.kind]).append(self.cond)
-            if e.kind == "return" and e.target == "none":
-                out.ret_none.append(self.cond)
+            if e.kind == "return":
+                (out.ret_none if e.target == "none" else out.ret_value).append(self.cond)
             return out
         out.next.append(self.cond)
         return out
@@ -356,8 +375,8 @@ class _Planner:
         else of the plan."""
         if not any(x.kind in ("load", "for", "if", "try", "call") for x in events):
             return
-        saved = (dict(self.units), set(self.imported), set(self._explored), self.cond, self.note, self.opaque,
-                 list(self.tries), self._cut)  # fmt: skip
+        saved = (dict(self.units), set(self.imported), dict(self._explored), self.cond, self.note,
+                 self.opaque, list(self.tries), self._cut)  # fmt: skip
         # what the branch's loads and raises add to the enclosing handlers' failures is undone too: a raise
         # in a branch not taken must not run the handler that would catch it
         caught = [(failures, len(failures)) for _names, failures in self.tries]
@@ -374,7 +393,12 @@ class _Planner:
         """Each item in turn (a list's, a glob's matches in path order, a directory's files); a ``break``
         leaves the loop, the ``else`` runs when none did."""
         items: list[str]
-        if e.api in ("glob", "listdir") and e.args:
+        if e.api == "program":
+            computed = self._program_items(e, module.path)
+            if computed is None:
+                return self._opaque_loop(module, e, timing, args)
+            items = computed
+        elif e.api in ("glob", "listdir") and e.args:
             pattern = self._value(e.args[0], where)[0]
             if e.api == "glob":
                 rx = install_glob(pattern)
@@ -389,6 +413,8 @@ class _Planner:
         for item in items:
             turn = self.run(module, e.body, timing, {**args, e.target: item}, paths)
             out.ret += turn.ret
+            out.ret_none += turn.ret_none
+            out.ret_value += turn.ret_value
             out.rais += turn.rais
             out.next += turn.brk
             paths = list(dict.fromkeys(turn.next + turn.cont))
@@ -397,6 +423,40 @@ class _Planner:
         rest = self.run(module, e.orelse, timing, args, paths) if paths else _Exits()
         out.add(rest)
         out.next = list(dict.fromkeys(out.next + rest.next))
+        return out
+
+    def _program_items(self, e: PyEvent, module_path: str) -> list[str] | None:
+        """The items of a loop over a list the package's code computes (the scanner's program, run with
+        the set's files and the target's values), each a path text or a string; None when the program
+        cannot be run, or gives anything else."""
+        if self.values is None:
+            return None
+        try:
+            value = evaluate_setup(e.setup, module_path, self.values, self.files)
+        except CannotEvaluate:  # the package's own error on the way too: whether it is reached is open
+            return None
+        if not isinstance(value, (list, tuple)) or len(value) > _MAX_ITEMS:
+            return None
+        items = [v.path if isinstance(v, PackagePath) else v for v in value]
+        if not all(isinstance(i, str) and "{" not in i for i in items):
+            return None
+        return items
+
+    def _opaque_loop(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str]) -> _Exits:
+        """A loop whose items are not known: its body runs on some runs, any number of times; a
+        ``break`` or ``continue`` in it goes on after the loop."""
+        cond = self.cond
+        self.opaque += 1
+        body = self.run(module, e.body, timing, args, [cond])
+        ended = list(dict.fromkeys([cond, *body.next, *body.cont]))  # no break: the ``else`` runs
+        rest = self.run(module, e.orelse, timing, args, ended)
+        self.opaque -= 1
+        out = _Exits()
+        out.add(body)
+        out.add(rest)
+        out.brk, out.cont = [], []
+        out.next = list(dict.fromkeys([*rest.next, *body.brk]))
+        out.uncertain = bool(out.ret or out.rais or body.brk) and bool(out.next)
         return out
 
     def _try(self, module: PyModule, e: PyEvent, timing: Timing, args: dict[str, str]) -> _Exits:
@@ -454,9 +514,9 @@ class _Planner:
         path = value.path if isinstance(value, PackagePath) else value
         if not isinstance(path, str) or not path:
             return False
-        path = posixpath.normpath(path)
-        if path.startswith(("/", "..")) or any(c in path for c in "*?[{"):
-            return False  # a file outside the installed set, or a name that reads as a pattern
+        path = site_relative(path)
+        if not in_prefix(path) or any(c in path for c in "*?[{"):
+            return False  # a file outside the environment, or a name that reads as a pattern
         note = f"the file the package's own search finds ({where})"
         if "/" not in path:  # a bare name: the loader's own search
             self.load(path, api, timing, where, note=note)
@@ -484,6 +544,10 @@ class _Planner:
         raw = pattern
         self.missing.clear()
         pattern, computed = self._value(pattern, where)
+        if "/" in pattern and "{" not in pattern and (pattern.startswith(".") or "/." in pattern):
+            pattern = site_relative(pattern)  # ``./../../libtbb.so.12``: site-packages put in for a folder
+            if not in_prefix(pattern):
+                return  # a file outside the environment: no claim
         # a path computed from run-time values is taken as computed; the package's own search is run on
         # the set's files for a path not followed, or one whose value could not be computed
         runtime = "{=" in raw
@@ -578,22 +642,26 @@ class _Planner:
             self._cut = True
             return out
         bound = {p: a for p, a in zip(function.params, passed, strict=False) if a and "{" not in _strip(a)}
-        key = (owner, fname, tuple(sorted(bound.items())), timing)
-        if key in self._explored:  # run with these arguments before: running it again adds nothing
-            return out
+        key = (owner, fname, tuple(sorted(bound.items())), timing, self.cond, self.opaque > 0)
+        done = self._explored.get(key)
+        if done is not None:  # run with these arguments on this path before: running it again adds nothing
+            self.returned[(module.path, e.line)] = done[2]
+            return _Exits(next=list(done[0]), rais=list(done[1]))
         self.ran.add((owner, fname))
         cut_above, self._cut = self._cut, False
         if owner not in self.imported:
             self._import_one(owner, timing, f"{module.path} line {e.line}")
         exits = self.run(callee_module, function.events, timing, bound)
         out = _Exits(next=list(dict.fromkeys(exits.next + exits.ret)) or [], rais=exits.rais)
-        # how it returned on each path: None (a return of None, or its end), or a value
+        # how it returned on each path: None (a return of None, or its end), or a value; a path on which
+        # both happen (a return inside a loop or a branch abiprobe cannot know, then ``return None``) is
+        # known neither way, so a test of what it returned stays opaque there
         none = set(exits.next) | set(exits.ret_none)
-        value = set(exits.ret) - set(exits.ret_none)
+        value = set(exits.ret_value)
         self.returned[(module.path, e.line)] = (none, value)
         self.ran.discard((owner, fname))  # another call may pass other arguments
-        if not self._cut:  # run to its end: no recursive call inside it was left out
-            self._explored.add(key)
+        if not self._cut and not self.tries:  # run to its end: no recursive call inside it was left out
+            self._explored[key] = (out.next, out.rais, (none, value))
         self._cut = self._cut or cut_above
         return out
 
@@ -637,6 +705,7 @@ class _Exits:
     cont: list[Cond] = field(default_factory=list)
     ret: list[Cond] = field(default_factory=list)
     ret_none: list[Cond] = field(default_factory=list)  # of ``ret``: the returns of None
+    ret_value: list[Cond] = field(default_factory=list)  # of ``ret``: the returns of a value
     rais: list[Cond] = field(default_factory=list)
     # a test abiprobe cannot know decided whether the block goes on (one branch left it): what follows
     # in the block is reached on some runs only
@@ -648,6 +717,7 @@ class _Exits:
         self.cont += other.cont
         self.ret += other.ret
         self.ret_none += other.ret_none
+        self.ret_value += other.ret_value
         self.rais += other.rais
 
 
@@ -773,7 +843,9 @@ def _rank(wheel: WheelFacts, rules: Sequence[PackageLoading]) -> int:
 def _tops(wheel: WheelFacts) -> list[str]:
     tops = [t for t in wheel.metadata.top_level if t and not t.endswith((".dist-info", ".data"))]
     if not tops:
-        tops = sorted({f.split("/", 1)[0] for f in wheel.files if "/" in f and ".dist-info/" not in f})
+        tops = sorted(
+            {f.split("/", 1)[0] for f in wheel.files if "/" in f and ".dist-info/" not in f} - {".."}
+        )
     return tops or [str(canonicalize_name(wheel.metadata.name)).replace("-", "_")]
 
 

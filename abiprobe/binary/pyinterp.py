@@ -9,10 +9,12 @@ the bytes of a file of the wheel (``read``: ``json.load(open(path))``, ``Path.re
 only). ``files`` are the paths the code may test and list: the wheel's at facts time; with ``site``, the
 whole set's installed paths relative to site-packages (at plan time), and then the site-packages folder
 itself is known (``"."``: ``sysconfig.get_paths()["purelib"]``, ``importlib.util.find_spec``'s origin, a
-folder's listing through ``Path.iterdir``, ``os.path.isdir``). Anything else (an unknown call, a name
-nothing binds, a file outside the wheel, a loop or a recursion past its bound) is :class:`Unknown`, never a
-guess; the package's own exceptions (``raise ValueError(...)``, a ``KeyError``, a file the wheel lacks) are
-raised as :class:`Raised` and caught by the package's handlers as Python would.
+folder's listing through ``Path.iterdir``, ``os.path.isdir``, ``site.getsitepackages()``; a path may
+leave it for the environment's prefix: ``Path(site).parent.parent`` is ``../..``, ``<prefix>/lib``).
+Anything else (an unknown call, a name nothing binds, a file outside the wheel, a loop or a recursion
+past its bound) is :class:`Unknown`, never a guess; the package's own exceptions (``raise
+ValueError(...)``, a ``KeyError``, a file the wheel lacks) are raised as :class:`Raised` and caught by
+the package's handlers as Python would.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
+
+from abiprobe.binary.wheel_members import site_relative
 
 MAX_STEPS = 20_000
 MAX_DEPTH = 12
@@ -73,7 +77,7 @@ class PackagePath:
     """A ``pathlib`` path inside site-packages (``pkg/sub``), relative like every installed path."""
 
     def __init__(self, path: str) -> None:
-        self.path = posixpath.normpath(path) if path else "."
+        self.path = site_relative(path)  # ``../..`` is the prefix's ``lib``, one spelling per file
 
     def __repr__(self) -> str:
         return f"Path({self.path!r})"
@@ -577,8 +581,8 @@ class Interpreter:
                 return value if isinstance(value, _PURE_TYPES) or callable(value) else ref
             return ref
         if isinstance(base, PackagePath):
-            if attr == "parent":
-                return PackagePath(posixpath.dirname(base.path))
+            if attr == "parent":  # site-packages' own parent too (``../..`` is ``<prefix>/lib``)
+                return PackagePath(posixpath.join(base.path, ".."))
             if attr in ("name", "stem", "suffix"):
                 name = posixpath.basename(base.path)
                 return {
@@ -635,6 +639,10 @@ class Interpreter:
             return self._is_dir(str(self.plain(args[0])))
         if self.site and dotted in ("importlib.util.find_spec", "importlib.machinery.PathFinder.find_spec"):
             return self._find_spec(str(self.plain(args[0])) if args else "")
+        if self.site and dotted == "site.getsitepackages" and not args:
+            return ["."]  # a virtual environment's one site-packages (its ``lib64`` twin is a link)
+        if self.site and dotted == "site.getusersitepackages":
+            raise Unknown("the user's site-packages, outside the environment")
         if self.site and dotted == "sysconfig.get_paths" and not args:
             return _SitePaths(purelib=".", platlib=".")
         if self.site and dotted == "sysconfig.get_path" and args:

@@ -476,11 +476,18 @@ def _normal(text: str | None) -> str | None:
     return None if text is None else normal_path(text)
 
 
+_UP_FROM_PARAMETER = re.compile(r"\{\w+\}/\.\.(?:/|$)")
+
+
 def normal_path(text: str) -> str:
     """``posixpath.normpath`` of the folders before any ``{=expr=}`` part of a path text."""
     head, mark, rest = text.partition("{=")
     if "/" not in head:
         return text
+    up = _UP_FROM_PARAMETER.search(head)
+    if up is not None:  # ``{folder}/..``: what the parameter holds is known only when a call binds it
+        above = normal_path(head[: up.start()]) + "/" if up.start() else ""
+        return f"{above}{head[up.start() :]}{mark}{rest}"
     if not mark:
         return posixpath.normpath(text)
     folder, _, name = head.rpartition("/")

@@ -63,7 +63,7 @@ _UNKNOWN = "*"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 8
+READ_RULES = 9
 
 
 def scan_sources(
@@ -178,12 +178,17 @@ class _Scanner:
         # ``if``, a loop, an ``except`` clause; a run-time test over them is not evaluated from one of them
         self.unsure: set[str] = set()
         self.unsure_depth = 0
+        # the statement of the module's top level or of the function's body being read (a loop that is
+        # one of them may iterate a list a program computes from the statements before it)
+        self.current: ast.stmt | None = None
 
     def top(self, body: list[ast.stmt]) -> list[PyEvent]:
         """The module's top level, statement by statement, its facts-time values followed as it goes."""
         events: list[PyEvent] = []
         for stmt in body:
+            self.current = stmt
             events += self.statement(stmt, {})
+            self.current = None
             if self.static is not None:
                 self.static.step(stmt)
             self.seen_top.append(stmt)
@@ -278,11 +283,12 @@ class _Scanner:
         self.loops, self.unsure = [], set()
         self.fn_locals = set(inner) | {n for s in stmt.body for n in bound_names(s)}
         self.fn_prefix, returned_by, self.returned_by = [], self.returned_by, {}
-        body: list[PyEvent] = []
+        current, body = self.current, []
         for s in stmt.body:  # the statements before the one being read, for a load's search program
+            self.current = s
             body += self.statement(s, inner)
             self.fn_prefix.append(s)
-        self.fn_prefix, self.returned_by = [], returned_by
+        self.fn_prefix, self.returned_by, self.current = [], returned_by, current
         self.local_nodes, self.in_function, self.loops, self.unsure = {}, False, loops, unsure
         self.fn_locals = set()
         self.functions.append(PyFunction(name, tuple(inner), tuple(body)))
@@ -336,6 +342,8 @@ class _Scanner:
                 return [PyEvent("for", stmt.target.id, api, items, line, tuple(body), tuple(orelse))]
         if isinstance(stmt, ast.For) and (known := self.static_loop(stmt, params)) is not None:
             return known
+        if isinstance(stmt, ast.For) and (computed := self.program_loop(stmt, params)) is not None:
+            return computed
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):  # runs its body any number of times
             own = self.calls(stmt, params)
             self.loops.append(False)
@@ -444,14 +452,8 @@ class _Scanner:
             return None
         line = stmt.lineno
         if isinstance(stmt.target, ast.Name) and all(isinstance(i, str) for i in items):
-            name = stmt.target.id
-            self.loops.append(True)
-            self.unsure_depth += 1
-            body = self.block(stmt.body, {**params, name: f"{{{name}}}"})
-            self.unsure_depth -= 1
-            self.loops.pop()
-            orelse = self.block(stmt.orelse, params)
-            return [PyEvent("for", name, "", tuple(items), line, tuple(body), tuple(orelse))]
+            body, orelse = self._loop_blocks(stmt, stmt.target.id, params)
+            return [PyEvent("for", stmt.target.id, "", tuple(items), line, body, orelse)]
         if _jumps(stmt.body):
             return None
         saved = dict(self.static.overlay)
@@ -468,6 +470,34 @@ class _Scanner:
             self.static.overlay = saved
             self.unsure_depth -= 1
         return events + self.block(stmt.orelse, params)
+
+    def program_loop(self, stmt: ast.For, params: dict[str, str]) -> list[PyEvent] | None:
+        """A loop of the module's top level or of a function's body over a list that the statements
+        before it compute (``site_packages = [...]; site_packages += site.getsitepackages()``): a ``for``
+        whose items the planner computes by running that program (api ``program``, the program its
+        ``setup``), and runs as an opaque loop when it cannot. None for any other loop."""
+        if stmt is not self.current or not isinstance(stmt.target, ast.Name) or self.loops:
+            return None
+        program = self.path_setup(stmt.iter)
+        if not program:
+            return None
+        body, orelse = self._loop_blocks(stmt, stmt.target.id, params)
+        return [
+            *self.calls(stmt, params),
+            PyEvent("for", stmt.target.id, "program", (), stmt.lineno, body, orelse, setup=program),
+        ]
+
+    def _loop_blocks(
+        self, stmt: ast.For, name: str, params: dict[str, str]
+    ) -> tuple[tuple[PyEvent, ...], tuple[PyEvent, ...]]:
+        """A loop's body read once with its name a placeholder the planner binds per item (``{name}``),
+        and its ``else``."""
+        self.loops.append(True)
+        self.unsure_depth += 1
+        body = self.block(stmt.body, {**params, name: f"{{{name}}}"})
+        self.unsure_depth -= 1
+        self.loops.pop()
+        return tuple(body), tuple(self.block(stmt.orelse, params))
 
     def argument(self, node: ast.expr, params: dict[str, str]) -> str:
         """A call's argument as the text the planner binds to the callee's parameter: a string, a value
@@ -756,7 +786,7 @@ class _Scanner:
                 return None if any(p is None for p in parts) else posixpath.join(*parts)  # type: ignore[arg-type]
             if callee in ("os.path.dirname", "posixpath.dirname") and args:
                 inner = self._path(args[0], params)
-                return None if inner is None else posixpath.dirname(inner)
+                return None if inner is None else _parent(inner)
             if callee in ("os.path.abspath", "os.path.realpath", "os.path.normpath", "os.fspath", "str",
                           "pathlib.Path", "Path", "os.path.expanduser") and args:  # fmt: skip
                 return self._path(args[0], params)
@@ -803,7 +833,7 @@ class _Scanner:
             return file_finder_origin(self, node, params)
         if isinstance(node, ast.Attribute) and node.attr == "parent":
             inner = self._path(node.value, params)
-            return None if inner is None else posixpath.dirname(inner)
+            return None if inner is None else _parent(inner)
         if (
             isinstance(node, ast.Subscript)
             and isinstance(node.value, ast.Attribute)
@@ -827,6 +857,18 @@ class _Scanner:
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 ARG_PREFIX = "__abiprobe_arg_"  # a function's parameter in a kept test (abiprobe.analyze.units binds it)
+
+
+_PLACEHOLDER = re.compile(r"\{\w+\}")
+
+
+def _parent(path: str) -> str:
+    """The folder of a path text; of a parameter's whole value (``{folder}``) or of ``..``, the folder
+    above it (``{folder}/..``: what the parameter holds is known only when a call binds it)."""
+    last = path.rsplit("/", 1)[-1]
+    if _PLACEHOLDER.fullmatch(last) or last == "..":
+        return f"{path}/.."
+    return posixpath.dirname(path)
 
 
 def _matters(events: list[PyEvent], top: str) -> bool:

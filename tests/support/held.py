@@ -1,8 +1,18 @@
-"""The ``FullFacts`` port of a test whose wheels' facts are all held in memory (``WheelInfo.of``)."""
+"""The ``FullFacts`` port of a test whose wheels' facts are all held in memory (``WheelInfo.of``), and a
+set of built wheel files judged as ``check`` judges it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from abiprobe.model.facts import WheelFacts, WheelInfo
+
+if TYPE_CHECKING:
+    from abiprobe.analyze.analysis import SetAnalysis
+    from abiprobe.analyze.profiles import Profile
+    from abiprobe.model.target import Target
 
 
 class HeldFacts:
@@ -24,3 +34,14 @@ def _built_in_unread() -> frozenset[str]:
 
 # the packages whose Python sources a read under the built-in stack's rules leaves out
 BUILT_IN_UNREAD = _built_in_unread()
+
+
+def judged_set(paths: Sequence[Path], target: Target, profile: Profile) -> SetAnalysis:
+    """The set of the wheel files ``paths`` (their facts read as ``check`` reads them) judged for the
+    target under the built-in stack."""
+    from abiprobe.analyze.analysis import analyze_set
+    from abiprobe.binary.wheel import wheel_facts_from_path
+    from abiprobe.model.stack import default_stack
+
+    facts = [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in paths]
+    return analyze_set(facts, target, profile, stack=default_stack())
