@@ -102,3 +102,12 @@ def test_a_name_changed_in_place_is_told_apart_from_one_assigned(statement: str,
 def test_a_comprehension_s_own_variable_is_not_bound_outside_it() -> None:
     (stmt,) = ast.parse("found = [p for p in paths if (n := len(p))]").body
     assert bound_names(stmt) == {"found", "n"}
+
+
+def test_a_path_of_several_parts_is_what_pathlib_makes_of_them() -> None:
+    import pathlib
+
+    # GIVEN Path(...) of several parts, one of them a path already
+    source = "from pathlib import Path\nbase = Path('pkg')\np = str(Path(base, 'lib', 'libx.so'))\n"
+    # THEN the interpreter joins them as pathlib does
+    assert _run(source)["p"] == str(pathlib.Path(pathlib.Path("pkg"), "lib", "libx.so")) == "pkg/lib/libx.so"

@@ -266,3 +266,17 @@ def compile_kernel(args):
     # THEN the file is the user's: no load is matched by the argument's name (`triton/**/{args}.*so*` would
     # match every library of the package)
     assert [target for target, _api in _loads(f.events) if "{args}" in target or "**" in target] == []
+
+
+def test_a_path_built_from_several_parts_joins_them_all() -> None:
+    # GIVEN ``Path(folder, "lib", name)``: pathlib joins every part, as ``Path(folder) / "lib" / name``
+    source = b"""import ctypes
+import os
+from pathlib import Path
+
+ctypes.CDLL(str(Path(os.path.dirname(__file__), "lib", "libpart.so")))
+"""
+    m = scan_module("partpkg/__init__.py", source)
+    assert m is not None
+    # THEN the load's path is the whole joined path, not its first part
+    assert _loads(m.events) == [("partpkg/lib/libpart.so", "ctypes.CDLL")]

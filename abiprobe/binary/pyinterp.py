@@ -123,6 +123,19 @@ class _Function:
         self.node, self.scope = node, scope
 
 
+class _Module:
+    """Another module of the package, run by the interpreter from the source a program embeds
+    (:data:`MODULE_HOOK`): its namespace, in which its functions run."""
+
+    def __init__(self, path: str, env: dict[str, Any]) -> None:
+        self.path, self.env = path, env
+
+
+# ``__abiprobe_module__("pkg/_ffi/libinfo.py", "<source>")`` in a program: run that module of the package
+# (its own ``__file__``), so that ``from . import libinfo`` there binds it (abiprobe.binary.pysource)
+MODULE_HOOK = "__abiprobe_module__"
+
+
 class _File:
     def __init__(self, text: str) -> None:
         self.text = text
@@ -180,6 +193,25 @@ def _version(text: Any) -> Version:
         raise Raised("InvalidVersion", f"Invalid version: {text!r}") from None
 
 
+def _module_hook(node: ast.expr) -> tuple[str, str] | None:
+    """``(path, source)`` of a :data:`MODULE_HOOK` call of two string constants, else None."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == MODULE_HOOK
+        and len(node.args) == 2
+        and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
+    ):
+        return node.args[0].value, node.args[1].value  # type: ignore[attr-defined]
+    return None
+
+
+def _expanduser(path: str) -> str:
+    if not isinstance(path, str) or path.startswith("~"):
+        raise Unknown("a path in the user's home")
+    return path
+
+
 def _builtins() -> dict[str, Any]:
     def _range(*a: int) -> range:
         r = range(*a)
@@ -199,7 +231,7 @@ def _builtins() -> dict[str, Any]:
         "os.path.join": posixpath.join, "os.path.dirname": posixpath.dirname,
         "os.path.basename": posixpath.basename, "os.path.normpath": posixpath.normpath,
         "os.path.abspath": posixpath.normpath, "os.path.realpath": posixpath.normpath,
-        "os.path.splitext": posixpath.splitext, "os.fspath": str,
+        "os.path.splitext": posixpath.splitext, "os.fspath": str, "os.path.expanduser": _expanduser,
         "packaging.version.Version": _version, "packaging.version.parse": _version,
     }  # fmt: skip
 
@@ -226,6 +258,7 @@ class Interpreter:
         self.env: dict[str, Any] = {"__file__": module_path, "__name__": module_path}
         self.steps = 0
         self.depth = 0
+        self.modules: dict[str, _Module] = {}  # the package's modules a program embeds, by path
 
     # statements ----------------------------------------------------------------------------------
     def run(self, body: Iterable[ast.stmt], scope: dict[str, Any] | None = None) -> None:
@@ -281,7 +314,14 @@ class Interpreter:
             base = "." * stmt.level + (stmt.module or "")
             for a in stmt.names:
                 if a.name != "*":
-                    scope[a.asname or a.name] = Ref(f"{base}.{a.name}".lstrip(".") if not stmt.level else "")
+                    own = self._own_import(stmt, a.name) if stmt.level else None
+                    scope[a.asname or a.name] = (
+                        own
+                        if own is not None
+                        else Ref(f"{base}.{a.name}".lstrip(".") if not stmt.level else "")
+                    )
+        elif isinstance(stmt, ast.Expr) and _module_hook(stmt.value) is not None:
+            self._embedded(*_module_hook(stmt.value))  # type: ignore[misc]
         elif isinstance(stmt, ast.Expr):
             self._effect(stmt.value, scope)
         elif isinstance(stmt, ast.Assert):
@@ -292,6 +332,36 @@ class Interpreter:
             pass
         else:
             raise Unknown(f"{type(stmt).__name__} statement")
+
+    def _embedded(self, path: str, source: str) -> None:
+        """Run a module of the package that a program embeds, in a namespace of its own (a statement
+        it cannot compute leaves the names it binds :class:`Opaque`, as :meth:`step` does)."""
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError):
+            return
+        child = Interpreter(path, self.lookup, self.read, self.files, self.site)
+        child.modules, child.steps = self.modules, self.steps
+        self.modules[path] = _Module(path, child.env)  # before its body: an import of itself finds it
+        for stmt in tree.body:
+            child.step(stmt)
+        self.steps = child.steps
+
+    def _own_import(self, stmt: ast.ImportFrom, name: str) -> Any:
+        """What ``from .x import name`` binds when module ``x`` (or ``name`` itself, a module) is one a
+        program embeds; None otherwise."""
+        folder = posixpath.dirname(self.module_path)
+        for _ in range(stmt.level - 1):
+            folder = posixpath.dirname(folder)
+        base = posixpath.join(folder, *(stmt.module or "").split(".")) if stmt.module else folder
+        for path in (f"{base}/{name}.py", f"{base}/{name}/__init__.py"):
+            if path in self.modules:
+                return self.modules[path]
+        for path in (f"{base}.py", f"{base}/__init__.py"):
+            module = self.modules.get(path)
+            if module is not None:
+                return module.env.get(name, Opaque(f"{name} of {path}"))
+        return None
 
     def step(self, stmt: ast.stmt) -> None:
         """Run one top-level statement; a name it binds that cannot be computed becomes :class:`Opaque`
@@ -571,6 +641,10 @@ class Interpreter:
         return out
 
     def _attribute(self, base: Any, attr: str) -> Any:
+        if isinstance(base, _Module):
+            if attr not in base.env:
+                raise Unknown(f"{attr} of {base.path}")
+            return base.env[attr]
         if isinstance(base, Ref):
             ref = Ref(f"{base.dotted}.{attr}" if base.dotted else "")
             if self.lookup is not None and ref.dotted and ref.dotted not in _PLAIN:
@@ -629,8 +703,11 @@ class Interpreter:
         if dotted == "json.load" and args and isinstance(args[0], _File):
             return self._json(args[0].text)
         if dotted in ("pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "Path") and args:
-            value = args[0]
-            return value if isinstance(value, PackagePath) else PackagePath(str(self.plain(value)))
+            if len(args) == 1 and isinstance(args[0], PackagePath):
+                return args[0]
+            # ``Path(a, b)`` joins its parts as ``Path(a) / b`` does
+            return PackagePath(posixpath.join(*[str(a) if isinstance(a, PackagePath) else str(self.plain(a))
+                                                for a in args]))  # fmt: skip
         if dotted == "glob.glob" and args:
             return self._glob(str(self.plain(args[0])))
         if dotted in ("os.listdir",) and args:
@@ -761,11 +838,17 @@ class Interpreter:
         if len(args) > len(names) or kwargs or a.vararg or a.kwarg:
             raise Unknown(f"{func.node.name}() called with arguments abiprobe does not bind")
         self.depth += 1
+        # a function of another module runs in that module's namespace (its globals, its ``__file__``)
+        saved = self.env, self.module_path
+        self.env = func.scope
+        file = func.scope.get("__file__")
+        self.module_path = file if isinstance(file, str) else self.module_path
         try:
             self.run(func.node.body, local)
         except _Return as ret:
             return ret.value
         finally:
+            self.env, self.module_path = saved
             self.depth -= 1
         return None
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from abiprobe.binary.pyflow import UNKNOWN_NAME, catches, runtime_text, version_constants
 from abiprobe.binary.pyimports import absolute as _absolute
 from abiprobe.binary.pyimports import module_name, scan_imports
-from abiprobe.binary.pyinterp import Interpreter, bound_names, changed_names
+from abiprobe.binary.pyinterp import MODULE_HOOK, Interpreter, bound_names, changed_names
 from abiprobe.binary.pyreturns import (
     Package,
     as_expr,
@@ -63,7 +63,8 @@ _UNKNOWN = "*"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 9
+READ_RULES = 10
+_MAX_EMBEDDED = 24_000  # characters of a load's search program with the package's modules it embeds
 
 
 def scan_sources(
@@ -402,7 +403,36 @@ class _Scanner:
         path reads the enclosing function's own names, or inside a loop unrolled here."""
         if self.static is None or self.static.overlay or self.loops:
             return ""
-        return path_program(path, self.seen_top, self.static.interp.env, self.fn_locals, self.fn_prefix)
+        program = path_program(path, self.seen_top, self.static.interp.env, self.fn_locals, self.fn_prefix)
+        return self._with_own_modules(program) if program else ""
+
+    def _with_own_modules(self, program: str) -> str:
+        """``program`` with the package's modules its relative imports name embedded before it
+        (:data:`abiprobe.binary.pyinterp.MODULE_HOOK`: decord's and dgl's ``from . import libinfo``, then
+        ``libinfo.find_lib_path()``), so the planner runs their search too; each module small enough,
+        the whole at most :data:`_MAX_EMBEDDED` characters."""
+        if self.pkg is None or "from ." not in program:
+            return program
+        try:
+            tree = ast.parse(program)
+        except (SyntaxError, ValueError, RecursionError):
+            return program
+        embeds: list[str] = []
+        for stmt in tree.body:
+            if not isinstance(stmt, ast.ImportFrom) or not stmt.level:
+                continue
+            base = _absolute("." * stmt.level + (stmt.module or ""), self.package)
+            for name in (f"{base}.{a.name}" for a in stmt.names) if not stmt.module else [base]:
+                path = self.pkg.paths.get(name)
+                if path is None or path == self.path:
+                    continue
+                try:
+                    text = self.pkg.sources[path].decode()
+                except UnicodeDecodeError:
+                    continue
+                embeds.append(f"{MODULE_HOOK}({path!r}, {text!r})")
+        out = "\n".join([*dict.fromkeys(embeds), program])
+        return out if len(out) <= _MAX_EMBEDDED else program
 
     def returned_test(self, test: ast.expr) -> str | None:
         """``returned:<line>:none`` for ``name is None`` where ``name`` holds what the call of the
@@ -787,8 +817,11 @@ class _Scanner:
             if callee in ("os.path.dirname", "posixpath.dirname") and args:
                 inner = self._path(args[0], params)
                 return None if inner is None else _parent(inner)
+            if callee in ("pathlib.Path", "Path", "pathlib.PurePath", "pathlib.PosixPath") and args:
+                parts = [self._path(a, params) for a in args]  # ``Path(a, b)`` is ``Path(a) / b``
+                return None if any(p is None for p in parts) else posixpath.join(*parts)  # type: ignore[arg-type]
             if callee in ("os.path.abspath", "os.path.realpath", "os.path.normpath", "os.fspath", "str",
-                          "pathlib.Path", "Path", "os.path.expanduser") and args:  # fmt: skip
+                          "os.path.expanduser") and args:  # fmt: skip
                 return self._path(args[0], params)
             if short in ("resolve", "absolute") and isinstance(node.func, ast.Attribute):
                 return self._path(node.func.value, params)

@@ -1,0 +1,69 @@
+"""A library found by the package's own search in another of its modules (``from .. import libinfo``,
+then ``libinfo.find_lib_path()``, as decord and dgl find theirs): the search is run on the set's files,
+and each fixture is compared with a real pip install into a venv and a real import (support.ffi_wheels).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.ffi_wheels import FfiWheels, build_ffi_wheels
+from support.held import judged_set
+from support.venvs import make_venv, pip_install
+
+from abiprobe.analyze.analysis import SetAnalysis
+from abiprobe.analyze.first_error import matches_loader_line
+from abiprobe.analyze.profiles import builtin_profile
+from abiprobe.model.target import Target
+
+PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+TARGET = Target.parse(cuda="13.0", arch="sm120", python=PY, platform="manylinux_2_28_x86_64")
+PROFILE = builtin_profile("manylinux_2_28_x86_64")
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> FfiWheels:
+    return build_ffi_wheels(tmp_path_factory.mktemp("ffi"))
+
+
+def _judged(wheel: Path) -> SetAnalysis:
+    return judged_set([wheel], TARGET, PROFILE)
+
+
+def _import(wheel: Path, venv: Path) -> tuple[int, str]:
+    """pip installs ``wheel`` into a fresh venv, whose Python imports ffipkg: exit status and last line."""
+    python = make_venv(venv, with_pip=False)
+    pip_install(python, "--no-index", wheel)
+    run = subprocess.run([str(python), "-I", "-c", "import ffipkg"], capture_output=True, text=True)
+    lines = run.stderr.strip().splitlines()
+    return run.returncode, (lines[-1] if lines else "")
+
+
+def test_the_library_another_module_finds_is_the_unit_and_loads(wheels: FfiWheels, tmp_path: Path) -> None:
+    a = _judged(wheels.ffipkg)
+    # THEN the file the search in libinfo finds (beside libinfo's own __file__) is what loads, and
+    # nothing is left unknown
+    assert [(u.path, u.status) for u in a.units] == [("ffipkg/libffipkg.so", "ok")]
+    assert (a.import_status, a.status) == ("ok", "ok")
+    assert _import(wheels.ffipkg, tmp_path / "v") == (0, "")
+
+
+def test_when_the_search_finds_nothing_its_own_error_is_the_failure(
+    wheels: FfiWheels, tmp_path: Path
+) -> None:
+    a = _judged(wheels.ffipkg_gone)
+    assert a.import_status == "fail" and a.first_error is not None
+    assert a.first_error.text == "RuntimeError: Cannot find the files."
+    code, last = _import(wheels.ffipkg_gone, tmp_path / "v")
+    assert code != 0 and last == a.first_error.text, last
+
+
+def test_the_library_found_fails_as_the_loader_says(wheels: FfiWheels, tmp_path: Path) -> None:
+    a = _judged(wheels.ffipkg_bad)
+    assert a.import_status == "fail" and a.first_error is not None
+    assert "libffigone.so.1" in a.first_error.text
+    code, last = _import(wheels.ffipkg_bad, tmp_path / "v")
+    assert code != 0 and matches_loader_line(a.first_error.text, last), (a.first_error.text, last)
