@@ -111,3 +111,31 @@ def test_a_path_of_several_parts_is_what_pathlib_makes_of_them() -> None:
     source = "from pathlib import Path\nbase = Path('pkg')\np = str(Path(base, 'lib', 'libx.so'))\n"
     # THEN the interpreter joins them as pathlib does
     assert _run(source)["p"] == str(pathlib.Path(pathlib.Path("pkg"), "lib", "libx.so")) == "pkg/lib/libx.so"
+
+
+def test_a_packages_own_exception_class_is_raised_by_its_name_and_caught_by_its_bases() -> None:
+    import pytest as _pytest
+
+    from abiprobe.binary.pyinterp import Raised
+
+    # GIVEN a module's own exception class deriving from OSError
+    source = """
+class NotFound(OSError):
+    '''no library'''
+def find():
+    raise NotFound("none here")
+try:
+    find()
+    caught = False
+except OSError:
+    caught = True
+"""
+    # THEN a handler of its base catches it
+    assert _run(source)["caught"] is True
+    # AND uncaught, it is raised under the name Python prints: the module's, then the class's
+    interp = Interpreter("pkg/sub.py")
+    with _pytest.raises(Raised) as raised:
+        interp.run(ast.parse(source.split("try:")[0] + "find()\n").body)
+    assert (raised.value.name, raised.value.message) == ("pkg.sub.NotFound", "none here")
+    # AND a class with a body of its own is not evaluated
+    assert isinstance(_run("class Loader(Exception):\n    def f(self): pass\n")["Loader"], Opaque)

@@ -33,11 +33,12 @@ def _judged(wheel: Path) -> SetAnalysis:
     return judged_set([wheel], TARGET, PROFILE)
 
 
-def _import(wheel: Path, venv: Path) -> tuple[int, str]:
-    """pip installs ``wheel`` into a fresh venv, whose Python imports ffipkg: exit status and last line."""
+def _import(wheel: Path, venv: Path, package: str = "ffipkg") -> tuple[int, str]:
+    """pip installs ``wheel`` into a fresh venv, whose Python imports ``package``: exit status and last
+    line."""
     python = make_venv(venv, with_pip=False)
     pip_install(python, "--no-index", wheel)
-    run = subprocess.run([str(python), "-I", "-c", "import ffipkg"], capture_output=True, text=True)
+    run = subprocess.run([str(python), "-I", "-c", f"import {package}"], capture_output=True, text=True)
     lines = run.stderr.strip().splitlines()
     return run.returncode, (lines[-1] if lines else "")
 
@@ -67,3 +68,30 @@ def test_the_library_found_fails_as_the_loader_says(wheels: FfiWheels, tmp_path:
     assert "libffigone.so.1" in a.first_error.text
     code, last = _import(wheels.ffipkg_bad, tmp_path / "v")
     assert code != 0 and matches_loader_line(a.first_error.text, last), (a.first_error.text, last)
+
+
+def test_a_search_up_path_parents_finds_the_file_it_tests_for(wheels: FfiWheels, tmp_path: Path) -> None:
+    a = _judged(wheels.parentspkg)
+    assert [(u.path, u.status) for u in a.units] == [("parentspkg/lib/lib_parents.so", "ok")]
+    assert (a.import_status, a.status) == ("ok", "ok")
+    assert _import(wheels.parentspkg, tmp_path / "v", "parentspkg") == (0, "")
+
+
+def test_a_search_that_ends_in_the_base_interpreters_prefix_loads_the_packages_own(
+    wheels: FfiWheels, tmp_path: Path
+) -> None:
+    a = _judged(wheels.basepkg)
+    assert [(u.path, u.status) for u in a.units] == [("basepkg/lib/libbasepkg.so", "ok")]
+    assert (a.import_status, a.status) == ("ok", "ok")
+    assert _import(wheels.basepkg, tmp_path / "v", "basepkg") == (0, "")
+
+
+def test_without_its_library_the_base_prefix_search_raises_its_own_error(
+    wheels: FfiWheels, tmp_path: Path
+) -> None:
+    # GIVEN no library in the wheel: neither the editable tree nor the base interpreter's prefix has it
+    a = _judged(wheels.basepkg_gone)
+    assert a.import_status == "fail" and a.first_error is not None
+    assert a.first_error.text == "basepkg.BaseLibraryNotFound: Cannot find basepkg's library"
+    code, last = _import(wheels.basepkg_gone, tmp_path / "v", "basepkg")
+    assert code != 0 and last == a.first_error.text, last

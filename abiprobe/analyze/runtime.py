@@ -26,7 +26,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from abiprobe.binary.pyflow import UNKNOWN_NAME
-from abiprobe.binary.pyinterp import COMPARE, Interpreter, Raised, Unknown
+from abiprobe.binary.pyinterp import BASE_PREFIX, COMPARE, Interpreter, Raised, Unknown
 from abiprobe.binary.pyreturns import EXISTS, OBJECT
 from abiprobe.binary.pyslice import TEST_NAME
 from abiprobe.model.facts import WheelFacts
@@ -212,8 +212,14 @@ def runtime_values(target: Target, wheels: Sequence[WheelFacts]) -> RuntimeValue
         "os.getenv": lambda name, default=None: default,
         "platform.machine": lambda: machine,
         "platform.system": lambda: "Linux",
-        # the set is installed into a virtual environment: Python's user site-packages is off there
+        # the set is installed into a virtual environment: Python's user site-packages is off there,
+        # its prefix is three folders above site-packages (<prefix>/lib/pythonX.Y/site-packages), and
+        # the interpreter it was made from is outside it
         "site.ENABLE_USER_SITE": False,
+        "sys.prefix": "../../..",
+        "sys.exec_prefix": "../../..",
+        "sys.base_prefix": BASE_PREFIX,
+        "sys.base_exec_prefix": BASE_PREFIX,
     }
     torch, source = _torch_values(wheels)
     values.update(torch)
@@ -395,9 +401,10 @@ def _program(text: str) -> ast.Module | None:
 class PackageRaises(CannotEvaluate):
     """The package's own code raises while a program runs (``name``: the exception's class)."""
 
-    def __init__(self, name: str, message: str) -> None:
+    def __init__(self, name: str, message: str, kinds: frozenset[str] = frozenset()) -> None:
         super().__init__(f"the package's code raises {name}" + (f": {message}" if message else ""))
         self.name, self.message = name, message
+        self.kinds = kinds or frozenset({name.rsplit(".", 1)[-1]})  # the names a handler catches it by
 
 
 def evaluate_setup(
@@ -417,7 +424,7 @@ def evaluate_setup(
     except Unknown as exc:
         raise CannotEvaluate(str(exc)) from None
     except Raised as exc:
-        raise PackageRaises(exc.name, exc.message) from None
+        raise PackageRaises(exc.name, exc.message, exc.kinds) from None
     except Exception as exc:  # a break outside a loop, an operation Python refuses
         raise CannotEvaluate(f"the test's program: {type(exc).__name__}") from None
 

@@ -394,7 +394,13 @@ class _Planner:
         leaves the loop, the ``else`` runs when none did."""
         items: list[str]
         if e.api == "program":
-            computed = self._program_items(e, module.path)
+            try:
+                computed = self._program_items(e, module.path)
+            except PackageRaises as exc:  # what the function runs before the loop raises, on this path
+                out = _Exits()
+                if not self._search_raises(exc, timing, where, "what the package computes for its loop"):
+                    out.rais.append(self.cond)
+                return out
             if computed is None:
                 return self._opaque_loop(module, e, timing, args)
             items = computed
@@ -433,7 +439,13 @@ class _Planner:
             return None
         try:
             value = evaluate_setup(e.setup, module_path, self.values, self.files)
-        except CannotEvaluate:  # the package's own error on the way too: whether it is reached is open
+        except PackageRaises:
+            # the function's own statements before the loop raise: they run whenever the loop is
+            # reached (plain statements of its body), so the raise is the package's when not opaque
+            if self.opaque:
+                return None
+            raise
+        except CannotEvaluate:
             return None
         if not isinstance(value, (list, tuple)) or len(value) > _MAX_ITEMS:
             return None
@@ -483,6 +495,22 @@ class _Planner:
     def _matches(self, pattern: str) -> bool:
         return bool(pattern) and any(install_glob(pattern).fullmatch(p) for p in self.layout.objects)
 
+    def _search_raises(self, exc: PackageRaises, timing: Timing, where: str, what: str) -> bool:
+        """The package's own error, raised by its search (``what``) on this path: caught by an enclosing
+        handler of the package (True: it goes on there), else a ``raise`` unit (False)."""
+        line = f"{exc.name}: {exc.message}" if exc.message else exc.name
+        for kind in sorted(exc.kinds):
+            caught = self._caught(kind)
+            if caught is not None:  # the package's handler catches its own search's failure
+                caught.append((kind, self.cond))
+                return True
+        key = f"raise:{where}"
+        if key not in self.units:
+            self.units[key] = PlannedUnit(
+                key, "raise", timing, where, when=self.cond, note=f"{where}: {what} raises", raises=line
+            )
+        return False
+
     def _searched(self, setup: str, module_path: str, api: str, timing: Timing, where: str) -> bool:
         """Run the package's own search for a load's path (the program the scanner kept,
         abiprobe.binary.pyslice.path_program) with the set's installed files: the file it finds is the
@@ -496,17 +524,7 @@ class _Planner:
         except PackageRaises as exc:
             if self.opaque:  # whether the search is reached is not known: no claim
                 return False
-            line = f"{exc.name}: {exc.message}" if exc.message else exc.name
-            caught = self._caught(exc.name)
-            if caught is not None:  # the package's handler catches its own search's failure
-                caught.append((exc.name, self.cond))
-                return True
-            key = f"raise:{where}"
-            if key not in self.units:
-                note = f"{where}: the package's own search for the file {api} loads raises"
-                self.units[key] = PlannedUnit(
-                    key, "raise", timing, where, when=self.cond, note=note, raises=line
-                )
+            self._search_raises(exc, timing, where, f"the package's own search for the file {api} loads")
             return True
         except CannotEvaluate as exc:
             self.search_stopped = f"the package's own search, run on the set's files, stops: {exc}"

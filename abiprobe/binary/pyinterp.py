@@ -20,6 +20,7 @@ the package's handlers as Python would.
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import operator
 import posixpath
@@ -30,7 +31,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from abiprobe.binary.wheel_members import site_relative
+from abiprobe.binary.wheel_members import in_prefix, site_relative
 
 MAX_STEPS = 20_000
 MAX_DEPTH = 12
@@ -45,9 +46,19 @@ class Unknown(Exception):
 class Raised(Exception):
     """An exception the package's code itself raises (``name``: its class), caught by its handlers."""
 
-    def __init__(self, name: str, message: str = "") -> None:
+    def __init__(self, name: str, message: str = "", kinds: frozenset[str] = frozenset()) -> None:
         super().__init__(f"{name}: {message}" if message else name)
         self.name, self.message = name, message
+        # the class's own name and its bases' (a package's ``class NotFound(OSError)``), for handlers
+        self.kinds = kinds or frozenset({name.rsplit(".", 1)[-1]})
+
+
+class _Class:
+    """An exception class the package defines (``class LibraryNotFound(Exception): pass``): the name
+    Python prints for it (``pkg.mod.LibraryNotFound``) and the names a handler may catch it by."""
+
+    def __init__(self, qualified: str, kinds: frozenset[str]) -> None:
+        self.qualified, self.kinds = qualified, kinds
 
 
 class _Break(Exception):
@@ -71,6 +82,11 @@ class Ref:
 
     def __repr__(self) -> str:
         return f"<{self.dotted}>"
+
+
+# ``sys.base_prefix`` at plan time: the interpreter the environment was made from, outside it
+BASE_PREFIX = "/<base-prefix>"
+_MAX_PARENTS = 8  # of ``Path.parents``: far enough up from any file of a package to leave the prefix
 
 
 class PackagePath:
@@ -142,6 +158,13 @@ class _File:
 
 
 _CATCH_ALL = frozenset({"Exception", "BaseException"})
+# Python's own exception classes, each with the names of the classes it derives from (its handlers)
+_EXCEPTIONS = {
+    n: frozenset(c.__name__ for c in cls.__mro__ if c is not object)
+    | (frozenset({"IOError", "EnvironmentError"}) if issubclass(cls, OSError) else frozenset())
+    for n in dir(builtins)
+    if isinstance(cls := getattr(builtins, n), type) and issubclass(cls, BaseException)
+}
 _ERROR_BASES = {
     "FileNotFoundError": {"OSError", "IOError", "EnvironmentError"},
     "KeyError": {"LookupError"},
@@ -232,6 +255,8 @@ def _builtins() -> dict[str, Any]:
         "os.path.basename": posixpath.basename, "os.path.normpath": posixpath.normpath,
         "os.path.abspath": posixpath.normpath, "os.path.realpath": posixpath.normpath,
         "os.path.splitext": posixpath.splitext, "os.fspath": str, "os.path.expanduser": _expanduser,
+        "os.path.pardir": "..", "os.pardir": "..", "os.path.curdir": ".", "os.curdir": ".",
+        "os.path.sep": "/", "os.sep": "/", "os.pathsep": ":",
         "packaging.version.Version": _version, "packaging.version.parse": _version,
     }  # fmt: skip
 
@@ -299,6 +324,8 @@ class Interpreter:
             self.run(stmt.body, scope)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             scope[stmt.name] = _Function(stmt, self.env)
+        elif isinstance(stmt, ast.ClassDef):
+            scope[stmt.name] = self._class(stmt, scope)
         elif isinstance(stmt, ast.Return):
             raise _Return(None if stmt.value is None else self.eval(stmt.value, scope))
         elif isinstance(stmt, ast.Raise):
@@ -385,14 +412,40 @@ class Interpreter:
             and isinstance(node.func.value, ast.Name)
             and (node.func.value.id in scope or node.func.value.id in self.env)
         )
+        own = (  # a call of the package's own function: what it raises, the package raises
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and isinstance(scope.get(node.func.id, self.env.get(node.func.id)), _Function)
+        )
         try:
             self.eval(node, scope)
         except Unknown:
             if mutates:
                 raise
         except Raised:
-            if mutates:
+            if mutates or own:
                 raise
+
+    def _class(self, stmt: ast.ClassDef, scope: dict[str, Any]) -> Any:
+        """An exception class with no body of its own (``pass``, a docstring), its bases builtin
+        exceptions or the package's own; any other class is :class:`Opaque` (using it is not known)."""
+        trivial = all(
+            isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+            for s in stmt.body
+        )
+        kinds = {stmt.name}
+        for base in stmt.bases:
+            value = scope.get(base.id, self.env.get(base.id)) if isinstance(base, ast.Name) else None
+            if isinstance(value, _Class):
+                kinds |= value.kinds
+            elif isinstance(base, ast.Name) and base.id in _EXCEPTIONS:
+                kinds |= _EXCEPTIONS[base.id]
+            else:
+                trivial = False
+        if not trivial or not stmt.bases or stmt.keywords or stmt.decorator_list:
+            return Opaque(f"the class {stmt.name}")
+        module = self.module_path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        return _Class(f"{module}.{stmt.name}", frozenset(kinds))
 
     def _raised(self, stmt: ast.Raise, scope: dict[str, Any]) -> Exception:
         if stmt.exc is None:
@@ -405,6 +458,11 @@ class Interpreter:
                 message = str(self.eval(stmt.exc.args[0], scope))
             except (Unknown, Raised):
                 message = ""
+        own = scope.get(exc.id, self.env.get(exc.id)) if isinstance(exc, ast.Name) else None
+        if isinstance(own, _Class):
+            return Raised(own.qualified, message, own.kinds)
+        if isinstance(own, Opaque):
+            return Unknown(own.why)
         return Raised(name, message)
 
     def _loop(self, stmt: ast.For | ast.While, scope: dict[str, Any]) -> None:
@@ -436,7 +494,9 @@ class Interpreter:
             try:
                 self.run(stmt.body, scope)
             except Raised as exc:
-                handler = next((h for h in stmt.handlers if _catches(h.type, exc.name)), None)
+                handler = next(
+                    (h for h in stmt.handlers if any(_catches(h.type, k) for k in exc.kinds)), None
+                )
                 if handler is None:
                     raise
                 if handler.name:
@@ -657,6 +717,11 @@ class Interpreter:
         if isinstance(base, PackagePath):
             if attr == "parent":  # site-packages' own parent too (``../..`` is ``<prefix>/lib``)
                 return PackagePath(posixpath.join(base.path, ".."))
+            if attr == "parents":  # ``parents[1]``: up from the file, past site-packages too
+                ups = [PackagePath(posixpath.join(base.path, ".."))]
+                while len(ups) < _MAX_PARENTS:
+                    ups.append(PackagePath(posixpath.join(ups[-1].path, "..")))
+                return tuple(ups)
             if attr in ("name", "stem", "suffix"):
                 name = posixpath.basename(base.path)
                 return {
@@ -725,7 +790,9 @@ class Interpreter:
         if self.site and dotted == "sysconfig.get_path" and args:
             return _SitePaths(purelib=".", platlib=".")[str(self.plain(args[0]))]
         if dotted in ("os.path.exists", "os.path.isfile") and args and self.files:
-            path = posixpath.normpath(str(self.plain(args[0])))
+            path = site_relative(str(self.plain(args[0])))
+            if self._outside(path):
+                return False
             return path in self.files or (
                 dotted == "os.path.exists" and any(f.startswith(path + "/") for f in self.files)
             )
@@ -771,6 +838,8 @@ class Interpreter:
                 )
                 return [PackagePath(p) for p in self._glob(pattern.replace("/**//", "/**/"))]
             if name in ("exists", "is_file") and self.files:
+                if self._outside(owner.path):
+                    return False
                 return owner.path in self.files or (
                     name == "exists"
                     and (
@@ -867,6 +936,16 @@ class Interpreter:
         if not names:
             raise Raised("FileNotFoundError", f"No such file or directory: {folder!r}")
         return names
+
+    def _outside(self, path: str) -> bool:
+        """Whether a path tested for is outside what the set installs: under the base interpreter's
+        prefix (``sys.base_prefix``), whose folders an installer puts no package's file in, True (it is
+        not there); anywhere else outside the environment's prefix, not known."""
+        if path == BASE_PREFIX or path.startswith(BASE_PREFIX + "/"):
+            return True
+        if self.site and not in_prefix(path):
+            raise Unknown(f"whether {path}, outside the environment, exists")
+        return False
 
     def _is_dir(self, folder: str) -> bool:
         folder = posixpath.normpath(folder)
