@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from support.cbuild import build_shared
-from support.pattern_wheels import TORCH_INIT, TORCH_VERSION
+from support.pattern_wheels import TORCH_INIT, TORCH_VERSION, gone_library
 from support.probe_wheels import TAG
 from support.wheelbuild import build_wheel
 
@@ -153,8 +153,7 @@ def build_data_wheels(root: Path) -> DataWheels:
     torch = build_wheel(out, "torch", "2.9.0", {
         "torch/__init__.py": TORCH_INIT, "torch/version.py": TORCH_VERSION, "torch/lib/libc10.so": torch_lib,
     }, tag=TAG)  # fmt: skip
-    absent = build_shared(work / "absent", "libcudart_gone.so.12", "int gone(void) { return 0; }\n",
-                          soname="libcudart_gone.so.12")  # fmt: skip
+    absent = gone_library(work)
     first = build_shared(work / "dl", "libdl_first.so", "int dl_first(void) { return 1; }\n")
     second = _undefined(work / "dl", "libdl_second.so", "dl_missing")
     needs_gone = "extern int gone(void); int e(void) { return gone(); }\n"
@@ -200,8 +199,7 @@ ctypes.CDLL(os.path.join(_HERE, _NAME))
 
 def build_homename(root: Path) -> Path:
     """``homename``: reads its library's name from a file in the user's home, outside the wheel."""
-    absent = build_shared(root / "absent", "libcudart_gone.so.12", "int gone(void) { return 0; }\n",
-                          soname="libcudart_gone.so.12")  # fmt: skip
+    absent = gone_library(root)
     lib = build_shared(root / "hn", "libhome.so", "extern int gone(void); int h(void) { return gone(); }\n",
                        link=[absent])  # fmt: skip
     files = {"homename/__init__.py": HOMENAME, "homename/libhome.so": lib}

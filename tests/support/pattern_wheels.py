@@ -305,6 +305,13 @@ def _needing(out: Path, filename: str, absent: Path) -> Path:
     )
 
 
+def gone_library(work: Path) -> Path:
+    """``libcudart_gone.so.12``, a library built only to be linked against: no wheel ships it, so what
+    needs it fails in the loader."""
+    return build_shared(work / "absent", "libcudart_gone.so.12", "int gone(void) { return 0; }\n",
+                        soname="libcudart_gone.so.12")  # fmt: skip
+
+
 def build_pattern_wheels(root: Path) -> PatternWheels:
     work, out = root / "build", root / "wheels"
     torch_lib = _plain(work / "torch", "libc10.so", "libc10.so")
@@ -314,8 +321,7 @@ def build_pattern_wheels(root: Path) -> PatternWheels:
         "torch/lib/libc10.so": torch_lib,
     }
     torch = build_wheel(out, "torch", "2.9.0", torch_files, tag=TAG)
-    absent = build_shared(work / "absent", "libcudart_gone.so.12", "int gone(void) { return 0; }\n",
-                          soname="libcudart_gone.so.12")  # fmt: skip
+    absent = gone_library(work)
     svml = build_shared(work / "svml", "libsvml.so", "int gone(void) { return 0; }\n", soname="libsvml.so")
 
     cudaname = build_wheel(out, "cudaname", "1.0", {

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from support.cbuild import build_shared
-from support.pattern_wheels import TORCH_INIT, TORCH_VERSION
+from support.pattern_wheels import gone_library
 from support.probe_wheels import TAG, build_extension
-from support.return_wheels import TORCH_CUDA
+from support.return_wheels import cuda_torch
 from support.wheelbuild import build_wheel
 
 CORE = "libprefixcore.so.1"
@@ -127,13 +127,7 @@ class PrefixWheels:
 
 def build_prefix_wheels(root: Path) -> PrefixWheels:
     work, out = root / "build", root / "wheels"
-    torch = build_wheel(out, "torch", "2.9.0", {
-        "torch/__init__.py": TORCH_INIT + TORCH_CUDA, "torch/version.py": TORCH_VERSION,
-        "torch/lib/libc10.so": build_shared(work / "torch", "libc10.so", "int c10(void) { return 1; }\n",
-                                            soname="libc10.so"),
-    }, tag=TAG)  # fmt: skip
-    absent = build_shared(work / "absent", "libcudart_gone.so.12", "int gone(void) { return 0; }\n",
-                          soname="libcudart_gone.so.12")  # fmt: skip
+    torch, absent = cuda_torch(work, out), gone_library(work)
     core = build_shared(work / "core", CORE, "int prefixcore_fn(void) { return 7; }\n", soname=CORE)
     needs_gone = "extern int gone(void); int prefixcore_fn(void) { return gone(); }\n"
     bad = build_shared(work / "bad", CORE, needs_gone, soname=CORE, link=[absent])

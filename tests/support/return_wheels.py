@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from support.cbuild import build_shared
-from support.pattern_wheels import TORCH_INIT, TORCH_VERSION
+from support.pattern_wheels import TORCH_INIT, TORCH_VERSION, gone_library
 from support.probe_wheels import TAG
 from support.wheelbuild import build_wheel
 
@@ -303,6 +303,15 @@ def _plain(out: Path, filename: str) -> Path:
     return build_shared(out, filename, f"int {filename.split('.')[0]}_fn(void) {{ return 1; }}\n")
 
 
+def cuda_torch(work: Path, out: Path) -> Path:
+    """A fixture torch 2.9.0 whose ``torch.version.cuda`` is set (``torch/version.py``), with a
+    ``libc10.so``."""
+    c10 = build_shared(work / "torch", "libc10.so", "int c10(void) { return 1; }\n", soname="libc10.so")
+    files = {"torch/__init__.py": TORCH_INIT + TORCH_CUDA, "torch/version.py": TORCH_VERSION,
+             "torch/lib/libc10.so": c10}  # fmt: skip
+    return build_wheel(out, "torch", "2.9.0", files, tag=TAG)
+
+
 def _needing(out: Path, filename: str, absent: Path) -> Path:
     return build_shared(
         out, filename, "extern int gone(void); int k(void) { return gone(); }\n", link=[absent]
@@ -311,13 +320,7 @@ def _needing(out: Path, filename: str, absent: Path) -> Path:
 
 def build_return_wheels(root: Path) -> ReturnWheels:
     work, out = root / "build", root / "wheels"
-    torch = build_wheel(out, "torch", "2.9.0", {
-        "torch/__init__.py": TORCH_INIT + TORCH_CUDA, "torch/version.py": TORCH_VERSION,
-        "torch/lib/libc10.so": build_shared(work / "torch", "libc10.so", "int c10(void) { return 1; }\n",
-                                            soname="libc10.so"),
-    }, tag=TAG)  # fmt: skip
-    absent = build_shared(work / "absent", "libcudart_gone.so.12", "int gone(void) { return 0; }\n",
-                          soname="libcudart_gone.so.12")  # fmt: skip
+    torch, absent = cuda_torch(work, out), gone_library(work)
     code = {"retpath/__init__.py": RETPATH_INIT, "retpath/_paths.py": RETPATH_PATHS}
     retpath = build_wheel(out / "r", "retpath", "1.0", {
         **code,
