@@ -216,3 +216,24 @@ def test_a_search_whose_result_the_function_keeps_in_its_own_names_is_run_too(
     # AND a real import fails with that line
     code, last = _import(wheels, names, "searchlib", tmp_path)
     assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+def test_a_name_from_the_parsed_torch_version_picks_the_library_built_for_it(
+    wheels: ReturnWheels, tmp_path: Path
+) -> None:
+    # GIVEN verpick, which loads f"libverpick_torch{v.major}{v.minor}-{cuda or cpu}.so" with
+    # v = packaging's Version(torch.__version__) (torch 2.9.0, a CUDA build), and raises its own
+    # ImportError when that file is not there
+    a = _analyze(wheels, "verpick")
+    # THEN the one unit is the torch29 CUDA library (the others need a library nobody has)
+    (unit,) = _units(a, "verpick")
+    assert (unit.path, unit.timing, unit.status) == ("verpick/libverpick_torch29-cuda.so", "import", "ok")
+    assert "torch.__version__='2.9.0'" in unit.note
+    assert (a.import_status, a.status) == ("ok", "ok")
+    assert _import(wheels, "verpick", "verpick", tmp_path / "new") == (0, "")
+    # AND a wheel built only for torch 2.8 fails with the package's own error, as the real import does
+    old = _analyze(wheels, "verpick_old")
+    assert old.import_status == "fail" and old.first_error is not None
+    assert old.first_error.text == "ImportError: No matching prebuilt verpick library"
+    code, last = _import(wheels, "verpick_old", "verpick", tmp_path / "old")
+    assert code != 0 and last == old.first_error.text, last

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from abiprobe.binary.pyflow import UNKNOWN_NAME
 from abiprobe.binary.pyinterp import BASE_PREFIX, COMPARE, Interpreter, Raised, Unknown
@@ -39,6 +40,9 @@ _RUNTIME_PIN = re.compile(r"nvidia-cuda-runtime(?:-cu\d+)?\s*==\s*(\d+)\.(\d+)",
 _TOOLKIT_PIN = re.compile(r"cuda-toolkit\s*\[([^\]]*)\]\s*==\s*(\d+)\.(\d+)", re.I)
 MISSING = "__abiprobe_missing__"  # where with_files collects the computed paths found absent
 _SAFE = (str, int, float, bool, tuple, list, dict, type(None))
+# a parsed version's parts a package reads (``Version(torch.__version__).minor``)
+_VERSION_FIELDS = frozenset({"major", "minor", "micro", "release", "public", "base_version", "local",
+                             "pre", "post", "dev", "epoch", "is_prerelease", "is_devrelease"})  # fmt: skip
 _MAX_ITEMS = 64  # a comprehension's items read
 _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Mod: operator.mod, ast.Mult: operator.mul, ast.Sub: operator.sub,
@@ -131,6 +135,8 @@ def _attribute(value: Any, attr: str, dotted: str) -> Any:
         if attr not in value:
             raise CannotEvaluate(f"{dotted}: a field abiprobe was not given")
         return value.field(attr)
+    if isinstance(value, Version) and attr in _VERSION_FIELDS:
+        return getattr(value, attr)
     if attr.startswith("_") or not isinstance(value, (*_SAFE, VersionInfo)):
         raise CannotEvaluate(f"{dotted}: not a value abiprobe evaluates")
     if isinstance(value, VersionInfo) and attr in ("major", "minor"):
@@ -232,10 +238,18 @@ def runtime_values(target: Target, wheels: Sequence[WheelFacts]) -> RuntimeValue
         return found
 
     values["importlib.metadata.version"] = dist_version
+    values["packaging.version.Version"] = values["packaging.version.parse"] = _parsed_version
     cc = target.arch.cc if target.arch is not None else None
     if cc is not None and torch.get("torch.version.cuda"):  # the target's GPU, seen by a CUDA torch
         values["torch.cuda.get_device_capability"] = lambda *_device: cc
     return RuntimeValues(values, source)
+
+
+def _parsed_version(text: Any) -> Version:
+    try:
+        return Version(str(text))
+    except InvalidVersion:
+        raise CannotEvaluate(f"Version({text!r}): not a version") from None
 
 
 def evaluate(text: str, values: RuntimeValues) -> Any:
@@ -385,7 +399,7 @@ def _call(node: ast.Call, values: RuntimeValues) -> Any:
     args = [_eval(a, values) for a in node.args]
     kwargs = {k.arg: _eval(k.value, values) for k in node.keywords if k.arg is not None}
     result = func(*args, **kwargs)
-    if not isinstance(result, (*_SAFE, VersionInfo, _Object)):
+    if not isinstance(result, (*_SAFE, VersionInfo, _Object, Version)):
         raise CannotEvaluate(f"{ast.unparse(node)}: not a value abiprobe evaluates")
     return result
 

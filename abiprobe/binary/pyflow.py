@@ -14,6 +14,8 @@ _BUILTINS = frozenset({"str", "int", "float", "len", "tuple", "bool", "min", "ma
 _FORBIDDEN = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr,
               ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)  # fmt: skip
 _BUILTINS_TOO = frozenset({"sorted", "range", "list"})  # read in a comprehension's loop
+# pure functions of the libraries a run-time expression may call (``Version(torch.__version__).minor``)
+PURE_FUNCTIONS = frozenset({"packaging.version.Version", "packaging.version.parse"})
 _MAX_DEPTH = 8
 _N = TypeVar("_N", bound=ast.AST)
 UNKNOWN_NAME = "__abiprobe_unknown__"  # an operand of and/or that is no run-time value
@@ -155,6 +157,8 @@ class _Rewriter(ast.NodeTransformer):
         name = self.dotted(node) or node.id
         if name.split(".")[0] in RUNTIME_ROOTS:
             self.reads_runtime = True
+            return _name_node(name)
+        if name in PURE_FUNCTIONS:  # spelled out, as the planner's values name it
             return _name_node(name)
         if node.id not in _BUILTINS and node.id not in _BUILTINS_TOO:
             self.ok = False

@@ -107,6 +107,24 @@ def _load_core():
 
 _load_core()
 """
+VERPICK_INIT = b"""import ctypes
+from pathlib import Path
+
+import torch
+from packaging.version import Version
+
+
+def _load():
+    version = Version(torch.__version__)
+    suffix = "cuda" if torch.cuda.is_available() else "cpu"
+    path = Path(__file__).parent / f"libverpick_torch{version.major}{version.minor}-{suffix}.so"
+    if not path.exists() or not path.is_file():
+        raise ImportError("No matching prebuilt verpick library")
+    return ctypes.CDLL(str(path))
+
+
+_lib = _load()
+"""
 TORCH_CUDA = b"""
 
 class _Cuda:
@@ -297,10 +315,13 @@ class ReturnWheels:
     search_core: Path
     search_core_bad: Path
     search_local: Path
+    verpick: Path
+    verpick_old: Path
 
 
 def _plain(out: Path, filename: str) -> Path:
-    return build_shared(out, filename, f"int {filename.split('.')[0]}_fn(void) {{ return 1; }}\n")
+    name = filename.split(".")[0].replace("-", "_")
+    return build_shared(out, filename, f"int {name}_fn(void) {{ return 1; }}\n")
 
 
 def cuda_torch(work: Path, out: Path) -> Path:
@@ -364,7 +385,17 @@ def build_return_wheels(root: Path) -> ReturnWheels:
     }, tag=TAG)  # fmt: skip
     search_local = build_wheel(out / "sl", "searchlib", "1.0", {"searchlib/__init__.py": SEARCH_LOCAL_INIT},
                                tag=TAG)  # fmt: skip
+    verpick = build_wheel(out / "v", "verpick", "1.0", {
+        "verpick/__init__.py": VERPICK_INIT,
+        "verpick/libverpick_torch29-cuda.so": _plain(work / "v", "libverpick_torch29-cuda.so"),
+        "verpick/libverpick_torch29-cpu.so": _needing(work / "v", "libverpick_torch29-cpu.so", absent),
+        "verpick/libverpick_torch28-cuda.so": _needing(work / "v", "libverpick_torch28-cuda.so", absent),
+    }, tag=TAG)  # fmt: skip
+    verpick_old = build_wheel(out / "vo", "verpick", "1.0", {
+        "verpick/__init__.py": VERPICK_INIT,
+        "verpick/libverpick_torch28-cuda.so": _plain(work / "vo", "libverpick_torch28-cuda.so"),
+    }, tag=TAG)  # fmt: skip
     return ReturnWheels(
         torch, retpath, retpath_cpu, finder, opaquefn, specs, twomods, search, search_core, search_core_bad,
-        search_local,
+        search_local, verpick, verpick_old,
     )  # fmt: skip
