@@ -28,6 +28,15 @@ def _more(n: int) -> str:
 def soname_verdict(result: LoadResult, layout: Layout, profile: Profile) -> Verdict:
     """``sonames``: every DT_NEEDED of the unit's tree found, or which one is missing and why."""
     missing = result.missing_sonames
+    interpreter = next((n for n in result.needed if n.how == "interpreter"), None)
+    if not missing and interpreter is not None:
+        via = "" if interpreter.requirer == result.path else f" (needed by {interpreter.requirer})"
+        text = (
+            f"{interpreter.soname}, the interpreter's own library, is there only when the Python running "
+            "the environment is a shared build, which has loaded it (python.org, pyenv and uv builds are; "
+            "a static /usr/bin/python3 is not): which one the target runs is not known"
+        )
+        return Verdict("sonames", "unknown", f"{text}{via}", result.path, {"interpreter": interpreter.soname})
     if not missing:
         return Verdict("sonames", "ok", "every needed library is found", result.path)
     first = missing[0]

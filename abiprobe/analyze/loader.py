@@ -13,6 +13,7 @@ satisfied by an already loaded soname, then DT_RPATH (only without DT_RUNPATH), 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -32,6 +33,8 @@ INTERPRETER_LIBS = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "
 # what the NVIDIA driver installs beside libcuda.so.1 (NVML): there on a target with the driver, its
 # symbols not known here (fbgemm-gpu's libraries need it by DT_NEEDED)
 NVML_SONAME = "libnvidia-ml.so.1"
+# the interpreter's own library: ``libpython3.12.so.1.0`` (``libpython3.7m.so.1.0``)
+_LIBPYTHON = re.compile(r"^libpython(\d+)\.(\d+)[a-z]*\.so(?:\.[0-9.]+)?$")
 _IGNORED_IMPORTS = frozenset({"__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable"})
 
 
@@ -43,6 +46,14 @@ class Driver:
 
 
 Provider = InstalledObject | SystemLibrary | Driver
+
+
+def interpreter_library(soname: str, python: tuple[int, int]) -> bool:
+    """Whether ``soname`` is the shared library of the CPython ``python`` (``libpython3.12.so.1.0``): a
+    shared build of that interpreter (python.org's, pyenv's, uv's) has loaded it, and DT_NEEDED matches
+    it by soname; a static one (Debian's ``/usr/bin/python3``) has not."""
+    m = _LIBPYTHON.match(soname)
+    return m is not None and (int(m.group(1)), int(m.group(2))) == python
 
 
 def provider_name(p: Provider) -> str:
@@ -381,6 +392,10 @@ class LoaderSimulation:
                         prov, how = self.driver, "driver"
                     elif soname == NVML_SONAME and self.driver is not None:
                         prov, how = SystemLibrary(NVML_SONAME), "driver"
+                    elif not self.profile.this_host and interpreter_library(soname, self.target.python):
+                        # there when the target's interpreter is a shared build: which it is is not known
+                        # (its C API is the interpreter's, bound as every extension's is: nothing else)
+                        prov, how = SystemLibrary(soname, exports={}), "interpreter"
                 if prov is None:
                     needed.append(NeededResolution(obj.path, soname, None, "missing"))
                     continue

@@ -188,13 +188,14 @@ def on_this_host(args: argparse.Namespace) -> bool:
     return bool(args.installed) and not args.profile and not args.platform
 
 
-def host_profile(wheels: Sequence[WheelFacts]) -> Profile:
+def host_profile(wheels: Sequence[WheelFacts], python: str | None = None) -> Profile:
     """This host's loader as the system: every soname the environment's objects need, looked up as ld.so
     would (LD_LIBRARY_PATH, cache, system search path); one the environment also ships is still looked up,
     since its copy may be out of the needing object's search paths (a CUDA library of the host's toolkit)."""
     from abiprobe.host.ldconfig import profile_from_host
 
-    return profile_from_host(dict.fromkeys(n for w in wheels for e in w.elf for n in e.needed))
+    needed = dict.fromkeys(n for w in wheels for e in w.elf for n in e.needed)
+    return profile_from_host(needed, interpreter=python or sys.executable)
 
 
 def installed_wheels(args: argparse.Namespace) -> list[WheelFacts]:
@@ -266,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
             releases = torch_releases(args.torch, source, target)  # the torch wheels the target would get
     if items is None:
         if on_this_host(args):
-            profile = host_profile(wheels)
+            profile = host_profile(wheels, args.python)
         analysis = scoped(analyze_set(wheels, target, profile, releases, stack=default_stack()), wheels, args)
     else:
         from abiprobe.analyze.analysis import with_unread
@@ -315,7 +316,7 @@ def _run_planned(args: argparse.Namespace, target: Target, profile: Profile) -> 
     host = on_this_host(args)
 
     def profile_of(wheels: Sequence[WheelFacts]) -> Profile:
-        return host_profile(wheels) if host else profile
+        return host_profile(wheels, python) if host else profile
 
     python = args.python or sys.executable
     analysis, plan = run_planned(args, python, target, profile_of, releases, scoped)

@@ -37,19 +37,56 @@ def read_library(soname: str, path: Path) -> SystemLibrary:
         return library_from_elf_bytes(soname, f, str(path))
 
 
+def interpreter_libraries(python: str | Path, loader: HostLoader | None = None) -> dict[str, Path]:
+    """The shared libraries the interpreter ``python`` itself needs (a shared build of CPython needs its
+    ``libpython3.X.so.1.0``), where its own RPATH/RUNPATH (``$ORIGIN/../lib``) or this host's loader finds
+    each: they are in the process before any extension loads, matched by soname. Empty when the file is
+    not an ELF program that can be read."""
+    from abiprobe.binary.elf import read_elf
+
+    exe = Path(python).resolve()  # a venv's python is a link to the base interpreter
+    try:
+        with open(exe, "rb") as f:
+            facts = read_elf(f, str(exe))
+    except (OSError, ValueError):
+        return {}
+    loader = loader or HostLoader()
+    found: dict[str, Path] = {}
+    for soname in facts.needed:
+        dirs = [Path(d.replace("$ORIGIN", str(exe.parent)).replace("${ORIGIN}", str(exe.parent)))
+                for d in (*facts.rpath, *facts.runpath)]  # fmt: skip
+        hit = next((d / soname for d in dirs if (d / soname).is_file()), None)
+        if hit is None and (seen := loader.find(soname)) is not None:
+            hit = seen[0]
+        if hit is not None:
+            found[soname] = hit
+    return found
+
+
 def profile_from_host(
-    sonames: Iterable[str] = (), driver: bool | None = None, loader: HostLoader | None = None
+    sonames: Iterable[str] = (),
+    driver: bool | None = None,
+    loader: HostLoader | None = None,
+    interpreter: str | Path | None = None,
 ) -> Profile:
     """This machine as the system of an installed environment: glibc, libstdc++ and the C runtime, plus
     every one of ``sonames`` its loader finds, read from their real bytes; a soname that sits in an
-    ld.so.conf directory without being in the loader cache is noted as such."""
+    ld.so.conf directory without being in the loader cache is noted as such. ``interpreter``: the Python
+    that runs the environment, whose own libraries (a shared build's libpython) count as found."""
     import platform
 
     loader = loader or HostLoader()
     wanted = [s for s in dict.fromkeys((*HOST_LIBRARIES, *sonames)) if s != DRIVER_SONAME]
     libs: list[SystemLibrary] = []
     notes: list[tuple[str, str]] = []
+    own = interpreter_libraries(interpreter, loader) if interpreter is not None else {}
     for soname in wanted:
+        if soname in own and soname not in HOST_LIBRARIES:
+            try:
+                libs.append(read_library(soname, own[soname]))
+                continue
+            except (OSError, ValueError):
+                pass
         hit = loader.find(soname)
         if hit is not None:
             try:
