@@ -237,3 +237,23 @@ def test_a_name_from_the_parsed_torch_version_picks_the_library_built_for_it(
     assert old.first_error.text == "ImportError: No matching prebuilt verpick library"
     code, last = _import(wheels, "verpick_old", "verpick", tmp_path / "old")
     assert code != 0 and last == old.first_error.text, last
+
+
+def test_a_loop_over_the_targets_a_data_file_names_loads_each_ones_list(
+    wheels: ReturnWheels, tmp_path: Path
+) -> None:
+    # GIVEN targets, whose __init__ reads target.<name>.json for each of "default" and "extra" (only
+    # extra's is in the wheel), keeps those found, then for each loads the libraries of its list, the
+    # "extra" list emptied by a run-time test (torch.version.hip) the CUDA torch does not pass
+    a = _analyze(wheels, "targets")
+    # THEN only extra's library loads, at import, and default's (which needs a library nobody has) not
+    assert [(u.path, u.timing, u.status) for u in _units(a, "targets")] == [
+        ("targets/libtargets_extra.so", "import", "ok")
+    ]
+    assert a.import_status == "ok"
+    assert _import(wheels, "targets", "targets", tmp_path / "ok") == (0, "")
+    # AND when that library cannot load, the import fails with the loader's line, as the real one does
+    bad = _analyze(wheels, "targets_bad")
+    assert bad.import_status == "fail" and bad.first_error is not None
+    code, last = _import(wheels, "targets_bad", "targets", tmp_path / "bad")
+    assert code != 0 and matches_loader_line(bad.first_error.text, last), (bad.first_error.text, last)

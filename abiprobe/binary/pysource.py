@@ -63,7 +63,7 @@ _UNKNOWN = "*"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 12
+READ_RULES = 13
 _MAX_EMBEDDED = 24_000  # characters of a load's search program with the package's modules it embeds
 
 
@@ -401,9 +401,18 @@ class _Scanner:
         """The program that computes a load's path this reading could not follow, run by the planner
         with the set's installed files (:func:`abiprobe.binary.pyslice.path_program`); ``""`` when the
         path reads the enclosing function's own names, or inside a loop unrolled here."""
-        if self.static is None or self.static.overlay or self.loops:
+        if self.static is None or self.loops:
             return ""
-        program = path_program(path, self.seen_top, self.static.interp.env, self.fn_locals, self.fn_prefix)
+        local, prefix = self.fn_locals, self.fn_prefix
+        if self.static.overlay:
+            # in a loop unrolled here: the names it binds for this item, as the program's own assignments
+            if self.in_function:
+                return ""
+            bound = self.static.literals()
+            if bound is None:
+                return ""
+            local, prefix = set(bound), [ast.parse(f"{k} = {v}").body[0] for k, v in bound.items()]
+        program = path_program(path, self.seen_top, self.static.interp.env, local, prefix)
         return self._with_own_modules(program) if program else ""
 
     def _with_own_modules(self, program: str) -> str:
@@ -506,7 +515,8 @@ class _Scanner:
         before it compute (``site_packages = [...]; site_packages += site.getsitepackages()``): a ``for``
         whose items the planner computes by running that program (api ``program``, the program its
         ``setup``), and runs as an opaque loop when it cannot. None for any other loop."""
-        if stmt is not self.current or not isinstance(stmt.target, ast.Name) or self.loops:
+        unrolled = self.static is not None and bool(self.static.overlay) and not self.in_function
+        if (stmt is not self.current and not unrolled) or not isinstance(stmt.target, ast.Name) or self.loops:
             return None
         program = self.path_setup(stmt.iter)
         if not program:

@@ -63,6 +63,16 @@ class StaticValues:
         self.overlay.update(scope)
         return {k: v for k, v in scope.items() if isinstance(v, str)}
 
+    def literals(self) -> dict[str, str] | None:
+        """The names an unrolled loop binds now, each as a Python literal; None when one is not plain."""
+        out: dict[str, str] = {}
+        for name, value in self.overlay.items():
+            text = literal(value, 4096)
+            if text is None:
+                return None
+            out[name] = text
+        return out
+
     def argument(self, node: ast.expr) -> str | None:
         """A call's argument as the scanner's text: a string as itself, another plain value as a
         ``{=literal=}`` the planner evaluates; None when not known."""

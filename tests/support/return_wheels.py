@@ -107,6 +107,30 @@ def _load_core():
 
 _load_core()
 """
+TARGETS_INIT = b"""import json
+import os
+
+import torch
+
+
+def _info(target):
+    try:
+        with open(os.path.join(os.path.dirname(__file__), f"target.{target}.json")) as f:
+            return json.load(f)
+    except Exception:
+        return {}
+
+
+infos = {target: _info(target) for target in ["default", "extra"]}
+infos = {k: v for (k, v) in infos.items() if v}
+extra_libraries = ["libtargets_extra"]
+if torch.cuda.is_available() and torch.version.hip:
+    extra_libraries = []
+to_load = {"default": ["libtargets_default"], "extra": extra_libraries}
+for target, info in infos.items():
+    for library in to_load.get(target, []):
+        torch.ops.load_library(os.path.join(os.path.dirname(__file__), f"{library}.so"))
+"""
 VERPICK_INIT = b"""import ctypes
 from pathlib import Path
 
@@ -317,6 +341,8 @@ class ReturnWheels:
     search_local: Path
     verpick: Path
     verpick_old: Path
+    targets: Path
+    targets_bad: Path
 
 
 def _plain(out: Path, filename: str) -> Path:
@@ -395,7 +421,16 @@ def build_return_wheels(root: Path) -> ReturnWheels:
         "verpick/__init__.py": VERPICK_INIT,
         "verpick/libverpick_torch28-cuda.so": _plain(work / "vo", "libverpick_torch28-cuda.so"),
     }, tag=TAG)  # fmt: skip
+    built = {}
+    for name, extra in (("targets", _plain), ("targets_bad", None)):
+        lib = (extra(work / name, "libtargets_extra.so") if extra is not None
+               else _needing(work / name, "libtargets_extra.so", absent))  # fmt: skip
+        built[name] = build_wheel(out / name, "targets", "1.0", {
+            "targets/__init__.py": TARGETS_INIT, "targets/target.extra.json": b'{"variant": "cuda"}\n',
+            "targets/libtargets_extra.so": lib,
+            "targets/libtargets_default.so": _needing(work / name, "libtargets_default.so", absent),
+        }, tag=TAG)  # fmt: skip
     return ReturnWheels(
         torch, retpath, retpath_cpu, finder, opaquefn, specs, twomods, search, search_core, search_core_bad,
-        search_local, verpick, verpick_old,
+        search_local, verpick, verpick_old, built["targets"], built["targets_bad"],
     )  # fmt: skip
