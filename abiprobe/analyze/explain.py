@@ -94,6 +94,18 @@ def _missing_soname_text(soname: str, layout: Layout, profile: Profile) -> str:
 def version_verdict(result: LoadResult, profile: Profile) -> Verdict:
     """``symbol_versions``: version nodes (GLIBC_2.34, GLIBCXX_3.4.32 ...) the target's libraries lack."""
     missing = result.missing_versions
+    if not missing and result.uncertain_versions:
+        u = result.uncertain_versions[0]
+        newest = _newest_of(profile, u.file, u.version.rstrip("0123456789."))
+        has = f"up to {newest}" if newest else "no such node"
+        text = (
+            f"needs {u.version} from {u.file}; {profile.name}, the stand-in for a newer target system, has "
+            f"{has}: whether the target's own {u.file} defines it is not known"
+            f"{_more(len(result.uncertain_versions) - 1)}"
+        )
+        uncertain = [{"file": v.file, "version": v.version, "required_by": v.requirer}
+                     for v in result.uncertain_versions]  # fmt: skip
+        return Verdict("symbol_versions", "unknown", text, result.path, {"uncertain": uncertain})
     if not missing:
         return Verdict("symbol_versions", "ok", "every needed symbol version is defined", result.path)
     m = missing[0]

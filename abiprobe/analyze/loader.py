@@ -35,6 +35,11 @@ INTERPRETER_LIBS = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "
 NVML_SONAME = "libnvidia-ml.so.1"
 # the interpreter's own library: ``libpython3.12.so.1.0`` (``libpython3.7m.so.1.0``)
 _LIBPYTHON = re.compile(r"^libpython(\d+)\.(\d+)[a-z]*\.so(?:\.[0-9.]+)?$")
+# glibc's own libraries: a target's manylinux_2_N platform promises their GLIBC_2.M nodes up to M = N
+_GLIBC_FILES = frozenset({"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1",
+                          "libutil.so.1", "libresolv.so.2", "libanl.so.1", "libnsl.so.1",
+                          "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"})  # fmt: skip
+_GLIBC_NODE = re.compile(r"^GLIBC_(\d+)\.(\d+)(?:\.\d+)?$")
 _IGNORED_IMPORTS = frozenset({"__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable"})
 
 
@@ -113,6 +118,9 @@ class LoadResult:
     missing_versions: tuple[MissingVersion, ...] = ()
     driver_symbols: tuple[DriverSymbol, ...] = ()
     non_stable: tuple[MissingSymbol, ...] = ()
+    # version nodes a system library of a stand-in profile lacks, on a target whose own system is newer
+    # than the profile (its libstdc++ may define them): not known either way
+    uncertain_versions: tuple[MissingVersion, ...] = ()
     # the objects this load adds, in the order ld.so relocates them (dependencies first)
     relocation_order: tuple[str, ...] = ()
 
@@ -468,12 +476,18 @@ class LoaderSimulation:
     ) -> LoadResult:
         missing: list[MissingSymbol] = []
         versions: list[MissingVersion] = []
+        uncertain: list[MissingVersion] = []
         driver: list[DriverSymbol] = []
         non_stable: list[MissingSymbol] = []
         driver_in_scope = self.driver is not None and self.driver in scope
         searched = [provider_name(p) for p in scope]
         for obj in sorted(new_objects, key=lambda o: searched.index(o.path)):
-            versions.extend(self._check_versions(obj, deps.get(obj.path, {})))
+            for m in self._check_versions(obj, deps.get(obj.path, {})):
+                verdict = self._newer_system(m)
+                if verdict is None:
+                    versions.append(m)
+                elif verdict == "unknown":
+                    uncertain.append(m)
         for obj in new_objects:
             abi3 = obj.extension_python == "abi3"
             stable = stable_abi_names(abi3_floor(obj, self.target)) if abi3 else None
@@ -491,6 +505,13 @@ class LoaderSimulation:
                     if introduced is not None and introduced > self.target.driver_cuda:
                         driver.append(DriverSymbol(obj.path, imp.name, introduced))
                     continue
+                if imp.version and imp.version_file:
+                    # a node of a system library that a newer target's system has (or may have): the
+                    # version check above said so (``unknown`` there), the symbol is not missing
+                    prov = deps.get(obj.path, {}).get(imp.version_file)
+                    if prov is not None and self._newer_node(imp.version_file, imp.version,
+                                                             provider_name(prov)) is not None:  # fmt: skip
+                        continue
                 missing.append(MissingSymbol(obj.path, imp))
         return LoadResult(
             path=root.path,
@@ -499,10 +520,32 @@ class LoaderSimulation:
             needed=tuple(needed),
             missing_symbols=tuple(missing),
             missing_versions=tuple(versions),
+            uncertain_versions=tuple(uncertain),
             driver_symbols=tuple(driver),
             non_stable=tuple(non_stable),
             relocation_order=tuple(o.path for o in new_objects),
         )
+
+    def _newer_system(self, m: MissingVersion) -> str | None:
+        return self._newer_node(m.file, m.version, m.provider)
+
+    def _newer_node(self, file: str, version: str, provider: str) -> str | None:
+        """What a version node that a system library of the profile lacks is on a target whose platform
+        is newer than the profile (manylinux_2_36 judged with the manylinux_2_34 libraries): ``"ok"`` for
+        a GLIBC_2.M of glibc's own libraries that the platform promises, ``"unknown"`` for another
+        library's (the target's libstdc++ is its distribution's, possibly newer); None (missing) when the
+        profile is the target's own system or the node is newer than the platform."""
+        if self.profile.this_host or not provider.startswith("system:"):
+            return None
+        wanted, have = self.target.glibc, self.profile.glibc
+        if wanted is None or have is None or wanted <= have:
+            return None
+        node = _GLIBC_NODE.match(version)
+        if node is not None:
+            if file in _GLIBC_FILES and (int(node.group(1)), int(node.group(2))) <= wanted:
+                return "ok"
+            return None
+        return "unknown"
 
     def _check_versions(self, obj: InstalledObject, deps: dict[str, Provider]) -> list[MissingVersion]:
         out: list[MissingVersion] = []
