@@ -190,3 +190,44 @@ def test_a_named_wheel_that_cannot_be_read_is_unknown_not_an_error(
     unknown = {v["check"] for v in doc["set_verdicts"] if v["subject"] == kernel["filename"]}
     assert {"metadata", "files", "sonames", "symbols", "gpu_arch"} <= unknown
     assert (rc, doc["status"]) == (3, "unknown")
+
+
+def _sdist(out: Path, name: str, version: str) -> Path:
+    """A real source distribution of a pure-Python project (setup.py, PKG-INFO), as the index serves it."""
+    import tarfile
+
+    root = out / f"{name}-{version}"
+    (root / name).mkdir(parents=True)
+    (root / name / "__init__.py").write_text("")
+    (root / "PKG-INFO").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (root / "setup.py").write_text(
+        f"from setuptools import setup\nsetup(name={name!r}, version={version!r}, packages=[{name!r}])\n"
+    )
+    path = out / f"{name}-{version}.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        tar.add(root, arcname=root.name)
+    return path
+
+
+def test_a_requirement_only_an_sdist_meets_leaves_the_rest_of_the_closure_resolved(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN srcneed 1.0 (a wheel), which requires srconly==1.0, a release the index has only as an sdist
+    # (a newer srconly has a wheel, which the pin rules out)
+    out = tmp_path / "files"
+    out.mkdir()
+    server.add_wheel(build_wheel(out, "srcneed", "1.0", {"srcneed.py": b""}, tag="py3-none-any",
+                                 requires_dist=["srconly==1.0"]))  # fmt: skip
+    server.add_wheel(build_wheel(out, "srconly", "2.0", {"srconly/__init__.py": b""}, tag="py3-none-any"))
+    server.add_wheel(_sdist(out, "srconly", "1.0"), project="srconly", metadata=False)
+    # WHEN it is checked beside a kernel that needs the runtime wheel torch pins
+    rc, doc = check(server, tmp_path, capsys, "torch==2.9.0", "sglang-kernel==0.4.0", "srcneed==1.0")
+    # THEN the rest of the install is still resolved (the runtime wheel is added and the kernel loads),
+    # and the sdist is said: pip builds it, and abiprobe does not judge what it builds
+    added = [a["wheel"] for a in doc["install"]["added"]]
+    assert "nvidia-cuda-runtime 13.0.96" in added and not any(a.startswith("srconly") for a in added)
+    assert (doc["checks"]["sonames"], doc["checks"]["symbols"]) == ("ok", "ok")
+    source = [v for v in doc["set_verdicts"] if v["evidence"].get("from_source")]
+    assert len(source) == 1 and source[0]["status"] == "warn", doc["set_verdicts"]
+    assert "srconly==1.0" in source[0]["explanation"] and "source distribution" in source[0]["explanation"]
+    assert rc & 4 == 0 and doc["status"] in ("ok", "warn")

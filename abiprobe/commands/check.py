@@ -276,6 +276,8 @@ def run(args: argparse.Namespace) -> int:
         analysis = scoped(with_unread(analysis, items.unread), wheels, args)
         if items.closure_error is not None and items.closure_impossible:
             analysis = with_closure_error(analysis, items.closure_error, bool(items.index_trouble))
+        if items.from_source:
+            analysis = with_source_builds(analysis, items.from_source)
     if args.json:
         doc = analysis.to_json()
         doc["features"] = [feature_json(u) for u in analysis.features]
@@ -338,6 +340,22 @@ def say_incomplete(analysis: SetAnalysis, items: ItemSet | None, json_output: bo
     unknown = 0 if unread or indexes or others else sum(v.status == "unknown" for v in analysis.verdicts)
     where = "the --json output" if json_output else "the verdicts above"
     log.error(incomplete_line(unread, indexes, others, where, unknown=unknown))
+
+
+def with_source_builds(analysis: SetAnalysis, lines: Sequence[str]) -> SetAnalysis:
+    """Requirements no wheel for the target meets (sdist-only releases): pip builds them from source, the
+    rest of the install is resolved without them, and nothing of what they build is judged (``warn``)."""
+    from dataclasses import replace
+
+    from abiprobe.model.verdict import Verdict
+
+    more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+    text = (
+        f"{lines[0]}: no wheel for the target meets it, so pip builds it from its source distribution "
+        f"where the index has one; what it builds is not judged{more}"
+    )
+    verdict = Verdict("requires", "warn", text, "set", {"from_source": list(lines)})
+    return replace(analysis, set_verdicts=(*analysis.set_verdicts, verdict))
 
 
 def with_closure_error(analysis: SetAnalysis, error: str, index_trouble: bool) -> SetAnalysis:

@@ -33,7 +33,13 @@ from abiprobe.solve.preference import MAX_ROUNDS, PreferenceOrder
 
 
 class ClosureError(AbiprobeError):
-    """The set's requirements cannot be completed from the indexes (one line says which)."""
+    """The set's requirements cannot be completed from the indexes (one line says which). ``unwheeled``:
+    the projects it failed on because no wheel of theirs for the target meets what is asked of them (an
+    sdist-only release, which pip would build), with that line each; empty for a true conflict."""
+
+    def __init__(self, message: str, unwheeled: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.unwheeled = dict(unwheeled or {})
 
 
 class ClosureTooDeep(AbiprobeError):
@@ -326,7 +332,9 @@ def _resolve(
         result = Resolver(adapter, BaseReporter()).resolve(wanted, max_rounds=MAX_ROUNDS)
     except ResolutionImpossible as exc:
         line = conflict_line(exc.causes)
-        raise ClosureError(f"the chosen set's dependencies cannot be completed: {line}") from None
+        raise ClosureError(
+            f"the chosen set's dependencies cannot be completed: {line}", _unwheeled(adapter, exc.causes)
+        ) from None
     except ResolutionTooDeep:
         raise ClosureTooDeep(
             f"the chosen set's dependencies were not resolved within {MAX_ROUNDS:,} rounds (pip's limit)"
@@ -337,6 +345,26 @@ def _resolve(
         if not p.extras and p.name not in by_name
     ]
     return sorted(pins, key=lambda p: p.name)
+
+
+def _unwheeled(adapter: _ClosureAdapter, causes: Iterable[Any]) -> dict[str, str]:
+    """The projects of ``causes`` none of whose wheels for the target meets any requirement asked of it
+    (antlr4-python3-runtime==4.9.*, whose 4.9 releases are sdists): not a conflict between requirements,
+    a release pip builds from source. Each with one requirement that asks for it, in words."""
+    by_name: dict[str, list[Any]] = {}
+    for c in causes:
+        by_name.setdefault(str(c.requirement.name), []).append(c)
+    out: dict[str, str] = {}
+    for name, reqs in by_name.items():
+        if name in adapter.roots:
+            continue
+        wheels = adapter._wheels(canonicalize_name(name))
+        if not any(
+            r.requirement.specifier.contains(w.version, prereleases=True) for r in reqs for w in wheels
+        ):
+            last = reqs[-1].requirement  # the newest asker resolvelib tried, in words
+            out[name] = last.why or f"{last.ident}{last.specifier}"
+    return out
 
 
 def conflict_line(causes: Iterable[Any]) -> str:

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from packaging.utils import canonicalize_name
+
 from abiprobe.errors import AbiprobeError
 from abiprobe.model.candidate import IndexFile, candidates_from_files
 from abiprobe.model.facts import WheelFacts, WheelInfo
@@ -28,6 +30,9 @@ class InstallReader(Listing, PartialReader, Protocol):
     """A solve's collector: listings, metadata, and partial reads with the reasons of failed ones."""
 
     def unread_reason(self, sc: StackCandidate) -> str | None: ...
+
+
+_MAX_FROM_SOURCE = 8  # projects left to their sdists before the closure is given up
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,9 @@ class InstallClosure:
     added: tuple[AddedWheel, ...] = ()
     error: str | None = None
     impossible: bool = False  # the error is a resolution no install can satisfy (else I/O trouble)
+    # requirements no wheel for the target meets (sdist-only releases pip would build): the closure is
+    # resolved without them, each with the line that says what is asked
+    from_source: tuple[str, ...] = ()
 
 
 def root_of(file: IndexFile, info: WheelInfo | None) -> StackCandidate:
@@ -78,15 +86,25 @@ def install_closure(
     """Every wheel an install of ``roots`` for ``target`` adds (``wanted``: the user's extra
     requirements and constraints), with what the loader reaches of each read (``preloaded``: the stack's
     preloads, :class:`abiprobe.solve.reach.Reach`; ``full``: their full facts, loaded)."""
-    try:
-        # the items as named, whatever the others pin: a pin that forbids one is judged as ``blocked``
-        pins = resolve_closure(
-            roots, reader, target, options, scope="install", memo=memo, roots_win=True, wanted=wanted
-        )
-    except ClosureError as exc:
-        return InstallClosure(error=str(exc), impossible=True)
-    except AbiprobeError as exc:
-        return InstallClosure(error=str(exc))
+    skipped: dict[str, str] = {}
+    while True:
+        try:
+            # the items as named, whatever the others pin: a pin that forbids one is judged as ``blocked``;
+            # a project no wheel can satisfy is left out (pip builds it from its sdist), and said so
+            pins = resolve_closure(
+                roots, reader, target, options, scope="install", memo=None if skipped else memo,
+                roots_win=True, wanted=wanted,
+                follow=(lambda n: n not in skipped) if skipped else None,
+            )  # fmt: skip
+            break
+        except ClosureError as exc:
+            more = {str(canonicalize_name(k)): v for k, v in exc.unwheeled.items()}
+            more = {k: v for k, v in more.items() if k not in skipped}
+            if not more or len(skipped) >= _MAX_FROM_SOURCE:
+                return InstallClosure(error=str(exc), impossible=True)
+            skipped.update(more)
+        except AbiprobeError as exc:
+            return InstallClosure(error=str(exc))
     needed = {n for r in roots if r.summary is not None for n in r.summary.needed}
     reach = Reach(reader, lambda: set(needed), preloaded)
     bare = [StackCandidate("dependency", p.candidate, 0) for p in pins]
@@ -96,4 +114,4 @@ def install_closure(
         facts = full.full(sc.info) if sc.info is not None else None
         reason = None if facts is not None else (reader.unread_reason(sc) or "no facts were read")
         added.append(AddedWheel(sc, pin.why, facts, reason))
-    return InstallClosure(tuple(added))
+    return InstallClosure(tuple(added), from_source=tuple(skipped.values()))
