@@ -257,3 +257,23 @@ def test_a_loop_over_the_targets_a_data_file_names_loads_each_ones_list(
     assert bad.import_status == "fail" and bad.first_error is not None
     code, last = _import(wheels, "targets_bad", "targets", tmp_path / "bad")
     assert code != 0 and matches_loader_line(bad.first_error.text, last), (bad.first_error.text, last)
+
+
+def test_names_imported_from_a_small_module_of_the_wheel_pick_the_list_and_the_raise(
+    wheels: ReturnWheels, tmp_path: Path
+) -> None:
+    # GIVEN verlib, whose __init__ takes __target__ and __variant__ from its generated docs/version.py
+    # (absolute import, in a try), loads the libraries of that target's list and re-raises a failed load
+    # unless the variant is "docs"
+    a = _analyze(wheels, "verlib")
+    # THEN the "default" list is what loads, at import
+    assert [(u.path, u.timing, u.status) for u in _units(a, "verlib")] == [
+        ("verlib/libverlib_core.so", "import", "ok")
+    ]
+    assert a.import_status == "ok"
+    assert _import(wheels, "verlib", "verlib", tmp_path / "ok") == (0, "")
+    # AND a library of that list that cannot load fails the import (variant "cuda": re-raised)
+    bad = _analyze(wheels, "verlib_bad")
+    assert bad.import_status == "fail" and bad.first_error is not None
+    code, last = _import(wheels, "verlib_bad", "verlib", tmp_path / "bad")
+    assert code != 0 and matches_loader_line(bad.first_error.text, last), (bad.first_error.text, last)

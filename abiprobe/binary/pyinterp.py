@@ -150,6 +150,7 @@ class _Module:
 # ``__abiprobe_module__("pkg/_ffi/libinfo.py", "<source>")`` in a program: run that module of the package
 # (its own ``__file__``), so that ``from . import libinfo`` there binds it (abiprobe.binary.pysource)
 MODULE_HOOK = "__abiprobe_module__"
+_SMALL_MODULE = 4096  # bytes of a module of the wheel an import runs when no program embedded it
 
 
 class _File:
@@ -341,7 +342,7 @@ class Interpreter:
             base = "." * stmt.level + (stmt.module or "")
             for a in stmt.names:
                 if a.name != "*":
-                    own = self._own_import(stmt, a.name) if stmt.level else None
+                    own = self._own_import(stmt, a.name) if stmt.level or self.modules or self.files else None
                     scope[a.asname or a.name] = (
                         own
                         if own is not None
@@ -375,20 +376,43 @@ class Interpreter:
         self.steps = child.steps
 
     def _own_import(self, stmt: ast.ImportFrom, name: str) -> Any:
-        """What ``from .x import name`` binds when module ``x`` (or ``name`` itself, a module) is one a
-        program embeds; None otherwise."""
-        folder = posixpath.dirname(self.module_path)
-        for _ in range(stmt.level - 1):
-            folder = posixpath.dirname(folder)
-        base = posixpath.join(folder, *(stmt.module or "").split(".")) if stmt.module else folder
+        """What ``from .x import name`` (or ``from pkg.x import name``) binds when module ``x`` (or
+        ``name`` itself, a module) is one a program embeds; None otherwise."""
+        if not stmt.level:  # ``from pkg.docs.version import x``: the module at that path of site-packages
+            if not stmt.module:
+                return None
+            base = posixpath.join(*stmt.module.split("."))
+        else:
+            folder = posixpath.dirname(self.module_path)
+            for _ in range(stmt.level - 1):
+                folder = posixpath.dirname(folder)
+            base = posixpath.join(folder, *(stmt.module or "").split(".")) if stmt.module else folder
         for path in (f"{base}/{name}.py", f"{base}/{name}/__init__.py"):
             if path in self.modules:
                 return self.modules[path]
         for path in (f"{base}.py", f"{base}/__init__.py"):
-            module = self.modules.get(path)
+            module = self.modules.get(path) or self._small_module(path)
             if module is not None:
                 return module.env.get(name, Opaque(f"{name} of {path}"))
         return None
+
+    def _small_module(self, path: str) -> _Module | None:
+        """A small module of the wheel (a generated ``version.py``: constants) run in its own namespace
+        when first imported from, as an embedded one is; None when it is not there or larger than
+        :data:`_SMALL_MODULE` bytes."""
+        if self.read is None or not path.endswith(".py") or (self.files and path not in self.files):
+            return None
+        try:
+            data = self.read(path)
+        except Exception:
+            return None
+        if data is None or len(data) > _SMALL_MODULE:
+            return None
+        try:
+            self._embedded(path, data.decode("utf-8"))
+        except UnicodeDecodeError:
+            return None
+        return self.modules.get(path)
 
     def step(self, stmt: ast.stmt) -> None:
         """Run one top-level statement; a name it binds that cannot be computed becomes :class:`Opaque`

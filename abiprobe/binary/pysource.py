@@ -63,7 +63,7 @@ _UNKNOWN = "*"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 13
+READ_RULES = 15
 _MAX_EMBEDDED = 24_000  # characters of a load's search program with the package's modules it embeds
 
 
@@ -420,17 +420,21 @@ class _Scanner:
         (:data:`abiprobe.binary.pyinterp.MODULE_HOOK`: decord's and dgl's ``from . import libinfo``, then
         ``libinfo.find_lib_path()``), so the planner runs their search too; each module small enough,
         the whole at most :data:`_MAX_EMBEDDED` characters."""
-        if self.pkg is None or "from ." not in program:
+        top = self.package.split(".")[0]
+        if self.pkg is None or ("from ." not in program and f"from {top}." not in program):
             return program
         try:
             tree = ast.parse(program)
         except (SyntaxError, ValueError, RecursionError):
             return program
         embeds: list[str] = []
-        for stmt in tree.body:
-            if not isinstance(stmt, ast.ImportFrom) or not stmt.level:
+        for stmt in _imports_in(tree.body):
+            if stmt.level:
+                base = _absolute("." * stmt.level + (stmt.module or ""), self.package)
+            elif (stmt.module or "").startswith(f"{top}."):  # the package's own module, named in full
+                base = str(stmt.module)
+            else:
                 continue
-            base = _absolute("." * stmt.level + (stmt.module or ""), self.package)
             for name in (f"{base}.{a.name}" for a in stmt.names) if not stmt.module else [base]:
                 path = self.pkg.paths.get(name)
                 if path is None or path == self.path:
@@ -903,6 +907,18 @@ ARG_PREFIX = "__abiprobe_arg_"  # a function's parameter in a kept test (abiprob
 
 
 _PLACEHOLDER = re.compile(r"\{\w+\}")
+
+
+def _imports_in(body: list[ast.stmt]) -> list[ast.ImportFrom]:
+    """The ``from X import ...`` statements of a program's top level and of its ``try`` blocks
+    (``try: from pkg.version import __target__ except Exception: ...``)."""
+    out: list[ast.ImportFrom] = []
+    for stmt in body:
+        if isinstance(stmt, ast.ImportFrom):
+            out.append(stmt)
+        elif isinstance(stmt, ast.Try):
+            out += _imports_in(stmt.body)
+    return out
 
 
 def _parent(path: str) -> str:

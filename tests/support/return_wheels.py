@@ -131,6 +131,30 @@ for target, info in infos.items():
     for library in to_load.get(target, []):
         torch.ops.load_library(os.path.join(os.path.dirname(__file__), f"{library}.so"))
 """
+VERLIB_INIT = b"""import os
+
+import torch
+
+
+def _load(filename, no_throw=False):
+    try:
+        torch.ops.load_library(os.path.join(os.path.dirname(__file__), filename))
+    except Exception as error:
+        if not no_throw:
+            raise error
+
+
+try:
+    from verlib.docs.version import __target__, __variant__
+except Exception:
+    __target__ = "INTERNAL"
+    __variant__ = "INTERNAL"
+
+libraries = {"default": ["libverlib_core"], "genai": ["libverlib_genai"]}
+for library in libraries.get(__target__, []):
+    _load(f"{library}.so", __variant__ == "docs")
+"""
+VERLIB_VERSION = b'__target__: str = "default"\n__variant__: str = "cuda"\n'
 VERPICK_INIT = b"""import ctypes
 from pathlib import Path
 
@@ -343,6 +367,8 @@ class ReturnWheels:
     verpick_old: Path
     targets: Path
     targets_bad: Path
+    verlib: Path
+    verlib_bad: Path
 
 
 def _plain(out: Path, filename: str) -> Path:
@@ -430,7 +456,16 @@ def build_return_wheels(root: Path) -> ReturnWheels:
             "targets/libtargets_extra.so": lib,
             "targets/libtargets_default.so": _needing(work / name, "libtargets_default.so", absent),
         }, tag=TAG)  # fmt: skip
+    for name, good in (("verlib", True), ("verlib_bad", False)):
+        core = (_plain(work / name, "libverlib_core.so") if good
+                else _needing(work / name, "libverlib_core.so", absent))  # fmt: skip
+        built[name] = build_wheel(out / name, "verlib", "1.0", {
+            "verlib/__init__.py": VERLIB_INIT, "verlib/docs/__init__.py": b"",
+            "verlib/docs/version.py": VERLIB_VERSION, "verlib/libverlib_core.so": core,
+            "verlib/libverlib_genai.so": _needing(work / name, "libverlib_genai.so", absent),
+        }, tag=TAG)  # fmt: skip
     return ReturnWheels(
         torch, retpath, retpath_cpu, finder, opaquefn, specs, twomods, search, search_core, search_core_bad,
-        search_local, verpick, verpick_old, built["targets"], built["targets_bad"],
+        search_local, verpick, verpick_old, built["targets"], built["targets_bad"], built["verlib"],
+        built["verlib_bad"],
     )  # fmt: skip
