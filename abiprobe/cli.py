@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
@@ -62,6 +63,11 @@ def _asks_version(words: Sequence[str]) -> bool:
     return False
 
 
+# errors of this machine that no input causes, said in one line (errno names them)
+_MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES,
+                             errno.EPERM, errno.EMFILE, errno.ENFILE, errno.EIO})  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if _asks_version(words):
@@ -84,6 +90,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 1
+    except OSError as exc:
+        if exc.errno not in _MACHINE_ERRNOS:
+            raise
+        # the machine, not the input: a full disk, a read-only or forbidden folder, too many open files
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"abiprobe: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 74  # EX_IOERR
 
 
 if __name__ == "__main__":

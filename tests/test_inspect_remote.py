@@ -65,3 +65,29 @@ def test_offline_inspect_of_an_unknown_wheel_is_one_clear_error(
     assert code == 3
     assert "--offline" in capsys.readouterr().err
     assert server.requests[served.path] == 0
+
+
+def test_a_full_disk_while_reading_a_remote_wheel_is_one_line(server: IndexServer, tmp_path: Path) -> None:
+    # GIVEN a wheel whose library inflates to 20 MB (spooled to a temporary file past 16 MB), and a
+    # process that may write no file larger than 4 MB (what a full disk does to the spool)
+    import resource
+    import subprocess
+    import sys
+
+    source = "const char big_pad[20 << 20] = {1};\nint big_f(void) { return 1; }\n"
+    lib = build_shared(tmp_path, "libbig.so.1", source, soname="libbig.so.1")
+    wheel = build_wheel(tmp_path, "big-demo", "1.0", {"big_demo/libbig.so.1": lib}, tag="py3-none-any")
+    served = server.add_wheel(wheel)
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4 << 20, 4 << 20))
+
+    argv = ["inspect", server.served_url(served), "--cache-dir", str(tmp_path / "c")]
+    run = subprocess.run(
+        [sys.executable, "-m", "abiprobe", *argv], capture_output=True, text=True, preexec_fn=small_files
+    )
+    # THEN it says so in one line, with a non-zero exit, and no traceback
+    assert run.returncode != 0
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    lines = [line for line in run.stderr.splitlines() if line.startswith("abiprobe: error:")]
+    assert len(lines) == 1 and "File too large" in lines[0], run.stderr[-2000:]
