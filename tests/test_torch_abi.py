@@ -337,3 +337,16 @@ def test_a_known_release_lacking_a_shim_function_overrules_the_table(built: Torc
     # THEN a declaration admitting 2.13.0 is too loose, whatever the table promises
     assert (r.loads_with, r.verdict) == (("2.12.0",), "too loose")
     assert r.reason == "declares torch>=2.12, which admits torch 2.13.0; its bytes lack a shim function"
+
+
+def test_inspect_with_no_torch_to_compare_says_so_in_words(
+    built: TorchAbiStacks, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN an unstable-ABI kernel inspected with no torch release given, and none in an empty cache
+    kernel = str(built.kernels["removed-unpinned"])
+    assert main(["inspect", kernel, "--cache-dir", str(tmp_path / "empty")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    # THEN the range says there was nothing to compare with, not an empty list
+    assert "range from its bytes: not known: no torch release to compare its imports with" in out, out
+    assert "(of )" not in out and "(0 known: )" not in out
+    assert "no torch release is known to compare them with" in out, out

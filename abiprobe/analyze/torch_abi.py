@@ -254,6 +254,8 @@ class WheelTorchRange:
         )
         loads = self.loads_with
         exact = f"torch {', '.join(loads)} ({known})" if loads else f"no known torch release ({known})"
+        if not self.releases:
+            exact = "not known: no torch release to compare its imports with"
         if self.kind == "stable":
             floor = self.floor
             return f"torch >= {floor} (stable ABI floor); bytes load with {exact}" if floor else exact
@@ -319,6 +321,8 @@ def _unstable_verdict(
         f"which only torch {', '.join(loads)} exports (of {len(releases)} known)"
         if loads
         else f"and no known torch release exports all of them ({known})"
+        if releases
+        else "and no torch release is known to compare them with"
     )
     bound = (
         f"; built against torch {built.minor} ({built.evidence}), it fails with any other torch minor"
