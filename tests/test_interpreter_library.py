@@ -6,7 +6,6 @@ environment the interpreter's own ELF says. Each fixture is compared with a real
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 from support.cbuild import build_shared
 from support.held import judged_set
-from support.venvs import make_venv, pip_install
+from support.venvs import import_in_venv
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.profiles import builtin_profile
@@ -52,11 +51,7 @@ def _wheel(root: Path, libpython: str, *, gone: bool = False) -> Path:
 
 
 def _import(wheel: Path, venv: Path) -> tuple[int, str]:
-    python = make_venv(venv, with_pip=False)
-    pip_install(python, "--no-index", wheel)
-    run = subprocess.run([str(python), "-I", "-c", "import pyneed"], capture_output=True, text=True)
-    lines = run.stderr.strip().splitlines()
-    return run.returncode, (lines[-1] if lines else "")
+    return import_in_venv(venv, [wheel], "pyneed")
 
 
 def _sonames(unit: Any) -> list[tuple[str, str]]:

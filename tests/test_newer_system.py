@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support.cbuild import build_shared
 from support.held import judged_set
-from support.venvs import make_venv, pip_install
+from support.venvs import import_in_venv
 from support.wheelbuild import build_wheel
 
 from abiprobe.analyze.analysis import SetAnalysis
@@ -54,11 +54,7 @@ def _judged(wheel: Path, platform: str) -> SetAnalysis:
 
 
 def _import(wheel: Path, venv: Path) -> tuple[int, str]:
-    python = make_venv(venv, with_pip=False)
-    pip_install(python, "--no-index", wheel)
-    run = subprocess.run([str(python), "-I", "-c", "import newsys"], capture_output=True, text=True)
-    lines = run.stderr.strip().splitlines()
-    return run.returncode, (lines[-1] if lines else "")
+    return import_in_venv(venv, [wheel], "newsys")
 
 
 def _versions(a: SetAnalysis) -> tuple[str, str]:

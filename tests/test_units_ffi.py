@@ -5,14 +5,13 @@ and each fixture is compared with a real pip install into a venv and a real impo
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from support.ffi_wheels import FfiWheels, build_ffi_wheels
 from support.held import judged_set
-from support.venvs import make_venv, pip_install
+from support.venvs import import_in_venv
 
 from abiprobe.analyze.analysis import SetAnalysis
 from abiprobe.analyze.first_error import matches_loader_line
@@ -34,13 +33,7 @@ def _judged(wheel: Path) -> SetAnalysis:
 
 
 def _import(wheel: Path, venv: Path, package: str = "ffipkg") -> tuple[int, str]:
-    """pip installs ``wheel`` into a fresh venv, whose Python imports ``package``: exit status and last
-    line."""
-    python = make_venv(venv, with_pip=False)
-    pip_install(python, "--no-index", wheel)
-    run = subprocess.run([str(python), "-I", "-c", f"import {package}"], capture_output=True, text=True)
-    lines = run.stderr.strip().splitlines()
-    return run.returncode, (lines[-1] if lines else "")
+    return import_in_venv(venv, [wheel], package)
 
 
 def test_the_library_another_module_finds_is_the_unit_and_loads(wheels: FfiWheels, tmp_path: Path) -> None:

@@ -36,6 +36,16 @@ def pip_install(python: Path, *args: str | Path) -> str:
     return sh(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", *args)
 
 
+def import_in_venv(venv: Path, wheels: Sequence[Path], package: str) -> tuple[int, str]:
+    """pip installs ``wheels`` (``--no-deps``) into a fresh venv at ``venv``, whose isolated Python then
+    imports ``package``: its exit status and the last line it printed ("" when it printed nothing)."""
+    python = make_venv(venv, with_pip=False)
+    pip_install(python, "--no-index", *wheels)
+    run = subprocess.run([str(python), "-I", "-c", f"import {package}"], capture_output=True, text=True)
+    lines = run.stderr.strip().splitlines()
+    return run.returncode, (lines[-1] if lines else "")
+
+
 def run_unpacked(site: Path, wheels: Sequence[Path], code: str) -> subprocess.CompletedProcess[str]:
     """Unpack ``wheels`` into one directory (as an install lays them out, without an installer) and run
     ``code`` in an isolated interpreter with that directory first on ``sys.path``."""
