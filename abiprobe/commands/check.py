@@ -53,6 +53,7 @@ from abiprobe.ui.console import print_all
 
 if TYPE_CHECKING:
     from abiprobe.commands.itemset import ItemSet
+    from abiprobe.model.verdict import Verdict
 
 EXIT_BITS: dict[str, int] = {
     "sonames": 4,
@@ -345,8 +346,6 @@ def say_incomplete(analysis: SetAnalysis, items: ItemSet | None, json_output: bo
 def with_source_builds(analysis: SetAnalysis, lines: Sequence[str]) -> SetAnalysis:
     """Requirements no wheel for the target meets (sdist-only releases): pip builds them from source, the
     rest of the install is resolved without them, and nothing of what they build is judged (``warn``)."""
-    from dataclasses import replace
-
     from abiprobe.model.verdict import Verdict
 
     more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
@@ -354,18 +353,21 @@ def with_source_builds(analysis: SetAnalysis, lines: Sequence[str]) -> SetAnalys
         f"{lines[0]}: no wheel for the target meets it, so pip builds it from its source distribution "
         f"where the index has one; what it builds is not judged{more}"
     )
-    verdict = Verdict("requires", "warn", text, "set", {"from_source": list(lines)})
-    return replace(analysis, set_verdicts=(*analysis.set_verdicts, verdict))
+    return _with_set_verdict(analysis, Verdict("requires", "warn", text, "set", {"from_source": list(lines)}))
 
 
 def with_closure_error(analysis: SetAnalysis, error: str, index_trouble: bool) -> SetAnalysis:
     """A set whose install closure cannot be resolved: pip refuses it (``fail``); when an index did not
     answer, that is not known (``unknown``)."""
-    from dataclasses import replace
-
     from abiprobe.model.verdict import Verdict
 
     status = "unknown" if index_trouble else "fail"
     text = f"what pip would install beside the items cannot be resolved: {error}"
-    verdict = Verdict("requires", status, text, "set")  # type: ignore[arg-type]
+    return _with_set_verdict(analysis, Verdict("requires", status, text, "set"))  # type: ignore[arg-type]
+
+
+def _with_set_verdict(analysis: SetAnalysis, verdict: Verdict) -> SetAnalysis:
+    """``analysis`` with one more verdict about the set as a whole."""
+    from dataclasses import replace
+
     return replace(analysis, set_verdicts=(*analysis.set_verdicts, verdict))
