@@ -662,6 +662,25 @@ def test_a_library_needing_a_soname_an_unfollowed_load_may_have_opened_is_unknow
     assert _import(wheels, "opensfirst", "opensfirst", tmp_path) == (0, "")
 
 
+def test_an_unfollowed_load_that_runs_only_on_request_does_not_hide_a_failure_before_it(
+    wheels: PatternWheels, tmp_path: Path
+) -> None:
+    # GIVEN optfirst, whose plugin load (a path abiprobe cannot follow, in a function called only when an
+    # environment variable asks for it) is defined before it imports _ext, which needs libcore.so by
+    # soname: a file of the set nothing opens
+    a = _analyze(wheels, "optfirst")
+    # THEN the plugin load is optional and unknown, and _ext fails at import on libcore.so: the load
+    # that cannot be followed never runs before it
+    got = {u.path: (u.timing, u.status) for u in _units(a, "optfirst")}
+    assert got[f"optfirst/_ext{SUFFIX}"] == ("import", "fail"), got
+    assert any(t == "optional" and s == "unknown" for t, s in got.values()), got
+    assert a.import_status == "fail" and a.first_error is not None
+    assert "libcore.so" in a.first_error.text
+    # AND a real import fails with that line
+    code, last = _import(wheels, "optfirst", "optfirst", tmp_path)
+    assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
 def test_a_helper_returning_the_first_library_that_loads_goes_on_with_it(
     wheels: PatternWheels, tmp_path: Path
 ) -> None:

@@ -238,12 +238,13 @@ def _opened_before(sim: LoaderSimulation, result: LoadResult) -> str | None:
     and a load taken before it, whose path abiprobe cannot follow, may have opened that file already
     (dgl's ``ctypes.CDLL(find_lib_path()[0])`` opens ``libdgl.so`` before the modules needing it)."""
     missing = [n.soname for n in result.missing_sonames]
-    if not missing or not sim.unfollowed:
+    before = sim.unfollowed_before.get(result.path, tuple(sim.unfollowed))
+    if not missing or not before:
         return None
     files = {n for o in sim.layout.objects.values() for n in (o.filename, o.facts.soname) if n}
     if not all(m in files for m in missing):
         return None
-    where = sim.unfollowed[-1].where
+    where = before[-1].where
     return (
         f"the set has {', '.join(missing)}: the load at {where}, whose path abiprobe cannot follow, "
         "may have opened it before this unit"

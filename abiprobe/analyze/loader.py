@@ -224,6 +224,9 @@ class LoaderSimulation:
         self.not_taken: set[str] = set()
         # loads taken so far whose path abiprobe cannot follow (each may have opened any file of the set)
         self.unfollowed: list[PlannedUnit] = []
+        # unit path -> the unfollowed loads taken before it (a later one, or one the package makes only
+        # on first use, cannot have opened anything before an import-time unit)
+        self.unfollowed_before: dict[str, tuple[PlannedUnit, ...]] = {}
         # bare names loaded through the system's search: whether each was found when it was loaded (what
         # loads later, a library of the prefix by its soname, is no answer to that earlier search)
         self.found_then: dict[str, bool] = {}
@@ -245,6 +248,7 @@ class LoaderSimulation:
         for obj in self.preload_order():
             if obj.path not in self.loaded:
                 self.preloaded.append(self._load(obj, is_global=True))
+                self.unfollowed_before[obj.path] = ()
 
     def with_wheel(self, wheel: WheelFacts) -> LoaderSimulation:
         """A simulation with one more wheel whose units load on top of this state (copied, not shared)."""
@@ -258,6 +262,7 @@ class LoaderSimulation:
         new.global_scope = list(self.global_scope)
         new.not_taken = set(self.not_taken)
         new.unfollowed = list(self.unfollowed)
+        new.unfollowed_before = dict(self.unfollowed_before)
         new.found_then = dict(self.found_then)
         # shared, copied by whichever of the two joins the global scope first (a kernel's units load
         # RTLD_LOCAL, so a pair on a torch base usually never copies the base's index of every export)
@@ -321,6 +326,9 @@ class LoaderSimulation:
                 if u.path in self.loaded:
                     outcomes[u.path] = True
                     continue
+                self.unfollowed_before[u.path] = tuple(
+                    x for x in self.unfollowed if u.timing != "import" or x.timing in ("import", "unknown")
+                )
                 result = self.load_unit(u)
                 ok = not (result.missing_sonames or result.missing_versions or result.missing_symbols
                           or result.driver_symbols)  # fmt: skip

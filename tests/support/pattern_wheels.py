@@ -270,6 +270,29 @@ from . import _ext  # noqa: E402
 """
 
 
+# a backend loaded only when an environment variable asks for it, by a path abiprobe cannot follow,
+# defined before the extension that needs libcore.so (in the set, opened by nothing): an unfollowed load
+# that never runs before the import fails
+OPTFIRST = b"""import ctypes
+import os
+
+
+def _backend():
+    try:
+        import optfirst_plugin_absent as plugin
+
+        ctypes.CDLL(plugin.library_path())
+    except Exception:
+        pass
+
+
+if os.environ.get("OPTFIRST_BACKEND", "0") != "0":
+    _backend()
+
+from . import _ext  # noqa: E402
+"""
+
+
 @dataclass(frozen=True)
 class PatternWheels:
     torch: Path
@@ -291,6 +314,7 @@ class PatternWheels:
     opensfirst: Path
     helper: Path
     helper_none: Path
+    optfirst: Path
 
 
 def _plain(out: Path, filename: str, soname: str | None = None) -> Path:
@@ -404,6 +428,9 @@ def build_pattern_wheels(root: Path) -> PatternWheels:
     opensfirst = build_wheel(out, "opensfirst", "1.0", {
         "opensfirst/__init__.py": OPENSFIRST, "opensfirst/libcore.so": core, f"opensfirst/{ext.name}": ext,
     }, tag=TAG)  # fmt: skip
+    optfirst = build_wheel(out, "optfirst", "1.0", {
+        "optfirst/__init__.py": OPTFIRST, "optfirst/libcore.so": core, f"optfirst/{ext.name}": ext,
+    }, tag=TAG)  # fmt: skip
     v2 = _needing(work / "hl", "libhl_v2.so", absent)
     helper = build_wheel(out / "h", "helper", "1.0", {
         "helper/__init__.py": HELPER, "helper/libhl_v2.so": v2,
@@ -416,4 +443,5 @@ def build_pattern_wheels(root: Path) -> PatternWheels:
     return PatternWheels(
         torch, cudaname, missingname, trylist, trylist_none, chain, listglob, netname, optional, guarded,
         sysnames, sysnames_none, wrapped, subsets, opened, mutated, opensfirst, helper, helper_none,
+        optfirst,
     )  # fmt: skip
