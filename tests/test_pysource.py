@@ -47,7 +47,11 @@ def test_module_level_and_function_loads_with_their_path_expressions() -> None:
     assert m is not None
     # THEN the top level loads libk.so by path and calls _load_lib with a constant
     assert _loads(m.events) == [("audiox/_extension/kernels/libk.so", "ctypes.cdll.LoadLibrary")]
-    assert PyEvent("call", "audiox._extension._load_lib", args=("libtorchaudio",), line=25) in m.events
+    (call,) = [e for e in m.events if e.kind == "call"]
+    assert (call.target, call.args, call.line) == ("audiox._extension._load_lib", ("libtorchaudio",), 25)
+    # AND the call keeps the program that runs it with the function it calls, lines marked, for the planner
+    assert call.setup.endswith("__abiprobe_test__ = _load_lib('libtorchaudio')")
+    assert "def _load_lib(lib):\n    __abiprobe_line__(12)\n    path = " in call.setup
     functions = {f.name: f for f in m.functions}
     # AND the function's path keeps its parameter, filled in at the call site by the planner
     assert _loads(functions["_load_lib"].events) == [

@@ -287,7 +287,11 @@ class LoaderSimulation:
         """The units of ``wheels`` (default: every wheel of the set) in the order their packages load them."""
         chosen = self.layout.wheels if wheels is None else wheels
         values = runtime_values(self.target, self.layout.wheels)
-        return plan_units(self.layout, chosen, self.rules, values, self.not_taken)
+        return plan_units(self.layout, chosen, self.rules, values, self.not_taken, self._system_provides)
+
+    def _system_provides(self, name: str) -> bool:
+        """Whether the target's system provides a library by this name (the driver's, where it has one)."""
+        return self.profile.library(name) is not None or (name == DRIVER_SONAME and self.driver is not None)
 
     def load_unit(self, unit: PlannedUnit) -> LoadResult:
         """Load one planned unit (RTLD_LOCAL, as CPython and ctypes do); what it loads stays loaded, so a

@@ -422,16 +422,21 @@ class PackageRaises(CannotEvaluate):
 
 
 def evaluate_setup(
-    program: str, module_path: str, values: RuntimeValues, files: Iterable[str] | None = None
+    program: str,
+    module_path: str,
+    values: RuntimeValues,
+    files: Iterable[str] | None = None,
+    decide: Callable[[str, str, bool], bool] | None = None,
 ) -> Any:
     """The value of a test a module computes before it (``setup`` of an ``if``,
     :mod:`abiprobe.binary.pyslice`), or of a load's path, run with ``values`` (``files``: the set's
     installed paths, for a program that searches them); :class:`CannotEvaluate` when it reads anything
-    they do not fix, :class:`PackageRaises` when the package's own code raises on the way."""
+    they do not fix, :class:`PackageRaises` when the package's own code raises on the way. ``decide``:
+    whether a library the program loads on the way loads (:class:`abiprobe.binary.pyinterp.Interpreter`)."""
     tree = _program(program)
     if tree is None:
         raise CannotEvaluate("the test's program does not parse")
-    interp = Interpreter(module_path, values.lookup, files=files or (), site=files is not None)
+    interp = Interpreter(module_path, values.lookup, files=files or (), site=files is not None, decide=decide)
     try:
         interp.run(tree.body)
         return interp.plain(interp.env[TEST_NAME])
@@ -441,6 +446,47 @@ def evaluate_setup(
         raise PackageRaises(exc.name, exc.message, exc.kinds) from None
     except Exception as exc:  # a break outside a loop, an operation Python refuses
         raise CannotEvaluate(f"the test's program: {type(exc).__name__}") from None
+
+
+@dataclass(frozen=True)
+class CallRun:
+    """What a call of the package's own function did when run (:func:`run_call`): the libraries it
+    loaded and the modules it imported, in order (``(kind, name, api, line)``, ``kind`` ``load`` or
+    ``import``), whether it returned None, and the package's exception it raised (None: it returned)."""
+
+    trace: tuple[tuple[str, str, str, int], ...]
+    returned_none: bool
+    raised: PackageRaises | None = None
+    raised_line: int = 0
+
+
+def run_call(
+    program: str,
+    module_path: str,
+    values: RuntimeValues,
+    files: Iterable[str],
+    decide: Callable[[str, str, bool], bool],
+) -> CallRun:
+    """Run a call program (:func:`abiprobe.binary.pyslice.call_program`) with the set's installed
+    ``files`` and the loader's answer for each library it loads (``decide``); :class:`CannotEvaluate` when
+    it reads anything the set and the target do not fix, or a load's outcome would decide its way and
+    cannot be known here."""
+    tree = _program(program)
+    if tree is None:
+        raise CannotEvaluate("the call's program does not parse")
+    interp = Interpreter(module_path, values.lookup, files=files, site=True, decide=decide)
+    try:
+        interp.run(tree.body)
+    except Unknown as exc:
+        raise CannotEvaluate(str(exc)) from None
+    except Raised as exc:
+        raised = PackageRaises(exc.name, exc.message, exc.kinds)
+        return CallRun(tuple(interp.trace), False, raised, exc.line)
+    except RecursionError:
+        raise CannotEvaluate("the call's program nests deeper than abiprobe follows") from None
+    except Exception as exc:  # a break outside a loop, an operation Python refuses
+        raise CannotEvaluate(f"the call's program: {type(exc).__name__}") from None
+    return CallRun(tuple(interp.trace), interp.env.get(TEST_NAME) is None)
 
 
 def with_files(
@@ -487,11 +533,13 @@ def substitute(pattern: str, values: RuntimeValues) -> tuple[str, str]:
 __all__ = [
     "MISSING",
     "TOKEN",
+    "CallRun",
     "CannotEvaluate",
     "PackageRaises",
     "RuntimeValues",
     "evaluate",
     "evaluate_setup",
+    "run_call",
     "runtime_values",
     "substitute",
     "with_files",

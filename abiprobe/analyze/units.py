@@ -26,7 +26,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -41,10 +41,11 @@ from abiprobe.analyze.runtime import (
     RuntimeValues,
     evaluate,
     evaluate_setup,
+    run_call,
     substitute,
     with_files,
 )
-from abiprobe.binary.pyinterp import PackagePath
+from abiprobe.binary.pyinterp import PackagePath, Raised, Unknown
 from abiprobe.binary.pysource import ARG_PREFIX
 from abiprobe.binary.wheel_members import in_prefix, installed_path, site_relative
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts, all_events
@@ -55,6 +56,8 @@ Cond = tuple[tuple[str, bool], ...]  # (unit key, whether it loaded) that must a
 _MAX_PATHS = 16
 _CallKey = tuple[str, str, tuple[tuple[str, str], ...], Timing, Cond, bool]
 _MAX_ITEMS = 64  # items of a loop over a list the package computes
+_LOAD_WORDS = ("CDLL", "load_library", "LoadLibrary", "PyDLL")
+_OS_ERROR_KINDS = frozenset({"OSError", "IOError", "EnvironmentError"})
 _EXT_TAIL = re.compile(r"\.(?:cpython-[^.]+|abi3|pypy[^.]*)?\.?so$")
 
 
@@ -109,8 +112,15 @@ class _Planner:
         wheels: Sequence[WheelFacts],
         rules: Sequence[PackageLoading],
         values: RuntimeValues | None = None,
+        system: Callable[[str], bool] | None = None,
     ) -> None:
         self.layout = layout
+        # whether a bare library name is one the target's system provides (None: not known)
+        self.system = system
+        self._unread = frozenset(installed_path(p) for w in layout.wheels for p in w.unread)
+        self._names = frozenset(
+            n for o in layout.objects.values() for n in (posixpath.basename(o.path), o.facts.soname) if n
+        )
         self.rules = tuple(rules)
         # the computed paths an existence test found absent while a load's path was evaluated
         self.missing: list[str] = []
@@ -336,8 +346,17 @@ class _Planner:
                 self._skip(module, e.orelse if taken else e.body, timing, args)
                 return self.run(module, e.body if taken else e.orelse, timing, args, [self.cond])
         if e.setup and self.values is not None:  # computed by the module before the test
+            loads = any(k in e.setup for k in _LOAD_WORDS)  # it runs the package's loading functions
             try:
-                taken = bool(evaluate_setup(e.setup, module.path, self.values))
+                taken = bool(
+                    evaluate_setup(
+                        e.setup,
+                        module.path,
+                        self.values,
+                        self.files if loads else None,
+                        self._decide if loads else None,
+                    )
+                )
             except CannotEvaluate:
                 pass
             else:
@@ -659,6 +678,10 @@ class _Planner:
         if (owner, fname) in self.ran:  # a recursive call: what it loads is being found already
             self._cut = True
             return out
+        if e.setup and self.values is not None and callee_module is module:
+            ran = self._interpreted(module, e, timing)
+            if ran is not None:
+                return ran
         bound = {p: a for p, a in zip(function.params, passed, strict=False) if a and "{" not in _strip(a)}
         key = (owner, fname, tuple(sorted(bound.items())), timing, self.cond, self.opaque > 0)
         done = self._explored.get(key)
@@ -682,6 +705,100 @@ class _Planner:
             self._explored[key] = (out.next, out.rais, (none, value))
         self._cut = self._cut or cut_above
         return out
+
+    def _interpreted(self, module: PyModule, e: PyEvent, timing: Timing) -> _Exits | None:
+        """Run the call with the package's own code (the program the scanner kept,
+        abiprobe.binary.pyslice.call_program) on the set's files: what it loads and imports, in order, are
+        the units, and what it raises is the package's failure; None when it cannot be run with what the
+        set and the target fix (its events are followed instead)."""
+        assert self.values is not None
+        try:
+            ran = run_call(e.setup, module.path, self.values, self.files, self._decide)
+        except CannotEvaluate:
+            return None
+        call_at = f"{module.path} line {e.line}"
+        note = f"loaded by the package's own search, run on the set's files (called at {call_at})"
+        # the candidates that failed are this call's own: its raise comes after them; once it returns, what
+        # failed is no condition of what follows (nothing provides those libraries on any path)
+        start, failed = self.cond, set()
+        for kind, name, api, line in ran.trace:
+            where = f"{module.path} line {line}" if line else call_at
+            if kind == "import":
+                self.import_module(name, timing, where)
+                continue
+            path = site_relative(name) if "/" in name else name
+            key = f"soname:{path}" if "/" not in path else path
+            if kind == "failed":  # a candidate that fails (nothing provides it): the package went on
+                planned = self.units.get(key)
+                if planned is None:
+                    how = "soname" if "/" not in path else "absent"
+                    self.units[key] = PlannedUnit(key, how, timing, where, api, self.cond, True, note)
+                elif self.cond not in planned.reached_on and len(planned.also) < _MAX_PATHS:
+                    self.units[key] = replace(planned, also=(*planned.also, self.cond))
+                self.cond = (*self.cond, (key, False))
+                failed.add((key, False))
+            elif "/" not in path or path in self.layout.objects:
+                self.add(key, "soname" if "/" not in path else "path", timing, where, api, note)
+        out = _Exits()
+        if ran.raised is None or self.opaque:  # (under a test abiprobe cannot know, a raise is no claim)
+            ended = (*start, *(c for c in self.cond[len(start) :] if c not in failed))
+            self.cond = ended if ran.raised is None else start
+            out.next.append(self.cond)
+            if ran.raised is None:
+                self.returned[(module.path, e.line)] = (
+                    ({self.cond}, set()) if ran.returned_none else (set(), {self.cond})
+                )
+            return out
+        where = f"{module.path} line {ran.raised_line}" if ran.raised_line else call_at
+        exc = ran.raised
+        for kind in sorted(exc.kinds):
+            caught = self._caught(kind)
+            if caught is not None:  # the package's handler catches it: it goes on there
+                caught.append((kind, self.cond))
+                return out
+        key, n = f"raise:{where}", 1
+        while key in self.units and self.units[key].when != self.cond:  # reached after other failures
+            n += 1
+            key = f"raise:{where} #{n}"
+        if key not in self.units:
+            text = f"{exc.name}: {exc.message}" if exc.message else exc.name
+            self.units[key] = PlannedUnit(
+                key, "raise", timing, where, when=self.cond, note=f"{where}: the call at {call_at} raises",
+                raises=text,
+            )  # fmt: skip
+        out.rais.append(self.cond)
+        return out
+
+    def _decide(self, target: str, api: str, caught: bool) -> bool:
+        """Whether a library the package's own code loads, run by the interpreter, loads: a file of the
+        set does (whether it then fails is the loader simulation's answer, so one inside a handler that
+        would go on without it is not known here); a name or path nothing provides raises the OSError
+        ``dlopen`` gives."""
+        if "/" not in target:
+            if target in self._names:  # found only if something loaded it already
+                if caught:
+                    raise Unknown(f"whether {target} is loaded already decides what the package does next")
+                return True
+            if self.system is None:
+                raise Unknown(f"whether the target's system provides {target}")
+            if self.system(target):
+                return True
+        else:
+            path = site_relative(target)
+            if not in_prefix(path):
+                raise Unknown(f"whether {target}, outside the environment, loads")
+            if path in self.layout.objects:
+                if caught:
+                    raise Unknown(f"whether {path} loads decides what the package does next")
+                return True
+            if path in self._unread:  # a library of a runtime wheel the loader's closure did not need read
+                if caught:
+                    raise Unknown(f"whether {path}, not read, loads decides what the package does next")
+                return True
+            if path in self.files:
+                raise Unknown(f"{path} is no shared object abiprobe read")
+        message = f"{target}: cannot open shared object file: No such file or directory"
+        raise Raised("OSError", message, _OS_ERROR_KINDS)
 
     def _function(self, module: PyModule, name: str) -> PyFunction | None:
         """The module's first function called ``name``."""
@@ -789,12 +906,14 @@ def plan_units(
     rules: Sequence[PackageLoading] = (),
     values: RuntimeValues | None = None,
     not_taken: set[str] | None = None,
+    system: Callable[[str], bool] | None = None,
 ) -> list[PlannedUnit]:
     """The units of ``wheels`` (part of ``layout``) in the order importing their packages loads them,
     their code evaluated with ``values`` (those the set and the target fix; None: none known).
-    ``not_taken`` gets the objects their code loads only in branches these values do not take."""
+    ``not_taken`` gets the objects their code loads only in branches these values do not take;
+    ``system``: whether the target's system provides a library by that name (None: not known)."""
     by_package = {r.package: r for r in rules}
-    planner = _Planner(layout, wheels, rules, values)
+    planner = _Planner(layout, wheels, rules, values, system)
     tops: list[str] = []
     for w in sorted(wheels, key=lambda w: _rank(w, rules)):
         tops += [t for t in _imported_tops(w, by_package) if t not in tops]

@@ -49,6 +49,7 @@ class Raised(Exception):
     def __init__(self, name: str, message: str = "", kinds: frozenset[str] = frozenset()) -> None:
         super().__init__(f"{name}: {message}" if message else name)
         self.name, self.message = name, message
+        self.line = 0  # the package's own ``raise``: its line, where a program marks it (LINE_HOOK)
         # the class's own name and its bases' (a package's ``class NotFound(OSError)``), for handlers
         self.kinds = kinds or frozenset({name.rsplit(".", 1)[-1]})
 
@@ -150,12 +151,38 @@ class _Module:
 # ``__abiprobe_module__("pkg/_ffi/libinfo.py", "<source>")`` in a program: run that module of the package
 # (its own ``__file__``), so that ``from . import libinfo`` there binds it (abiprobe.binary.pysource)
 MODULE_HOOK = "__abiprobe_module__"
+# ``__abiprobe_line__(N)`` before a statement of a program: the line of the package's source it stands for
+# (a program's own lines are not the module's), for the loads and raises a call program records
+LINE_HOOK = "__abiprobe_line__"
+# the calls that load a library by name or path, as the interpreter runs them when it is given a ``decide``
+LOAD_CALLS = {
+    "ctypes.CDLL": "ctypes.CDLL", "ctypes.cdll.LoadLibrary": "ctypes.cdll.LoadLibrary",
+    "ctypes.PyDLL": "ctypes.CDLL", "ctypes.LibraryLoader.LoadLibrary": "ctypes.cdll.LoadLibrary",
+    "torch.ops.load_library": "torch.ops.load_library",
+    "torch.classes.load_library": "torch.classes.load_library",
+}  # fmt: skip
+# the calls made for their effect only whose failure to be followed changes nothing a load depends on
+_HARMLESS_EFFECTS = frozenset(
+    {"logging", "logger", "log", "_logger", "LOGGER", "_LOGGER", "warnings", "print"}
+)
+_OS_ERROR = frozenset({"OSError", "IOError", "EnvironmentError", "Exception", "BaseException"})
 _SMALL_MODULE = 4096  # bytes of a module of the wheel an import runs when no program embedded it
 
 
 class _File:
     def __init__(self, text: str) -> None:
         self.text = text
+
+
+class Handle:
+    """What a load call returns in a program run with a ``decide`` (a library the loader opened): it can
+    be kept and passed on; reading anything of it (a symbol) is :class:`Unknown`."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"<library {self.path}>"
 
 
 _CATCH_ALL = frozenset({"Exception", "BaseException"})
@@ -191,7 +218,9 @@ _STR_METHODS = frozenset({
     "removesuffix", "splitlines", "index",
 })  # fmt: skip
 _CONTAINER_METHODS = frozenset({"get", "items", "keys", "values", "index", "count", "copy"})
-_MUTATING = frozenset({"append", "extend", "insert", "pop", "update", "setdefault", "add", "remove", "clear"})
+_MUTATING = frozenset({
+    "append", "extend", "insert", "pop", "update", "setdefault", "add", "remove", "clear", "sort", "reverse",
+})  # fmt: skip
 
 
 # a group with a quantifier inside that is itself quantified (``(a+)+``): backtracking that can take
@@ -230,6 +259,20 @@ def _module_hook(node: ast.expr) -> tuple[str, str] | None:
     return None
 
 
+def _line_hook(node: ast.expr) -> int | None:
+    """The line of a :data:`LINE_HOOK` call of one integer constant, else None."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == LINE_HOOK
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, int)
+    ):
+        return node.args[0].value
+    return None
+
+
 def _expanduser(path: str) -> str:
     if not isinstance(path, str) or path.startswith("~"):
         raise Unknown("a path in the user's home")
@@ -258,6 +301,9 @@ def _builtins() -> dict[str, Any]:
         "os.path.splitext": posixpath.splitext, "os.fspath": str, "os.path.expanduser": _expanduser,
         "os.path.pardir": "..", "os.pardir": "..", "os.path.curdir": ".", "os.curdir": ".",
         "os.path.sep": "/", "os.sep": "/", "os.pathsep": ":",
+        "ctypes.RTLD_GLOBAL": 256, "ctypes.RTLD_LOCAL": 0, "os.RTLD_GLOBAL": 256, "os.RTLD_LOCAL": 0,
+        "os.RTLD_LAZY": 1, "os.RTLD_NOW": 2, "os.RTLD_NODELETE": 4096, "os.RTLD_NOLOAD": 4,
+        "os.RTLD_DEEPBIND": 8,
         "packaging.version.Version": _version, "packaging.version.parse": _version,
     }  # fmt: skip
 
@@ -275,8 +321,18 @@ class Interpreter:
         read: Callable[[str], bytes | None] | None = None,
         files: Iterable[str] = (),
         site: bool = False,
+        decide: Callable[[str, str, bool], bool] | None = None,
     ) -> None:
         self.module_path = module_path
+        # run load calls (:data:`LOAD_CALLS`): ``decide(name or path, api, caught)`` says whether the load
+        # succeeds (raising the package's OSError or :class:`Unknown` when it does not, or cannot know;
+        # ``caught``: a handler around it catches an OSError); each load that succeeds, each that fails
+        # inside such a handler, and each import a function runs, is kept in ``trace`` as ``(kind, name,
+        # api, line)``, kind ``load``, ``failed`` or ``import``
+        self.decide = decide
+        self.trace: list[tuple[str, str, str, int]] = []
+        self.line = 0
+        self.catching: list[list[ast.ExceptHandler]] = []
         self.site = site
         self.package = posixpath.dirname(module_path)
         self.lookup, self.read = lookup, read
@@ -338,8 +394,16 @@ class Interpreter:
         elif isinstance(stmt, ast.Import):
             for a in stmt.names:
                 scope[a.asname or a.name.split(".")[0]] = Ref(a.name if a.asname else a.name.split(".")[0])
+                if self.decide is not None and scope is not self.env:  # a function's own import
+                    self.trace.append(("import", a.name, "", self.line))
         elif isinstance(stmt, ast.ImportFrom):
             base = "." * stmt.level + (stmt.module or "")
+            if self.decide is not None and scope is not self.env:  # the module, then each name (a module?)
+                absolute = self._absolute(base)
+                self.trace.append(("import", absolute, "", self.line))
+                self.trace += [
+                    ("import", f"{absolute}.{a.name}", "", self.line) for a in stmt.names if a.name != "*"
+                ]
             for a in stmt.names:
                 if a.name != "*":
                     own = self._own_import(stmt, a.name) if stmt.level or self.modules or self.files else None
@@ -348,6 +412,8 @@ class Interpreter:
                         if own is not None
                         else Ref(f"{base}.{a.name}".lstrip(".") if not stmt.level else "")
                     )
+        elif isinstance(stmt, ast.Expr) and (line := _line_hook(stmt.value)) is not None:
+            self.line = line
         elif isinstance(stmt, ast.Expr) and _module_hook(stmt.value) is not None:
             self._embedded(*_module_hook(stmt.value))  # type: ignore[misc]
         elif isinstance(stmt, ast.Expr):
@@ -374,6 +440,15 @@ class Interpreter:
         for stmt in tree.body:
             child.step(stmt)
         self.steps = child.steps
+
+    def _absolute(self, base: str) -> str:
+        """A relative module name (``..x``) made absolute from this module's package."""
+        level = len(base) - len(base.lstrip("."))
+        if not level:
+            return base
+        parts = posixpath.dirname(self.module_path).split("/")
+        parts = parts[: len(parts) - (level - 1)] if level > 1 else parts
+        return ".".join([*parts, *([base[level:]] if base[level:] else [])])
 
     def _own_import(self, stmt: ast.ImportFrom, name: str) -> Any:
         """What ``from .x import name`` (or ``from pkg.x import name``) binds when module ``x`` (or
@@ -441,13 +516,17 @@ class Interpreter:
             and isinstance(node.func, ast.Name)
             and isinstance(scope.get(node.func.id, self.env.get(node.func.id)), _Function)
         )
+        loads = self.decide is not None and isinstance(node, ast.Call)
         try:
             self.eval(node, scope)
         except Unknown:
-            if mutates:
+            # a program recording loads must not pass over a call it cannot follow: that call may load
+            if mutates or (
+                loads and ast.unparse(node).split(".", 1)[0].split("(", 1)[0] not in _HARMLESS_EFFECTS
+            ):
                 raise
         except Raised:
-            if mutates or own:
+            if mutates or own or loads:
                 raise
 
     def _class(self, stmt: ast.ClassDef, scope: dict[str, Any]) -> Any:
@@ -483,11 +562,11 @@ class Interpreter:
             except (Unknown, Raised):
                 message = ""
         own = scope.get(exc.id, self.env.get(exc.id)) if isinstance(exc, ast.Name) else None
-        if isinstance(own, _Class):
-            return Raised(own.qualified, message, own.kinds)
         if isinstance(own, Opaque):
             return Unknown(own.why)
-        return Raised(name, message)
+        out = Raised(own.qualified, message, own.kinds) if isinstance(own, _Class) else Raised(name, message)
+        out.line = self.line
+        return out
 
     def _loop(self, stmt: ast.For | ast.While, scope: dict[str, Any]) -> None:
         items: Iterator[Any]
@@ -516,7 +595,11 @@ class Interpreter:
     def _try(self, stmt: ast.Try, scope: dict[str, Any]) -> None:
         try:
             try:
-                self.run(stmt.body, scope)
+                self.catching.append(stmt.handlers)
+                try:
+                    self.run(stmt.body, scope)
+                finally:
+                    self.catching.pop()
             except Raised as exc:
                 handler = next(
                     (h for h in stmt.handlers if any(_catches(h.type, k) for k in exc.kinds)), None
@@ -787,6 +870,21 @@ class Interpreter:
         raise Unknown(f"calling {ast.unparse(node.func)}")
 
     def _library(self, dotted: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if self.decide is not None and dotted in LOAD_CALLS and args:
+            target = args[0].path if isinstance(args[0], PackagePath) else self.plain(args[0])
+            if not isinstance(target, str):
+                raise Unknown(f"{dotted} of {target!r}")
+            caught = any(_catches(h.type, k) for hs in self.catching for h in hs for k in _OS_ERROR)
+            api = LOAD_CALLS[dotted]
+            try:
+                loads = self.decide(target, api, caught)
+            except Raised:
+                if caught:  # a candidate the package goes on from
+                    self.trace.append(("failed", target, api, self.line))
+                raise
+            if loads:
+                self.trace.append(("load", target, api, self.line))
+            return Handle(target)
         if dotted in ("open", "io.open"):
             return _File(self._read(args[0]))
         if dotted == "json.load" and args and isinstance(args[0], _File):
@@ -842,6 +940,8 @@ class Interpreter:
         return out if isinstance(out, (Iterator, map, filter, zip, enumerate, range)) else self.plain(out)
 
     def _arg(self, value: Any) -> Any:
+        if isinstance(value, Handle):  # kept in a list, passed on
+            return value
         if isinstance(value, _Function):
             return lambda *a: self._run_function(value, list(a), {})
         if isinstance(value, Ref) and value.dotted in _PLAIN:
@@ -932,7 +1032,7 @@ class Interpreter:
             raise Unknown(f"{func.node.name}() called with arguments abiprobe does not bind")
         self.depth += 1
         # a function of another module runs in that module's namespace (its globals, its ``__file__``)
-        saved = self.env, self.module_path
+        saved, line = (self.env, self.module_path), self.line
         self.env = func.scope
         file = func.scope.get("__file__")
         self.module_path = file if isinstance(file, str) else self.module_path
@@ -942,6 +1042,7 @@ class Interpreter:
             return ret.value
         finally:
             self.env, self.module_path = saved
+            self.line = line
             self.depth -= 1
         return None
 
@@ -1134,6 +1235,6 @@ def literal(value: Any, limit: int = 4096) -> str | None:
 
 
 __all__ = [
-    "Interpreter", "Opaque", "PackagePath", "Raised", "Ref", "Unknown", "bound_names", "changed_names",
-    "literal",
+    "LINE_HOOK", "LOAD_CALLS", "Handle", "Interpreter", "Opaque", "PackagePath", "Raised", "Ref", "Unknown",
+    "bound_names", "changed_names", "literal",
 ]  # fmt: skip

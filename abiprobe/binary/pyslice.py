@@ -10,12 +10,14 @@ followed."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence, Set
+import copy
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any
 
-from abiprobe.binary.pyinterp import bound_names, changed_names, literal
+from abiprobe.binary.pyinterp import LINE_HOOK, bound_names, changed_names, literal
 
 MAX_SETUP = 12_000  # characters of program kept per test; a longer one is not kept (the test is opaque)
+MAX_CALL = 24_000  # characters of a call's program (the functions it runs, their lines marked)
 TEST_NAME = "__abiprobe_test__"
 
 
@@ -36,12 +38,15 @@ def setup_program(
     *,
     as_bool: bool = True,
     prefix: Sequence[ast.stmt] = (),
+    render: Callable[[ast.stmt], str] = ast.unparse,
+    limit: int = MAX_SETUP,
 ) -> str:
     """The program that computes ``test`` from the module's ``earlier`` statements (``""`` when the test
     reads none of the names they bind, or the program would be too long). ``known``: values computed at
     facts time; the last statement binding such a name is written as its literal. ``as_bool`` False: the
     program keeps the value itself (a load's path, :func:`path_program`). ``prefix``: statements of the
-    enclosing function run after the module's (their values are never taken from ``known``)."""
+    enclosing function run after the module's (their values are never taken from ``known``). ``render``:
+    how a statement taken is written; ``limit``: the longest program kept."""
     needed = _loaded(test)
     module_count = len(earlier)
     earlier = [*earlier, *prefix]
@@ -75,12 +80,54 @@ def setup_program(
             if value is not None:
                 lines.append(f"{name} = {value}")
                 continue
-        lines.append(ast.unparse(stmt))
+        lines.append(render(stmt))
     lines.append(
         f"{TEST_NAME} = bool({ast.unparse(test)})" if as_bool else f"{TEST_NAME} = {ast.unparse(test)}"
     )
     program = "\n".join(lines)
-    return program if len(program) <= MAX_SETUP else ""
+    return program if len(program) <= limit else ""
+
+
+def call_program(call: ast.Call, earlier: Sequence[ast.stmt], known: Mapping[str, Any],
+                 prefix: Sequence[ast.stmt] = ()) -> str:  # fmt: skip
+    """The program that runs a call of the package's own function at import (``_load_cuda_library("cudnn")``)
+    with the functions and values it reads, each statement of those functions preceded by its line in the
+    module (:data:`abiprobe.binary.pyinterp.LINE_HOOK`): the planner runs it with the set's files and
+    records what it loads and raises, and where (abiprobe.analyze.units). ``prefix``: the statements of the
+    enclosing blocks before the call (their values are never taken from ``known``)."""
+    return setup_program(
+        call, earlier, known, as_bool=False, prefix=prefix, render=_with_lines, limit=MAX_CALL
+    )
+
+
+def _with_lines(stmt: ast.stmt) -> str:
+    """A statement as written, every statement inside the functions it defines marked with its line."""
+    if not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(stmt)):
+        return ast.unparse(stmt)
+    marked = copy.deepcopy(stmt)
+    for node in ast.walk(marked):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _mark(node)
+    return ast.unparse(marked)
+
+
+def _mark(node: ast.AST) -> None:
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(node, field, None)
+        if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
+            continue
+        out: list[ast.stmt] = []
+        for stmt in block:
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and len(block) > 1:
+                continue  # a docstring
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                hook = ast.Call(ast.Name(LINE_HOOK, ast.Load()), [ast.Constant(stmt.lineno)], [])
+                out.append(ast.Expr(hook))
+                _mark(stmt)
+            out.append(stmt)
+        setattr(node, field, out)
+    for handler in getattr(node, "handlers", ()):
+        _mark(handler)
 
 
 def path_program(
@@ -152,4 +199,4 @@ def _surely_bound(body: Sequence[ast.stmt]) -> set[str]:
     return out
 
 
-__all__ = ["MAX_SETUP", "TEST_NAME", "path_program", "setup_program"]
+__all__ = ["MAX_CALL", "MAX_SETUP", "TEST_NAME", "call_program", "path_program", "setup_program"]

@@ -63,7 +63,7 @@ _UNKNOWN = "*"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 15
+READ_RULES = 16
 _MAX_EMBEDDED = 24_000  # characters of a load's search program with the package's modules it embeds
 
 
@@ -169,6 +169,11 @@ class _Scanner:
         self.static: StaticValues | None = None  # the top level's values known at facts time
         self.pkg: Package | None = None  # the wheel's other modules (abiprobe.binary.pyreturns)
         self.seen_top: list[ast.stmt] = []  # the top-level statements read so far
+        # inside a top-level statement's blocks: the statements of the enclosing blocks read so far
+        self.seen_block: list[ast.stmt] = []
+        self._loading: dict[
+            str, bool
+        ] = {}  # a function of the module: whether it loads (or calls one that does)
         self.fn_locals: set[str] = set()  # the names the function being read binds (and its parameters)
         self.fn_prefix: list[ast.stmt] = []  # its body's statements read so far (those before the current)
         # a name assigned what a call of the package's own function returned: the call's line
@@ -197,8 +202,12 @@ class _Scanner:
 
     def block(self, body: list[ast.stmt], params: dict[str, str]) -> list[PyEvent]:
         events: list[PyEvent] = []
+        mark = len(self.seen_block)
         for stmt in body:
             events += self.statement(stmt, params)
+            if not self.in_function:
+                self.seen_block.append(stmt)
+        del self.seen_block[mark:]
         return events
 
     def statement(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent]:
@@ -395,7 +404,7 @@ class _Scanner:
         (:mod:`abiprobe.binary.pyslice`); ``""`` inside functions, or when the test reads none of it."""
         if self.in_function or self.static is None or self.static.overlay:
             return ""
-        return self.static.setup(test, self.seen_top)
+        return self.static.setup(test, self.seen_top, self.seen_block)
 
     def path_setup(self, path: ast.expr) -> str:
         """The program that computes a load's path this reading could not follow, run by the planner
@@ -680,8 +689,42 @@ class _Scanner:
             elif "." not in callee or callee.startswith(self.package.split(".")[0] + "."):
                 builtin = "." not in callee and callee in _BUILTIN_NAMES
                 args = tuple("" if builtin else self.argument(a, params) for a in node.args)
-                out.append(PyEvent("call", callee, args=args, line=node.lineno))
+                program = self.call_setup(node, callee)
+                out.append(PyEvent("call", callee, args=args, line=node.lineno, setup=program))
         return out
+
+    def call_setup(self, node: ast.Call, callee: str) -> str:
+        """The program running a call, at import, of one of the module's own functions that loads a
+        library (:func:`abiprobe.binary.pyslice.call_program`), for the planner to run on the set's files;
+        ``""`` for any other call."""
+        if self.in_function or self.loops or self.static is None or self.static.overlay:
+            return ""
+        if not isinstance(node.func, ast.Name) or callee != f"{self.module}.{node.func.id}":
+            return ""
+        if not self.loads(node.func.id):
+            return ""
+        return self.static.call(node, self.seen_top, self.seen_block)
+
+    def loads(self, name: str, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether the module's function ``name`` loads a library, itself or through another of the
+        module's functions it calls."""
+        if name in self._loading:
+            return self._loading[name]
+        function = next((f for f in self.functions if f.name == name), None)
+        if function is None or name in seen:
+            return False
+        own = f"{self.module}."
+        found = any(
+            e.kind == "load"
+            or (
+                e.kind == "call"
+                and e.target.startswith(own)
+                and self.loads(e.target[len(own) :], seen | {name})
+            )
+            for e in all_events(function.events)
+        )
+        self._loading[name] = found
+        return found
 
     def _assigned(self, node: ast.expr) -> ast.expr:
         """The expression a plain name was last assigned (the function's, else the module's), else ``node``

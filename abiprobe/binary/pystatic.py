@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from abiprobe.binary.pyinterp import MAX_STEPS, Interpreter, Opaque, Raised, Unknown, literal
-from abiprobe.binary.pyslice import setup_program
+from abiprobe.binary.pyslice import call_program, setup_program
 
 MAX_UNROLLED = 64  # items of a loop unrolled at facts time
 MAX_MODULE_STEPS = 200_000  # interpreter steps one module's top level may take in all
@@ -84,8 +84,13 @@ class StaticValues:
         text = literal(value, 512) if isinstance(value, (list, tuple, dict)) else None
         return f"{{={text}=}}" if text is not None and "=}" not in text else None
 
-    def setup(self, test: ast.expr, earlier: Sequence[ast.stmt]) -> str:
-        return setup_program(test, earlier, self.interp.env)
+    def setup(self, test: ast.expr, earlier: Sequence[ast.stmt], block: Sequence[ast.stmt] = ()) -> str:
+        """The program computing ``test`` (``block``: the statements of its enclosing blocks before it)."""
+        return setup_program(test, earlier, self.interp.env, prefix=block)
+
+    def call(self, call: ast.Call, earlier: Sequence[ast.stmt], block: Sequence[ast.stmt] = ()) -> str:
+        """The program running ``call`` with the module's functions it reads (:func:`call_program`)."""
+        return call_program(call, earlier, self.interp.env, prefix=block)
 
 
 __all__ = ["MAX_UNROLLED", "StaticValues"]
