@@ -342,6 +342,29 @@ def run_set(s: CorpusSet, work: Path, python: str, stats: dict[str, Any]) -> dic
     }
 
 
+def recheck(stored: Path, corpus_file: Path, work: Path, only: list[str], out: Path | None) -> int:
+    """The sets of an earlier run judged again as a user types them (``check`` only, nothing downloaded
+    or imported): a change to abiprobe measured against the real loads that run recorded."""
+    corpus = {s.label: s for s in load_corpus(corpus_file)}
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for row in json.loads(stored.read_text())["rows"]:
+        s = corpus.get(row["set"])
+        if s is None or (only and not any(o in s.label for o in only)):
+            continue
+        rc, doc, sec, err = user_check(s, work, False)
+        user = headline(doc, rc, s.dist) | {"seconds": round(sec, 1), "stderr": err[-300:]}
+        row = row | {"user": user, "vs_user": compare(user, row["real"])}
+        rows.append(row)
+        brief = {"set": s.label, "user": user["status"], "user_load": user["load"],
+                 "real": row["real"]["import"], "agree": row["vs_user"]["agree"]}  # fmt: skip
+        print(json.dumps(brief), flush=True)
+    if out is not None:
+        out.write_text(json.dumps({"rows": rows, "stats": {"rechecked": str(stored)}}, indent=1))
+    print(summary(rows))
+    return 0
+
+
 def rescore(row: dict[str, Any], corpus: dict[str, CorpusSet], work: Path) -> dict[str, Any]:
     """A stored row judged again from its saved check documents and recorded loads (rules refined since)."""
     s = corpus.get(row["set"])
@@ -435,7 +458,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--clean", action="store_true", help="delete the downloads and caches under --work at the end"
     )
+    ap.add_argument(
+        "--recheck", type=Path,
+        help="an earlier --out file: judge its sets again as typed (the check only; its real loads kept)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
+    if args.recheck:
+        return recheck(args.recheck, args.corpus, args.work.absolute(), args.only, args.out)
     if args.render:
         corpus = {s.label: s for s in load_corpus(args.corpus)}
         before = None
