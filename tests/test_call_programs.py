@@ -73,6 +73,14 @@ if os.environ.get("SRCH_SKIP_BETA", "0") == "0":
 '''
 
 
+# the same search in a module of its own, called from the package's __init__ (``from ._loader import ...``)
+LOADER = SEARCH.split(b"\n\n_ALPHA = ")[0].replace(b'"srch_libs"', b'"srchx_libs"') + b"\n"
+SPLIT_INIT = b"""from ._loader import _from_site
+
+_BETA = _from_site("beta", strict=True)
+"""
+
+
 def _plain(work: Path, filename: str) -> Path:
     name = filename.split(".")[0]
     return build_shared(work, filename, f"int {name}_fn(void) {{ return 1; }}\n", soname=filename)
@@ -92,6 +100,10 @@ def search_wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "found": build_wheel(root / "found", "srch", "1.0", {**common, beta_at: beta}, tag=TAG),
         "missing": build_wheel(root / "missing", "srch", "1.0", common, tag=TAG),
         "broken": build_wheel(root / "broken", "srch", "1.0", {**common, beta_at: bad}, tag=TAG),
+        "split": build_wheel(root / "split", "srchx", "1.0", {
+            "srchx/__init__.py": SPLIT_INIT, "srchx/_loader.py": LOADER,
+            "srchx_libs/alpha/lib/libalpha.so.1": alpha,
+        }, tag=TAG),  # fmt: skip
     }
 
 
@@ -149,3 +161,18 @@ def test_a_library_the_search_finds_that_cannot_load_fails_at_import(
     # AND a real import fails with that line
     code, last = import_in_venv(tmp_path / "venv", [search_wheels["broken"]], "srch")
     assert code != 0 and matches_loader_line(a.first_error.text, last), last
+
+
+def test_a_search_in_another_module_of_the_package_is_run_there(
+    search_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    # GIVEN srchx, whose __init__ calls _from_site("beta", strict=True) imported from its _loader module,
+    # and which ships no srchx_libs/beta
+    a = _analyze(search_wheels["split"])
+    # THEN importing fails with that module's own RuntimeError, at its line in _loader.py
+    assert a.import_status == "fail" and a.first_error is not None
+    assert a.first_error.text == "RuntimeError: beta shared object not found."
+    assert a.first_error.unit == "raise:srchx/_loader.py line 22"
+    # AND a real import fails with that line
+    code, last = import_in_venv(tmp_path / "venv", [search_wheels["split"]], "srchx")
+    assert code != 0 and last == a.first_error.text, last

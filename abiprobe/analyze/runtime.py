@@ -451,13 +451,15 @@ def evaluate_setup(
 @dataclass(frozen=True)
 class CallRun:
     """What a call of the package's own function did when run (:func:`run_call`): the libraries it
-    loaded and the modules it imported, in order (``(kind, name, api, line)``, ``kind`` ``load`` or
-    ``import``), whether it returned None, and the package's exception it raised (None: it returned)."""
+    loaded, those that failed inside a handler and the modules it imported, in order (``(kind, name, api,
+    line, module path)``, ``kind`` ``load``, ``failed`` or ``import``), whether it returned None, and
+    the package's exception it raised (None: it returned), with its line and module."""
 
-    trace: tuple[tuple[str, str, str, int], ...]
+    trace: tuple[tuple[str, str, str, int, str], ...]
     returned_none: bool
     raised: PackageRaises | None = None
     raised_line: int = 0
+    raised_path: str = ""
 
 
 def run_call(
@@ -481,7 +483,7 @@ def run_call(
         raise CannotEvaluate(str(exc)) from None
     except Raised as exc:
         raised = PackageRaises(exc.name, exc.message, exc.kinds)
-        return CallRun(tuple(interp.trace), False, raised, exc.line)
+        return CallRun(tuple(interp.trace), False, raised, exc.line, exc.path)
     except RecursionError:
         raise CannotEvaluate("the call's program nests deeper than abiprobe follows") from None
     except Exception as exc:  # a break outside a loop, an operation Python refuses

@@ -678,7 +678,7 @@ class _Planner:
         if (owner, fname) in self.ran:  # a recursive call: what it loads is being found already
             self._cut = True
             return out
-        if e.setup and self.values is not None and callee_module is module:
+        if e.setup and self.values is not None:
             ran = self._interpreted(module, e, timing)
             if ran is not None:
                 return ran
@@ -721,8 +721,8 @@ class _Planner:
         # the candidates that failed are this call's own: its raise comes after them; once it returns, what
         # failed is no condition of what follows (nothing provides those libraries on any path)
         start, failed = self.cond, set()
-        for kind, name, api, line in ran.trace:
-            where = f"{module.path} line {line}" if line else call_at
+        for kind, name, api, line, path_of in ran.trace:
+            where = f"{path_of if path_of.endswith('.py') else module.path} line {line}" if line else call_at
             if kind == "import":
                 self.import_module(name, timing, where)
                 continue
@@ -749,7 +749,8 @@ class _Planner:
                     ({self.cond}, set()) if ran.returned_none else (set(), {self.cond})
                 )
             return out
-        where = f"{module.path} line {ran.raised_line}" if ran.raised_line else call_at
+        raised_in = ran.raised_path if ran.raised_path.endswith(".py") else module.path
+        where = f"{raised_in} line {ran.raised_line}" if ran.raised_line else call_at
         exc = ran.raised
         for kind in sorted(exc.kinds):
             caught = self._caught(kind)

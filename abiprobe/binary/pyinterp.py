@@ -50,6 +50,7 @@ class Raised(Exception):
         super().__init__(f"{name}: {message}" if message else name)
         self.name, self.message = name, message
         self.line = 0  # the package's own ``raise``: its line, where a program marks it (LINE_HOOK)
+        self.path = ""  # and the module it is in
         # the class's own name and its bases' (a package's ``class NotFound(OSError)``), for handlers
         self.kinds = kinds or frozenset({name.rsplit(".", 1)[-1]})
 
@@ -328,9 +329,9 @@ class Interpreter:
         # succeeds (raising the package's OSError or :class:`Unknown` when it does not, or cannot know;
         # ``caught``: a handler around it catches an OSError); each load that succeeds, each that fails
         # inside such a handler, and each import a function runs, is kept in ``trace`` as ``(kind, name,
-        # api, line)``, kind ``load``, ``failed`` or ``import``
+        # api, line, module path)``, kind ``load``, ``failed`` or ``import``
         self.decide = decide
-        self.trace: list[tuple[str, str, str, int]] = []
+        self.trace: list[tuple[str, str, str, int, str]] = []
         self.line = 0
         self.catching: list[list[ast.ExceptHandler]] = []
         self.site = site
@@ -395,14 +396,16 @@ class Interpreter:
             for a in stmt.names:
                 scope[a.asname or a.name.split(".")[0]] = Ref(a.name if a.asname else a.name.split(".")[0])
                 if self.decide is not None and scope is not self.env:  # a function's own import
-                    self.trace.append(("import", a.name, "", self.line))
+                    self.trace.append(("import", a.name, "", self.line, self.module_path))
         elif isinstance(stmt, ast.ImportFrom):
             base = "." * stmt.level + (stmt.module or "")
             if self.decide is not None and scope is not self.env:  # the module, then each name (a module?)
                 absolute = self._absolute(base)
-                self.trace.append(("import", absolute, "", self.line))
+                self.trace.append(("import", absolute, "", self.line, self.module_path))
                 self.trace += [
-                    ("import", f"{absolute}.{a.name}", "", self.line) for a in stmt.names if a.name != "*"
+                    ("import", f"{absolute}.{a.name}", "", self.line, self.module_path)
+                    for a in stmt.names
+                    if a.name != "*"
                 ]
             for a in stmt.names:
                 if a.name != "*":
@@ -565,7 +568,7 @@ class Interpreter:
         if isinstance(own, Opaque):
             return Unknown(own.why)
         out = Raised(own.qualified, message, own.kinds) if isinstance(own, _Class) else Raised(name, message)
-        out.line = self.line
+        out.line, out.path = self.line, self.module_path
         return out
 
     def _loop(self, stmt: ast.For | ast.While, scope: dict[str, Any]) -> None:
@@ -880,10 +883,10 @@ class Interpreter:
                 loads = self.decide(target, api, caught)
             except Raised:
                 if caught:  # a candidate the package goes on from
-                    self.trace.append(("failed", target, api, self.line))
+                    self.trace.append(("failed", target, api, self.line, self.module_path))
                 raise
             if loads:
-                self.trace.append(("load", target, api, self.line))
+                self.trace.append(("load", target, api, self.line, self.module_path))
             return Handle(target)
         if dotted in ("open", "io.open"):
             return _File(self._read(args[0]))

@@ -100,6 +100,12 @@ def call_program(call: ast.Call, earlier: Sequence[ast.stmt], known: Mapping[str
     )
 
 
+def marked_module(tree: ast.Module) -> str:
+    """A module's source as :func:`call_program` writes a statement: the statements of its functions
+    marked with their lines (for a module a call program embeds)."""
+    return "\n".join(_with_lines(s) for s in tree.body)
+
+
 def _with_lines(stmt: ast.stmt) -> str:
     """A statement as written, every statement inside the functions it defines marked with its line."""
     if not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(stmt)):
@@ -199,4 +205,6 @@ def _surely_bound(body: Sequence[ast.stmt]) -> set[str]:
     return out
 
 
-__all__ = ["MAX_CALL", "MAX_SETUP", "TEST_NAME", "call_program", "path_program", "setup_program"]
+__all__ = [
+    "MAX_CALL", "MAX_SETUP", "TEST_NAME", "call_program", "marked_module", "path_program", "setup_program",
+]  # fmt: skip

@@ -45,7 +45,7 @@ from abiprobe.binary.pyreturns import (
     returned_expr,
     returned_path,
 )
-from abiprobe.binary.pyslice import path_program
+from abiprobe.binary.pyslice import marked_module, path_program
 from abiprobe.binary.pystatic import StaticValues
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, all_events
 
@@ -424,11 +424,12 @@ class _Scanner:
         program = path_program(path, self.seen_top, self.static.interp.env, local, prefix)
         return self._with_own_modules(program) if program else ""
 
-    def _with_own_modules(self, program: str) -> str:
+    def _with_own_modules(self, program: str, marked: bool = False) -> str:
         """``program`` with the package's modules its relative imports name embedded before it
         (:data:`abiprobe.binary.pyinterp.MODULE_HOOK`: decord's and dgl's ``from . import libinfo``, then
         ``libinfo.find_lib_path()``), so the planner runs their search too; each module small enough,
-        the whole at most :data:`_MAX_EMBEDDED` characters."""
+        the whole at most :data:`_MAX_EMBEDDED` characters. ``marked``: each module's functions with their
+        lines marked (:func:`abiprobe.binary.pyslice.marked_module`), for a call program."""
         top = self.package.split(".")[0]
         if self.pkg is None or ("from ." not in program and f"from {top}." not in program):
             return program
@@ -452,6 +453,11 @@ class _Scanner:
                     text = self.pkg.sources[path].decode()
                 except UnicodeDecodeError:
                     continue
+                if marked:
+                    module_tree = self.pkg.tree(name)
+                    if module_tree is None:
+                        continue
+                    text = marked_module(module_tree)
                 embeds.append(f"{MODULE_HOOK}({path!r}, {text!r})")
         out = "\n".join([*dict.fromkeys(embeds), program])
         return out if len(out) <= _MAX_EMBEDDED else program
@@ -699,11 +705,20 @@ class _Scanner:
         ``""`` for any other call."""
         if self.in_function or self.loops or self.static is None or self.static.overlay:
             return ""
-        if not isinstance(node.func, ast.Name) or callee != f"{self.module}.{node.func.id}":
+        if isinstance(node.func, ast.Name) and callee == f"{self.module}.{node.func.id}":
+            if not self.loads(node.func.id):
+                return ""
+            return self.static.call(node, self.seen_top, self.seen_block)
+        # a function of another module of the package (``from ._loader import load; load()``), that
+        # module's source naming a load call: the program embeds the module, its lines marked
+        owner, _, fname = callee.rpartition(".")
+        path = self.pkg.paths.get(owner) if self.pkg is not None else None
+        if self.pkg is None or path is None or path == self.path or self.pkg.function(owner, fname) is None:
             return ""
-        if not self.loads(node.func.id):
+        if not any(m in self.pkg.sources[path] for m in _LOAD_MARKERS):
             return ""
-        return self.static.call(node, self.seen_top, self.seen_block)
+        program = self.static.call(node, self.seen_top, self.seen_block)
+        return self._with_own_modules(program, marked=True) if program else ""
 
     def loads(self, name: str, seen: frozenset[str] = frozenset()) -> bool:
         """Whether the module's function ``name`` loads a library, itself or through another of the
