@@ -222,6 +222,9 @@ class LoaderSimulation:
         self.timing_of: dict[str, str] = {}  # unit path -> when its package loads it
         # objects the packages' own code loads only in branches this set and target do not take
         self.not_taken: set[str] = set()
+        # the wheels (file names) whose own code, followed, loads a library only in branches this set and
+        # target do not take (or after a raise that ends every path): none of it loads here
+        self.followed: set[str] = set()
         # loads taken so far whose path abiprobe cannot follow (each may have opened any file of the set)
         self.unfollowed: list[PlannedUnit] = []
         # unit path -> the unfollowed loads taken before it (a later one, or one the package makes only
@@ -261,6 +264,7 @@ class LoaderSimulation:
         )
         new.global_scope = list(self.global_scope)
         new.not_taken = set(self.not_taken)
+        new.followed = set(self.followed)
         new.unfollowed = list(self.unfollowed)
         new.unfollowed_before = dict(self.unfollowed_before)
         new.found_then = dict(self.found_then)
@@ -287,7 +291,9 @@ class LoaderSimulation:
         """The units of ``wheels`` (default: every wheel of the set) in the order their packages load them."""
         chosen = self.layout.wheels if wheels is None else wheels
         values = runtime_values(self.target, self.layout.wheels)
-        return plan_units(self.layout, chosen, self.rules, values, self.not_taken, self._system_provides)
+        return plan_units(
+            self.layout, chosen, self.rules, values, self.not_taken, self._system_provides, self.followed
+        )
 
     def _system_provides(self, name: str) -> bool:
         """Whether the target's system provides a library by this name (the driver's, where it has one)."""

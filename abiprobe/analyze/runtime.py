@@ -3,7 +3,8 @@ evaluator of the expressions :mod:`abiprobe.binary.pysource` kept as ``{=expr=}`
 
 Values: ``torch.version.*`` and ``torch.__version__`` from the ``torch/version.py`` of the set's torch
 wheel (else from its version's local label: ``+cu130`` is CUDA 13.0, ``+cpu`` none); the target's Python
-(``sys.version_info``), machine (``platform.machine()``), ``sys.platform`` and ``os.name`` (Linux);
+(``sys.version_info``, ``sys.version`` up to its minor release), machine (``platform.machine()``),
+``sys.platform`` and ``os.name`` (Linux);
 ``os.environ`` is empty (an environment override takes its default: the target sets none). The set
 is installed into a virtual environment, as pip and uv install it: ``site.ENABLE_USER_SITE`` is False
 (and ``site.getsitepackages()``, in :mod:`abiprobe.binary.pyinterp`, is its one site-packages).
@@ -27,7 +28,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from abiprobe.binary.pyflow import UNKNOWN_NAME
-from abiprobe.binary.pyinterp import BASE_PREFIX, COMPARE, Interpreter, Raised, Unknown
+from abiprobe.binary.pyinterp import BASE_PREFIX, COMPARE, Interpreter, Opaque, Raised, Unknown
 from abiprobe.binary.pyreturns import EXISTS, OBJECT
 from abiprobe.binary.pyslice import TEST_NAME
 from abiprobe.model.facts import WheelFacts
@@ -76,6 +77,12 @@ class CannotEvaluate(Exception):
     """An expression reads a value the set and the target do not fix (the message names it)."""
 
 
+class Defined(CannotEvaluate):
+    """A name that is defined (``hasattr`` of it is True) but whose value the set does not fix."""
+
+    defined = True
+
+
 class VersionInfo(tuple[int, ...]):
     """``sys.version_info`` of the target: major and minor only (the micro release is not fixed)."""
 
@@ -101,6 +108,8 @@ class RuntimeValues:
             head = ".".join(parts[:i])
             if head in self.values:
                 value = self.values[head]
+                if isinstance(value, Opaque):  # it exists, of a value not known
+                    raise Defined(value.why)
                 for attr in parts[i:]:
                     value = _attribute(value, attr, dotted)
                 return value
@@ -160,6 +169,10 @@ def _torch_values(wheels: Sequence[WheelFacts]) -> tuple[dict[str, Any], str]:
         if cuda is not None:
             values = {"torch.version.cuda": cuda or None, "torch.version.hip": None}
         source = f"the version and requirements of {torch.filename} (no torch/version.py read)"
+    tensor = next((m for m in torch.python or () if m.name == "torch._tensor"), None)
+    for name, _ in tensor.constants if tensor is not None else ():
+        # an attribute ``torch.Tensor`` defines (``hasattr`` is True); its value is not known
+        values[f"torch.{name}"] = Opaque(f"the value of torch.{name} (only that it is defined is read)")
     values.setdefault("torch.version.__version__", torch.metadata.version)
     values["torch.__version__"] = values["torch.version.__version__"]
     values["torch.xpu.is_available"] = lambda: False
@@ -213,6 +226,8 @@ def runtime_values(target: Target, wheels: Sequence[WheelFacts]) -> RuntimeValue
     values: dict[str, Any] = {
         "sys.version_info": VersionInfo(target.python),
         "sys.platform": "linux",
+        # ``sys.version``'s text up to the minor release (what its tests compare: ``sys.version < '3'``)
+        "sys.version": "{}.{}".format(*target.python),
         "os.name": "posix",
         "os.environ": {},
         "os.getenv": lambda name, default=None: default,

@@ -203,8 +203,8 @@ def judged_native_verdicts(
         paths = [p for p, o in sim.layout.objects.items() if o.wheel is w]
         if not paths or label in judged or any(p in loaded for p in paths) or not w.python:
             continue
-        if any(p in sim.not_taken for p in paths):  # its code, followed, loads none of them here
-            continue
+        if any(p in sim.not_taken for p in paths) or w.filename in sim.followed:
+            continue  # its code, followed, loads none of them here
         calls_load = any(
             e.kind == "load" for m in w.python for evs in (m.events, *(f.events for f in m.functions))
             for e in all_events(evs)

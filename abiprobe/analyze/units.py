@@ -36,6 +36,7 @@ from abiprobe.analyze.layout import InstalledObject, Layout
 from abiprobe.analyze.preloads import install_glob
 from abiprobe.analyze.runtime import (
     TOKEN,
+    CallRun,
     CannotEvaluate,
     PackageRaises,
     RuntimeValues,
@@ -56,6 +57,7 @@ Cond = tuple[tuple[str, bool], ...]  # (unit key, whether it loaded) that must a
 _MAX_PATHS = 16
 _CallKey = tuple[str, str, tuple[tuple[str, str], ...], Timing, Cond, bool]
 _MAX_ITEMS = 64  # items of a loop over a list the package computes
+_MAX_FORKS = 3  # loads of the set inside handlers a program is run both ways around (8 runs at most)
 _LOAD_WORDS = ("CDLL", "load_library", "LoadLibrary", "PyDLL")
 _OS_ERROR_KINDS = frozenset({"OSError", "IOError", "EnvironmentError"})
 _EXT_TAIL = re.compile(r"\.(?:cpython-[^.]+|abi3|pypy[^.]*)?\.?so$")
@@ -158,9 +160,15 @@ class _Planner:
         # it returned None, and those on which it returned a value
         self.returned: dict[tuple[str, int], tuple[set[Cond], set[Cond]]] = {}
         self._cut = False
+        # a program run both ways around a load of the set inside a handler (:meth:`_runs`): the
+        # outcomes it is being run with, and the load met that would decide its way, not yet forced
+        self._forced: dict[str, bool] = {}
+        self._fork = ""
         # what the branches the target does not take would load (an extension loaded only there is no
         # unit: the package's own code decided not to load it)
         self.not_taken: set[str] = set()
+        # the modules whose loads were planned only in such branches (their paths)
+        self.skipped_at: set[str] = set()
 
     def add(self, path: str, how: str, timing: Timing, where: str, api: str = "", note: str = "") -> None:
         kind = "ImportError" if how == "import" else "OSError"
@@ -253,7 +261,7 @@ class _Planner:
         paths = [self.cond] if live is None else live
         exits = _Exits()
         opaque = self.opaque
-        for e in events:
+        for i, e in enumerate(events):
             after: list[Cond] = []
             uncertain = False
             for cond in paths:
@@ -265,7 +273,8 @@ class _Planner:
             if uncertain and self.opaque == opaque:  # the rest of the block: a raise there is no claim
                 self.opaque += 1
             paths = list(dict.fromkeys(after))[:_MAX_PATHS]
-            if not paths:
+            if not paths:  # every path returned or raised: what the rest would load is not loaded here
+                self._skip(module, events[i + 1 :], timing, args)
                 break
         self.opaque = opaque
         exits.next = paths
@@ -280,6 +289,12 @@ class _Planner:
             self.load(_bind(e.target, args), e.api, timing, where, e.expr, e.setup, module.path)
         elif e.kind == "call":
             return self.call(module, e, timing, args)
+        elif e.kind == "run":  # a search of the module's top level: run as written, else its events
+            if e.setup and self.values is not None:
+                ran = self._interpreted(module, e, timing)
+                if ran is not None:
+                    return ran
+            return self.run(module, e.body, timing, args)
         elif e.kind == "if":
             return self._if(module, e, timing, args, where)
         elif e.kind == "for":
@@ -402,6 +417,9 @@ class _Planner:
         try:
             self.run(module, events, timing, args, [self.cond])
             self.not_taken |= set(self.units) - set(saved[0])
+            self.skipped_at |= {
+                u.where.rsplit(" line ", 1)[0] for k, u in self.units.items() if k not in saved[0]
+            }
         finally:
             (self.units, self.imported, self._explored, self.cond, self.note, self.opaque, self.tries,
              self._cut) = saved  # fmt: skip
@@ -708,15 +726,79 @@ class _Planner:
 
     def _interpreted(self, module: PyModule, e: PyEvent, timing: Timing) -> _Exits | None:
         """Run the call with the package's own code (the program the scanner kept,
-        abiprobe.binary.pyslice.call_program) on the set's files: what it loads and imports, in order, are
-        the units, and what it raises is the package's failure; None when it cannot be run with what the
-        set and the target fix (its events are followed instead)."""
-        assert self.values is not None
-        try:
-            ran = run_call(e.setup, module.path, self.values, self.files, self._decide)
-        except CannotEvaluate:
+        abiprobe.binary.pyslice.call_program; for a search of the module's top level, its statements) on
+        the set's files: what it loads and imports, in order, are the units, and what it raises is the
+        package's failure; None when it cannot be run with what the set and the target fix (its events
+        are followed instead). Where a library of the set loads inside a handler that would go on
+        without it, both ways are run (:meth:`_runs`): what follows it when it loads, and what follows
+        when it fails (or, where that cannot be run, ``unknown`` on that path)."""
+        runs = self._runs(e.setup, module.path)
+        if all(ran is None for _, ran, _ in runs):
             return None
         call_at = f"{module.path} line {e.line}"
+        start = self.cond
+        out = _Exits()
+        returned: tuple[set[Cond], set[Cond]] = (set(), set())
+        for forced, ran, why in runs:
+            self.cond = start
+            if ran is None:  # this way (a library of the set failing, or loading) is not followed
+                self.cond = (*start, *forced)
+                ways = ", ".join(
+                    f"{k.split(':', 1)[-1]} {'loads' if v else 'fails to load'}" for k, v in forced
+                )
+                key = f"unresolved:{call_at} when {ways}"
+                note = f"{call_at}: what the package does next when {ways} is not followed: {why}"
+                if key not in self.units:
+                    self.units[key] = PlannedUnit(
+                        key, "unresolved", timing, call_at, "", self.cond, False, note
+                    )
+                out.next.append(self.cond)
+                continue
+            ended = self._traced(module, ran, timing, call_at, dict(forced))
+            if ran.raised is None or self.opaque:  # (under a test abiprobe cannot know, a raise is no claim)
+                self.cond = ended if ran.raised is None else start
+                out.next.append(self.cond)
+                if ran.raised is None:
+                    returned[0 if ran.returned_none else 1].add(self.cond)
+                continue
+            if self._raises(module, ran, timing, call_at):
+                out.rais.append(self.cond)
+        if any(returned):
+            self.returned[(module.path, e.line)] = returned
+        out.next = list(dict.fromkeys(out.next))
+        if out.next:
+            self.cond = out.next[0]
+        return out
+
+    def _runs(self, program: str, module_path: str) -> list[tuple[Cond, CallRun | None, str]]:
+        """Each way a program runs: the outcomes of the loads it was run with (a library of the set
+        inside a handler, loading or failing: ``(unit key, loads)`` in the order met), what it did (None:
+        it could not be run that way) and why not. One way when no such load decides anything."""
+        out: list[tuple[Cond, CallRun | None, str]] = []
+        todo: list[Cond] = [()]
+        assert self.values is not None
+        try:
+            while todo:
+                forced = todo.pop(0)
+                self._forced, self._fork = dict(forced), ""
+                try:
+                    out.append(
+                        (forced, run_call(program, module_path, self.values, self.files, self._decide), "")
+                    )
+                except CannotEvaluate as exc:
+                    fork = self._fork
+                    if fork and len(forced) < _MAX_FORKS and fork not in self._forced:
+                        todo[:0] = [(*forced, (fork, True)), (*forced, (fork, False))]
+                    else:
+                        out.append((forced, None, str(exc)))
+        finally:
+            self._forced, self._fork = {}, ""
+        return out
+
+    def _traced(
+        self, module: PyModule, ran: CallRun, timing: Timing, call_at: str, forced: dict[str, bool]
+    ) -> Cond:
+        """The units of one way a program ran, in order, from the planner's path; the path it ends on."""
         note = f"loaded by the package's own search, run on the set's files (called at {call_at})"
         # the candidates that failed are this call's own: its raise comes after them; once it returns, what
         # failed is no condition of what follows (nothing provides those libraries on any path)
@@ -728,35 +810,37 @@ class _Planner:
                 continue
             path = site_relative(name) if "/" in name else name
             key = f"soname:{path}" if "/" not in path else path
-            if kind == "failed":  # a candidate that fails (nothing provides it): the package went on
-                planned = self.units.get(key)
-                if planned is None:
-                    how = "soname" if "/" not in path else "absent"
-                    self.units[key] = PlannedUnit(key, how, timing, where, api, self.cond, True, note)
-                elif self.cond not in planned.reached_on and len(planned.also) < _MAX_PATHS:
-                    self.units[key] = replace(planned, also=(*planned.also, self.cond))
+            if key in forced:  # a library of the set whose failure the package catches: either way
+                self._caught_unit(key, "soname" if "/" not in path else "path", timing, where, api, note)
+                self.cond = (*self.cond, (key, forced[key]))
+            elif kind == "failed":  # a candidate that fails (nothing provides it): the package went on
+                self._caught_unit(key, "soname" if "/" not in path else "absent", timing, where, api, note)
                 self.cond = (*self.cond, (key, False))
                 failed.add((key, False))
             elif "/" not in path or path in self.layout.objects:
                 self.add(key, "soname" if "/" not in path else "path", timing, where, api, note)
-        out = _Exits()
-        if ran.raised is None or self.opaque:  # (under a test abiprobe cannot know, a raise is no claim)
-            ended = (*start, *(c for c in self.cond[len(start) :] if c not in failed))
-            self.cond = ended if ran.raised is None else start
-            out.next.append(self.cond)
-            if ran.raised is None:
-                self.returned[(module.path, e.line)] = (
-                    ({self.cond}, set()) if ran.returned_none else (set(), {self.cond})
-                )
-            return out
+        return (*start, *(c for c in self.cond[len(start) :] if c not in failed))
+
+    def _caught_unit(self, key: str, how: str, timing: Timing, where: str, api: str, note: str) -> None:
+        """A load whose failure the package's handler catches, reached on the planner's path."""
+        planned = self.units.get(key)
+        if planned is None:
+            self.units[key] = PlannedUnit(key, how, timing, where, api, self.cond, True, note)
+        elif self.cond not in planned.reached_on and len(planned.also) < _MAX_PATHS:
+            self.units[key] = replace(planned, also=(*planned.also, self.cond))
+
+    def _raises(self, module: PyModule, ran: CallRun, timing: Timing, call_at: str) -> bool:
+        """The package's own exception a run ended in, on the planner's path: a handler of the package
+        around the call catches it (False: it goes on there), or it is the import's failure (a unit)."""
+        assert ran.raised is not None
         raised_in = ran.raised_path if ran.raised_path.endswith(".py") else module.path
         where = f"{raised_in} line {ran.raised_line}" if ran.raised_line else call_at
         exc = ran.raised
         for kind in sorted(exc.kinds):
             caught = self._caught(kind)
-            if caught is not None:  # the package's handler catches it: it goes on there
+            if caught is not None:
                 caught.append((kind, self.cond))
-                return out
+                return False
         key, n = f"raise:{where}", 1
         while key in self.units and self.units[key].when != self.cond:  # reached after other failures
             n += 1
@@ -767,17 +851,22 @@ class _Planner:
                 key, "raise", timing, where, when=self.cond, note=f"{where}: the call at {call_at} raises",
                 raises=text,
             )  # fmt: skip
-        out.rais.append(self.cond)
-        return out
+        return True
 
     def _decide(self, target: str, api: str, caught: bool) -> bool:
         """Whether a library the package's own code loads, run by the interpreter, loads: a file of the
-        set does (whether it then fails is the loader simulation's answer, so one inside a handler that
-        would go on without it is not known here); a name or path nothing provides raises the OSError
-        ``dlopen`` gives."""
+        set does (whether it then fails is the loader simulation's answer: inside a handler that would go
+        on without it, the run is made both ways, :meth:`_runs`); a name or path nothing provides raises
+        the OSError ``dlopen`` gives."""
+        key = f"soname:{target}" if "/" not in target else site_relative(target)
+        if key in self._forced:  # this way of running the program: it loads, or it fails
+            if self._forced[key]:
+                return True
+            raise Raised("OSError", f"{target}: the loader fails to load it", _OS_ERROR_KINDS)
         if "/" not in target:
             if target in self._names:  # found only if something loaded it already
                 if caught:
+                    self._fork = key
                     raise Unknown(f"whether {target} is loaded already decides what the package does next")
                 return True
             if self.system is None:
@@ -785,11 +874,12 @@ class _Planner:
             if self.system(target):
                 return True
         else:
-            path = site_relative(target)
+            path = key
             if not in_prefix(path):
                 raise Unknown(f"whether {target}, outside the environment, loads")
             if path in self.layout.objects:
                 if caught:
+                    self._fork = key
                     raise Unknown(f"whether {path} loads decides what the package does next")
                 return True
             if path in self._unread:  # a library of a runtime wheel the loader's closure did not need read
@@ -908,11 +998,13 @@ def plan_units(
     values: RuntimeValues | None = None,
     not_taken: set[str] | None = None,
     system: Callable[[str], bool] | None = None,
+    followed: set[str] | None = None,
 ) -> list[PlannedUnit]:
     """The units of ``wheels`` (part of ``layout``) in the order importing their packages loads them,
     their code evaluated with ``values`` (those the set and the target fix; None: none known).
     ``not_taken`` gets the objects their code loads only in branches these values do not take;
-    ``system``: whether the target's system provides a library by that name (None: not known)."""
+    ``system``: whether the target's system provides a library by that name (None: not known);
+    ``followed`` gets the file names of the wheels whose code loads a library only in such branches."""
     by_package = {r.package: r for r in rules}
     planner = _Planner(layout, wheels, rules, values, system)
     tops: list[str] = []
@@ -942,6 +1034,8 @@ def plan_units(
                 planner.add(o.path, "opened", "first_use", "", note=why)
     if not_taken is not None:
         not_taken |= {p for p in planner.not_taken if p in layout.objects and p not in planner.units}
+    if followed is not None:
+        followed |= {w.filename for w in wheels if any(m.path in planner.skipped_at for m in w.python or ())}
     return list(planner.units.values())
 
 

@@ -103,6 +103,9 @@ class PackagePath:
     def __str__(self) -> str:
         return self.path
 
+    def __fspath__(self) -> str:  # ``os.path.realpath(path)`` of a ``pathlib`` path
+        return self.path
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PackagePath) and other.path == self.path
 
@@ -166,6 +169,10 @@ LOAD_CALLS = {
 _HARMLESS_EFFECTS = frozenset(
     {"logging", "logger", "log", "_logger", "LOGGER", "_LOGGER", "warnings", "print"}
 )
+# site-packages' parents up to the environment's prefix, and the prefix's ``bin``, as site-relative paths
+_PREFIX_FOLDERS = frozenset({"..", "../..", "../../..", "../../../bin"})
+_RESOURCE_FILES = frozenset({"importlib.resources.files", "importlib_resources.files"})
+_AS_FILE = frozenset({"importlib.resources.as_file", "importlib_resources.as_file"})
 _OS_ERROR = frozenset({"OSError", "IOError", "EnvironmentError", "Exception", "BaseException"})
 _SMALL_MODULE = 4096  # bytes of a module of the wheel an import runs when no program embedded it
 
@@ -173,6 +180,19 @@ _SMALL_MODULE = 4096  # bytes of a module of the wheel an import runs when no pr
 class _File:
     def __init__(self, text: str) -> None:
         self.text = text
+
+
+class _Context:
+    """A context manager whose ``__enter__`` gives ``value`` (``importlib.resources.as_file`` of a file
+    installed as a real file: the path itself)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _ExitStack:
+    """``contextlib.ExitStack()``: ``enter_context`` gives what the context manager's ``__enter__``
+    gives; what it runs on exit (at interpreter exit, for a module's own stack) decides nothing here."""
 
 
 class Handle:
@@ -377,6 +397,7 @@ class Interpreter:
         elif isinstance(stmt, ast.With):
             for item in stmt.items:
                 value = self.eval(item.context_expr, scope)
+                value = value.value if isinstance(value, _Context) else value
                 if item.optional_vars is not None:
                     self.assign(item.optional_vars, value, scope)
             self.run(stmt.body, scope)
@@ -648,6 +669,10 @@ class Interpreter:
             raise Unknown(value.why)
         raise Unknown(f"{value!r} is not a value abiprobe evaluates")
 
+    def _compared(self, value: Any) -> Any:
+        """A value as a comparison takes it: a loaded library's handle is itself (``lib is None``)."""
+        return value if isinstance(value, Handle) else self.plain(value)
+
     def resolve(self, ref: Ref) -> Any:
         if ref.dotted in _PLAIN and _PLAIN[ref.dotted] is not None:
             return _PLAIN[ref.dotted]
@@ -720,9 +745,9 @@ class Interpreter:
                 return -inner
             raise Unknown(ast.unparse(node))
         if isinstance(node, ast.Compare):
-            left = self.plain(self.eval(node.left, scope))
+            left = self._compared(self.eval(node.left, scope))
             for cmp, right_node in zip(node.ops, node.comparators, strict=True):
-                right = self.plain(self.eval(right_node, scope))
+                right = self._compared(self.eval(right_node, scope))
                 if not self._op(COMPARE[type(cmp)], left, right):
                     return False
                 left = right
@@ -766,6 +791,8 @@ class Interpreter:
         raise Unknown(f"{type(node).__name__} expression")
 
     def _op(self, op: Callable[[Any, Any], Any], left: Any, right: Any) -> Any:
+        if op in (operator.is_, operator.is_not) and (isinstance(left, Handle) or isinstance(right, Handle)):
+            return op(left, right)  # a loaded library's handle is no other value (``lib is None``)
         left, right = self.plain(left), self.plain(right)
         if op is operator.mul and any(isinstance(x, (str, list, tuple)) for x in (left, right)):
             sized, count = (left, right) if isinstance(left, (str, list, tuple)) else (right, left)
@@ -820,8 +847,9 @@ class Interpreter:
             if self.lookup is not None and ref.dotted and ref.dotted not in _PLAIN:
                 try:
                     value = self.lookup(ref.dotted)
-                except Exception:
-                    return ref
+                except Exception as exc:
+                    # a name the values define without a value: ``hasattr`` is True, reading it is not known
+                    return Opaque(str(exc)) if getattr(exc, "defined", False) else ref
                 return value if isinstance(value, _PURE_TYPES) or callable(value) else ref
             return ref
         if isinstance(base, PackagePath):
@@ -844,6 +872,8 @@ class Interpreter:
             return base.locations if attr == "submodule_search_locations" else getattr(base, attr)
         if isinstance(base, Raised) and attr == "args":
             return (base.message,)
+        if isinstance(base, _ExitStack) and attr in ("enter_context", "callback", "close", "push"):
+            return _Bound(base, attr)
         if attr.startswith("_"):
             raise Unknown(f"the attribute {attr}")
         if isinstance(base, (str, dict, list, tuple, set, Version, re.Match, _File)):
@@ -921,6 +951,21 @@ class Interpreter:
             return path in self.files or (
                 dotted == "os.path.exists" and any(f.startswith(path + "/") for f in self.files)
             )
+        if dotted == "contextlib.ExitStack" and not args and not kwargs:
+            return _ExitStack()
+        if self.site and dotted in _RESOURCE_FILES and len(args) == 1:
+            return self._resource_folder(self.plain(args[0]))
+        if dotted in _AS_FILE and len(args) == 1 and isinstance(args[0], PackagePath):
+            return _Context(args[0])  # a package installed as files: the path itself
+        if (
+            dotted == "hasattr"
+            and len(args) == 2
+            and isinstance(args[0], Ref)
+            and args[0].dotted == "builtins"
+        ):
+            # what the package reads from ``builtins`` that Python does not define there: the target runs
+            # no code of its own before the import (as its environment sets no variable)
+            return hasattr(builtins, str(self.plain(args[1])))
         if dotted == "hasattr" and len(args) == 2 and isinstance(args[0], Ref):
             attr = self._attribute(args[0], str(self.plain(args[1])))
             if isinstance(attr, Ref):
@@ -983,6 +1028,12 @@ class Interpreter:
             if name == "joinpath":
                 return PackagePath(posixpath.join(owner.path, *[str(self.plain(a)) for a in args]))
             raise Unknown(f"Path.{name}")
+        if isinstance(owner, _ExitStack):
+            if name == "enter_context" and len(args) == 1 and isinstance(args[0], _Context):
+                return args[0].value
+            if name in ("callback", "close", "push"):
+                return None
+            raise Unknown(f"ExitStack.{name}")
         if isinstance(owner, _File):
             if name == "read":
                 return owner.text
@@ -1075,11 +1126,27 @@ class Interpreter:
             raise Unknown(f"whether {path}, outside the environment, exists")
         return False
 
+    def _resource_folder(self, package: Any) -> PackagePath:
+        """``importlib.resources.files("pkg")``: the folder of a package the set installs."""
+        if not isinstance(package, str) or not package or package.startswith("."):
+            raise Unknown(f"importlib.resources.files({package!r})")
+        folder = package.replace(".", "/")
+        if f"{folder}/__init__.py" not in self.files and not self._is_dir(folder):
+            raise Unknown(f"whether {package} is a package the set installs")
+        return PackagePath(folder)
+
     def _is_dir(self, folder: str) -> bool:
         folder = posixpath.normpath(folder)
-        if folder.startswith(("/", "..")):
+        if folder.startswith(".."):  # the environment's own folders: every virtual environment has them
+            folder = site_relative(folder)
+            if in_prefix(folder) and folder in _PREFIX_FOLDERS:
+                return True
+        if folder.startswith(("/", "..")) and not (in_prefix(folder) and self._holds(folder)):
             raise Unknown(f"whether {folder}, outside the installed set, is a folder")
-        return bool(self.files) and (folder == "." or any(f.startswith(folder + "/") for f in self.files))
+        return bool(self.files) and (folder == "." or self._holds(folder))
+
+    def _holds(self, folder: str) -> bool:
+        return any(f.startswith(folder + "/") for f in self.files)
 
     def _find_spec(self, name: str) -> _Spec | None:
         """The spec of a module the set installs (a package, a ``.py`` file, an extension module, a

@@ -22,7 +22,13 @@ TEST_NAME = "__abiprobe_test__"
 
 
 def _loaded(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    """The names ``node`` reads (``x += y`` reads the ``x`` it changes)."""
+    changed = {id(a.target) for a in ast.walk(node) if isinstance(a, ast.AugAssign)}
+    return {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and (isinstance(n.ctx, ast.Load) or id(n) in changed)
+    }
 
 
 def _binds(stmt: ast.stmt) -> set[str]:
@@ -40,21 +46,24 @@ def setup_program(
     prefix: Sequence[ast.stmt] = (),
     render: Callable[[ast.stmt], str] = ast.unparse,
     limit: int = MAX_SETUP,
+    tail: str | None = None,
+    reads: Set[str] = frozenset(),
 ) -> str:
     """The program that computes ``test`` from the module's ``earlier`` statements (``""`` when the test
     reads none of the names they bind, or the program would be too long). ``known``: values computed at
     facts time; the last statement binding such a name is written as its literal. ``as_bool`` False: the
     program keeps the value itself (a load's path, :func:`path_program`). ``prefix``: statements of the
     enclosing function run after the module's (their values are never taken from ``known``). ``render``:
-    how a statement taken is written; ``limit``: the longest program kept."""
-    needed = _loaded(test)
+    how a statement taken is written; ``limit``: the longest program kept. ``tail``: statements that end
+    the program instead of the test (``test`` is then ignored), reading the names ``reads``."""
+    needed = _loaded(test) if tail is None else set(reads)
     module_count = len(earlier)
     earlier = [*earlier, *prefix]
     # what each statement binds or changes in place (``libs.append(x)``, ``libs += [...]``): a statement
     # changing a needed name is needed as much as the one that bound it
     binders = [_binds(s) for s in earlier]
     if not needed & set().union(*binders):
-        return ""
+        return "" if tail is None or len(tail) > limit else tail
     # a function reads its names when called, after every statement here ran: one defined later than the
     # function that calls it is needed too, so the statements are taken until nothing more is needed
     taken: set[int] = set()
@@ -81,9 +90,12 @@ def setup_program(
                 lines.append(f"{name} = {value}")
                 continue
         lines.append(render(stmt))
-    lines.append(
-        f"{TEST_NAME} = bool({ast.unparse(test)})" if as_bool else f"{TEST_NAME} = {ast.unparse(test)}"
-    )
+    if tail is not None:
+        lines.append(tail)
+    else:
+        lines.append(
+            f"{TEST_NAME} = bool({ast.unparse(test)})" if as_bool else f"{TEST_NAME} = {ast.unparse(test)}"
+        )
     program = "\n".join(lines)
     return program if len(program) <= limit else ""
 
@@ -98,6 +110,22 @@ def call_program(call: ast.Call, earlier: Sequence[ast.stmt], known: Mapping[str
     return setup_program(
         call, earlier, known, as_bool=False, prefix=prefix, render=_with_lines, limit=MAX_CALL
     )
+
+
+def statements_program(
+    stmts: Sequence[ast.stmt], earlier: Sequence[ast.stmt], known: Mapping[str, Any]
+) -> str:
+    """The program that runs top-level statements of a module as written (a loop over the folders the
+    package searches for its library, the test after it that raises when none loaded), every statement
+    marked with its line as :func:`call_program` marks a function's, after the module's earlier
+    statements they read; ``""`` when it would be longer than a call's program."""
+    block = ast.Module(body=copy.deepcopy(list(stmts)), type_ignores=[])
+    _mark(block)
+    reads = set().union(*(_loaded(s) for s in stmts))
+    return setup_program(
+        ast.Constant(None), earlier, known, render=_with_lines, limit=MAX_CALL, tail=ast.unparse(block),
+        reads=reads,
+    )  # fmt: skip
 
 
 def marked_module(tree: ast.Module) -> str:
@@ -207,4 +235,5 @@ def _surely_bound(body: Sequence[ast.stmt]) -> set[str]:
 
 __all__ = [
     "MAX_CALL", "MAX_SETUP", "TEST_NAME", "call_program", "marked_module", "path_program", "setup_program",
+    "statements_program",
 ]  # fmt: skip

@@ -45,7 +45,7 @@ from abiprobe.binary.pyreturns import (
     returned_expr,
     returned_path,
 )
-from abiprobe.binary.pyslice import marked_module, path_program
+from abiprobe.binary.pyslice import marked_module, path_program, statements_program
 from abiprobe.binary.pystatic import StaticValues
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, all_events
 
@@ -63,7 +63,7 @@ _UNKNOWN = "*"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 17
+READ_RULES = 19
 _MAX_EMBEDDED = 24_000  # characters of a load's search program with the package's modules it embeds
 
 
@@ -77,6 +77,9 @@ def scan_sources(
     code reads from its own files (``json.load(open(...))``); ``files``: every path the wheel installs."""
     parse = {p for p, src in sources.items() if any(m in src for m in _MARKERS) or _is_version_module(p)}
     modules: dict[str, PyModule | None] = {}
+    for path in sources.keys() & CLASS_MODULES.keys():  # read for the names of one class alone
+        modules[path] = class_module(path, sources[path], CLASS_MODULES[path])
+        parse.discard(path)
     loaders: set[str] = set()
 
     def data(path: str) -> bytes | None:  # the wheel's own .py files are data too (``target.json.py``)
@@ -97,6 +100,26 @@ def scan_sources(
         parse |= more
     out = [modules.get(p) or scan_imports(p, src) for p, src in sorted(sources.items())]
     return tuple(m for m in out if m is not None)
+
+
+# modules read for the attributes of one class they define, which other packages' code tests
+# (``hasattr(torch.Tensor, "__dlpack_c_exchange_api__")``): kept as the module's constants
+# ``Class.name`` (their values are not kept)
+CLASS_MODULES = {"torch/_tensor.py": "Tensor"}
+
+
+def class_module(path: str, source: bytes, cls: str) -> PyModule | None:
+    """A module as :data:`CLASS_MODULES` reads it: no events, the names the class body binds (its
+    methods, its attributes) as constants ``Class.name``."""
+    name = module_name(path)
+    tree = parse_module(source)
+    if name is None or tree is None:
+        return None
+    body = next((s.body for s in tree.body if isinstance(s, ast.ClassDef) and s.name == cls), None)
+    if body is None:
+        return PyModule(name, path, (), scanned=False)
+    names = dict.fromkeys(n for stmt in body for n in bound_names(stmt))
+    return PyModule(name, path, (), scanned=False, constants=tuple((f"{cls}.{n}", None) for n in names))
 
 
 def _is_version_module(path: str) -> bool:
@@ -189,16 +212,60 @@ class _Scanner:
         self.current: ast.stmt | None = None
 
     def top(self, body: list[ast.stmt]) -> list[PyEvent]:
-        """The module's top level, statement by statement, its facts-time values followed as it goes."""
+        """The module's top level, statement by statement, its facts-time values followed as it goes. A
+        search of the top level (:meth:`search_end`) is also kept as a program: a ``run`` event whose
+        body is the events of its statements, read as any others."""
         events: list[PyEvent] = []
-        for stmt in body:
+        # the search being read: where it ends, where its events start, its program and its first line
+        search: tuple[int, int, str, int] | None = None
+        for i, stmt in enumerate(body):
+            if search is None and self.static is not None and (end := self.search_end(body, i)):
+                program = statements_program(body[i:end], self.seen_top, self.static.interp.env)
+                search = (end, len(events), program, stmt.lineno) if program else None
             self.current = stmt
             events += self.statement(stmt, {})
             self.current = None
             if self.static is not None:
                 self.static.step(stmt)
             self.seen_top.append(stmt)
+            if search is not None and i + 1 == search[0]:
+                _, mark, program, line = search
+                events[mark:] = [PyEvent("run", "", "", (), line, tuple(events[mark:]), setup=program)]
+                search = None
         return events
+
+    def search_end(self, body: list[ast.stmt], start: int) -> int:
+        """Where a search of the module's top level that starts at ``body[start]`` ends (0: none starts
+        there): a loop that loads a library (over the folders it tries, z3's ``for d in _all_dirs:``),
+        and the ``if`` / ``try`` / loop statements right after it that read what it binds and load or
+        raise (the fallback by name, the package's error when nothing loaded)."""
+        if not isinstance(body[start], (ast.For, ast.While)) or not self._calls_load(body[start]):
+            return 0
+        bound = bound_names(body[start]) | changed_names(body[start])
+        end = start + 1
+        while end < len(body):
+            stmt = body[end]
+            if not isinstance(stmt, (ast.If, ast.Try, ast.For, ast.While)):
+                break
+            if isinstance(stmt, ast.If) and _type_checking_or_main(stmt.test):
+                break
+            reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+            raises = any(isinstance(n, ast.Raise) for n in ast.walk(stmt))
+            if not reads & bound or not (raises or self._calls_load(stmt)):
+                break
+            bound |= bound_names(stmt) | changed_names(stmt)
+            end += 1
+        return end
+
+    def _calls_load(self, stmt: ast.stmt) -> bool:
+        """Whether a statement calls a load API itself (not in the functions it defines)."""
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and (callee := self.dotted(node.func)) is not None:
+                if LOAD_APIS.get(callee) or LOAD_APIS.get(callee.replace("cdll.LoadLibrary", "cdll")):
+                    return True
+                if callee.endswith(("ops.load_library", "classes.load_library")):
+                    return True
+        return False
 
     def block(self, body: list[ast.stmt], params: dict[str, str]) -> list[PyEvent]:
         events: list[PyEvent] = []

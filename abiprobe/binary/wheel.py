@@ -54,13 +54,15 @@ def is_package_source(member: str, info: str, unread_sources: frozenset[str]) ->
     """A .py member of the wheel's own code (read for what it loads, :mod:`abiprobe.binary.pysource`), unless
     its package is one of ``unread_sources``, whose loading the stack data says without it (torch:
     thousands of modules); such a package's ``version.py`` is still read (torch's ``cuda``,
-    ``__version__``, which other code reads). Stored facts depend on ``unread_sources``: they are kept
-    under a key that names them (``abiprobe.store.reads.read_rules_key``)."""
+    ``__version__``, which other code reads), and its ``_tensor.py`` (which attributes ``torch.Tensor``
+    has, which other code tests: :data:`abiprobe.binary.pysource.CLASS_MODULES`). Stored facts depend on
+    ``unread_sources``: they are kept under a key that names them
+    (``abiprobe.store.reads.read_rules_key``)."""
     if not member.endswith(".py") or member.startswith(f"{info}/"):
         return False
     path = installed_path(member)
     top = path.split("/", 1)[0]
-    return top not in unread_sources or path == f"{top}/version.py"  # its run-time values
+    return top not in unread_sources or path in (f"{top}/version.py", f"{top}/_tensor.py")  # its values
 
 
 def parse_metadata(metadata: bytes, wheel_file: bytes | None, top_level: Iterable[str]) -> DistMetadata:
