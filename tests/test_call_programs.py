@@ -25,7 +25,7 @@ from abiprobe.model.target import Target
 TARGET = Target.parse(cuda="13.0", arch="sm120", python="cp312", platform="manylinux_2_28_x86_64")
 PROFILE = builtin_profile("manylinux_2_28_x86_64")
 
-SEARCH = b'''import ctypes
+SEARCH = b"""import ctypes
 import glob
 import os
 import sysconfig
@@ -70,7 +70,7 @@ def _load(name):
 _ALPHA = _load("alpha")
 if os.environ.get("SRCH_SKIP_BETA", "0") == "0":
     _BETA = _from_site("beta", strict=True)
-'''
+"""
 
 
 # the same search in a module of its own, called from the package's __init__ (``from ._loader import ...``)
@@ -92,18 +92,27 @@ def search_wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     work = root / "build"
     alpha = _plain(work / "a", "libalpha.so.1")
     beta = _plain(work / "b", "libbeta.so.1")
-    bad = build_shared(work / "bad", "libbeta.so.1", "int gone(void);\nint beta_fn(void) { return gone(); }\n",
-                       soname="libbeta.so.1", link=(gone_library(work),))  # fmt: skip
+    source = "int gone(void);\nint beta_fn(void) { return gone(); }\n"
+    bad = build_shared(
+        work / "bad", "libbeta.so.1", source, soname="libbeta.so.1", link=(gone_library(work),)
+    )
     common = {"srch/__init__.py": SEARCH, "srch_libs/alpha/lib/libalpha.so.1": alpha}
     beta_at = "srch_libs/beta/lib/libbeta.so.1"
     return {
         "found": build_wheel(root / "found", "srch", "1.0", {**common, beta_at: beta}, tag=TAG),
         "missing": build_wheel(root / "missing", "srch", "1.0", common, tag=TAG),
         "broken": build_wheel(root / "broken", "srch", "1.0", {**common, beta_at: bad}, tag=TAG),
-        "split": build_wheel(root / "split", "srchx", "1.0", {
-            "srchx/__init__.py": SPLIT_INIT, "srchx/_loader.py": LOADER,
-            "srchx_libs/alpha/lib/libalpha.so.1": alpha,
-        }, tag=TAG),  # fmt: skip
+        "split": build_wheel(
+            root / "split",
+            "srchx",
+            "1.0",
+            {
+                "srchx/__init__.py": SPLIT_INIT,
+                "srchx/_loader.py": LOADER,
+                "srchx_libs/alpha/lib/libalpha.so.1": alpha,
+            },
+            tag=TAG,
+        ),
     }
 
 

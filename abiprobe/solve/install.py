@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from packaging.utils import canonicalize_name
 
 from abiprobe.errors import AbiprobeError
 from abiprobe.model.candidate import IndexFile, candidates_from_files
-from abiprobe.model.facts import WheelFacts, WheelInfo
+from abiprobe.model.facts import WheelFacts, WheelInfo, all_events
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import FilterOptions, StackCandidate
 from abiprobe.solve.closure import ClosureError, Listing, UserWants, resolve_closure
@@ -30,6 +30,8 @@ class InstallReader(Listing, PartialReader, Protocol):
     """A solve's collector: listings, metadata, and partial reads with the reasons of failed ones."""
 
     def unread_reason(self, sc: StackCandidate) -> str | None: ...
+
+    def facts(self, sc: StackCandidate) -> WheelInfo | None: ...
 
 
 _MAX_FROM_SOURCE = 8  # projects left to their sdists before the closure is given up
@@ -108,10 +110,29 @@ def install_closure(
     needed = {n for r in roots if r.summary is not None for n in r.summary.needed}
     reach = Reach(reader, lambda: set(needed), preloaded)
     bare = [StackCandidate("dependency", p.candidate, 0) for p in pins]
-    read = reach.read(bare)
+    read = reach.settle([_own_loads_read(reader, sc, full) for sc in reach.read(bare)])
     added = []
     for pin, sc in zip(pins, read, strict=True):
         facts = full.full(sc.info) if sc.info is not None else None
         reason = None if facts is not None else (reader.unread_reason(sc) or "no facts were read")
         added.append(AddedWheel(sc, pin.why, facts, reason))
     return InstallClosure(tuple(added), from_source=tuple(skipped.values()))
+
+
+def _own_loads_read(reader: InstallReader, sc: StackCandidate, full: FullFacts) -> StackCandidate:
+    """An added wheel whose own Python code loads libraries (z3-solver's search of its folders for
+    ``libz3.so``, at import): which of its libraries that code opens is known only when the set is
+    planned, so it is read whole, as a named item is (its GPU code too)."""
+    if sc.info is None or sc.summary is None or not sc.summary.unread:
+        return sc
+    facts = full.full(sc.info)
+    if facts is None or not facts.python:
+        return sc
+    loads = any(
+        e.kind == "load" for m in facts.python for evs in (m.events, *(f.events for f in m.functions))
+        for e in all_events(evs)
+    )  # fmt: skip
+    if not loads:
+        return sc
+    info = reader.facts(sc)
+    return replace(sc, info=info) if info is not None else sc
