@@ -90,9 +90,13 @@ class K:
 '''
     m = scan_imports("visionx/__init__.py", source)
     assert m is not None
-    assert [e.target for e in m.events] == [
+    assert [e.target for e in all_events(m.events) if e.kind == "import"] == [
         "os", "visionx._C", "visionx.ops", "visionx.version.__version__", "in_class_body",
     ]  # fmt: skip
+    # the import inside ``try`` is kept inside a try event with the names its handler catches
+    tried = next(e for e in m.events if e.kind == "try")
+    assert [e.target for e in tried.body] == ["visionx.version.__version__"]
+    assert [(h.kind, h.target) for h in tried.orelse] == [("except", "ImportError")]
 
 
 def test_only_modules_that_may_load_are_parsed() -> None:

@@ -19,7 +19,7 @@ from support.cbuild import build_shared
 from support.held import BUILT_IN_UNREAD
 from support.indexserver import IndexServer
 from support.pattern_wheels import gone_library
-from support.probe_wheels import TAG
+from support.probe_wheels import TAG, build_extension
 from support.venvs import import_in_venv
 from support.wheelbuild import build_wheel
 
@@ -298,3 +298,45 @@ def test_an_added_wheels_search_that_finds_only_a_broken_library_fails_the_impor
     # AND a real import fails with zsrch's line
     code, last = import_in_venv(tmp_path / "venv", [built["zuser-2.0"], built["zsrch-2.0"]], "zuser")
     assert code != 0 and last == RAISED, last
+
+
+@pytest.fixture(scope="module")
+def speedups(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """``spd``, whose __init__ (no load call: its imports are read from its lines) imports its ``_ext``
+    extension inside ``try`` / ``except ImportError`` and falls back to Python; ``_ext`` needs
+    libcudart_gone.so.12. ``spdm`` catches only ``ModuleNotFoundError``, which a loader failure is not."""
+    root = tmp_path_factory.mktemp("speedups")
+    work = root / "build"
+    out: dict[str, Path] = {}
+    for name, clause in (("spd", "ImportError"), ("spdm", "ModuleNotFoundError")):
+        body = "int gone(void);\nint use(void) { return gone(); }\n"
+        ext = build_extension(work / name, "_ext.abi3.so", name, body=body, link=(gone_library(work),))
+        init = f"try:\n    from . import _ext\nexcept {clause}:\n    _ext = None\n".encode()
+        files = {f"{name}/__init__.py": init, f"{name}/_ext.abi3.so": ext}
+        out[name] = build_wheel(root / name, name, "1.0", files, tag=TAG)
+    return out
+
+
+def test_an_extension_imported_inside_a_handler_that_catches_importerror_is_optional(
+    speedups: dict[str, Path], tmp_path: Path
+) -> None:
+    # GIVEN spd, whose _ext fails in the loader inside ``try`` / ``except ImportError``
+    a = _analyze(speedups["spd"])
+    # THEN _ext fails as an optional unit, and importing works
+    assert _units(a, "spd") == {"spd/_ext.abi3.so": ("optional", "fail")}, _units(a, "spd")
+    assert a.import_status in ("ok", "warn"), [v.explanation for v in a.failures()]
+    # AND a real import passes
+    assert import_in_venv(tmp_path / "venv", [speedups["spd"]], "spd") == (0, "")
+
+
+def test_an_extension_inside_a_handler_for_another_error_still_fails_the_import(
+    speedups: dict[str, Path], tmp_path: Path
+) -> None:
+    # GIVEN spdm, whose handler catches ModuleNotFoundError only
+    a = _analyze(speedups["spdm"])
+    # THEN _ext's failure is importing's: a loader failure raises ImportError, not ModuleNotFoundError
+    assert _units(a, "spdm") == {"spdm/_ext.abi3.so": ("import", "fail")}, _units(a, "spdm")
+    assert a.import_status == "fail" and a.first_error is not None
+    # AND a real import fails on that library
+    code, last = import_in_venv(tmp_path / "venv", [speedups["spdm"]], "spdm")
+    assert code != 0 and "libcudart_gone.so.12" in last, last

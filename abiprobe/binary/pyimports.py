@@ -24,7 +24,10 @@ def module_name(path: str) -> str | None:
 
 def scan_imports(path: str, source: bytes) -> PyModule | None:
     """The imports a module's top-level code runs, read from its import lines (not parsed): an indented
-    import runs at import unless a ``def`` encloses it; text inside triple-quoted strings is skipped."""
+    import runs at import unless a ``def`` encloses it; text inside triple-quoted strings is skipped. An
+    import inside a ``try:`` body is kept inside a ``try`` event with the names its ``except`` clauses
+    catch (``try: from ._speedups import escape`` / ``except ImportError:``: a failure the package goes
+    on from)."""
     name = module_name(path)
     if name is None:
         return None
@@ -42,6 +45,8 @@ def scan_imports(path: str, source: bytes) -> PyModule | None:
             m.group(1) and _in_function(text, m.start(), len(m.group(1)))
         ):
             continue
+        caught = _caught_by(text, m.start(), len(m.group(1))) if m.group(1) else None
+        found: list[PyEvent] = []
         if m.group(2) == "from":
             module, _, names = m.group(3).partition(" import ")
             if "(" in names and ")" not in names:
@@ -51,15 +56,60 @@ def scan_imports(path: str, source: bytes) -> PyModule | None:
             for n in re.sub(r"#[^\n]*", "", names).replace("(", " ").replace(")", " ").split(","):
                 target = n.strip().split(" as ")[0].strip()
                 if target.isidentifier():
-                    events.append(PyEvent("import", f"{base}.{target}", line=number))
+                    found.append(PyEvent("import", f"{base}.{target}", line=number))
                 elif target == "*":
-                    events.append(PyEvent("import", base, line=number))
+                    found.append(PyEvent("import", base, line=number))
         else:
             for n in m.group(3).split("#")[0].split(","):
                 target = n.strip().split(" as ")[0].strip()
                 if target and all(p.isidentifier() for p in target.split(".")):
-                    events.append(PyEvent("import", target, line=number))
+                    found.append(PyEvent("import", target, line=number))
+        if caught and found:
+            handler = PyEvent("except", ",".join(caught[1]), line=number)
+            events.append(PyEvent("try", "", line=caught[0], body=tuple(found), orelse=(handler,)))
+        else:
+            events += found
     return PyModule(name, path, tuple(events), (), scanned=False)
+
+
+def _caught_by(text: str, at: int, indent: int) -> tuple[int, tuple[str, ...]] | None:
+    """The innermost ``try:`` whose body holds the line at ``at`` (indented by ``indent``): its line and
+    the exception names its ``except`` clauses catch (``BaseException`` for a bare one); None when no
+    ``try`` encloses it, or its clauses catch nothing (a ``try`` with ``finally`` alone)."""
+    end = at
+    while indent > 0 and end > 0:
+        start = text.rfind("\n", 0, end - 1) + 1
+        line = text[start : end - 1] if end - 1 > start else ""
+        end = start
+        body = line.lstrip(" \t")
+        depth = len(line) - len(body)
+        if not body or body.startswith("#") or depth >= indent:
+            continue
+        if body.rstrip().startswith("try:"):
+            names = _handler_names(text, at, depth)
+            return (text.count("\n", 0, start) + 1, names) if names else None
+        indent = depth
+    return None
+
+
+def _handler_names(text: str, after: int, depth: int) -> tuple[str, ...]:
+    """The names the ``except`` clauses at ``depth`` after position ``after`` catch (the clauses of the
+    ``try`` whose body ``after`` is in)."""
+    names: list[str] = []
+    for line in text[after:].splitlines()[1:]:
+        body = line.lstrip(" \t")
+        if not body or body.startswith("#") or len(line) - len(body) > depth:
+            continue
+        if len(line) - len(body) < depth or not body.startswith("except"):
+            if names or not body.startswith(("else", "finally")):
+                break
+            continue
+        clause = body[len("except") :].split(":", 1)[0].split(" as ")[0].strip(" ()*")
+        if not clause:
+            names.append("BaseException")
+        else:
+            names += [c.strip().rsplit(".", 1)[-1] for c in clause.split(",") if c.strip()]
+    return tuple(dict.fromkeys(names))
 
 
 def _in_function(text: str, at: int, indent: int) -> bool:

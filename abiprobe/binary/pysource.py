@@ -63,7 +63,7 @@ _UNKNOWN = "*"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 19
+READ_RULES = 20
 _MAX_EMBEDDED = 24_000  # characters of a load's search program with the package's modules it embeds
 
 
