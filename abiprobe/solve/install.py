@@ -9,6 +9,8 @@ read stays in the set, marked unread, so the checks that need it say ``unknown``
 
 from __future__ import annotations
 
+import fnmatch
+import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -18,7 +20,7 @@ from packaging.utils import canonicalize_name
 
 from abiprobe.errors import AbiprobeError
 from abiprobe.model.candidate import IndexFile, candidates_from_files
-from abiprobe.model.facts import WheelFacts, WheelInfo, all_events
+from abiprobe.model.facts import PyEvent, WheelFacts, WheelInfo, all_events
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import FilterOptions, StackCandidate
 from abiprobe.solve.closure import ClosureError, Listing, UserWants, resolve_closure
@@ -34,6 +36,7 @@ class InstallReader(Listing, PartialReader, Protocol):
     def facts(self, sc: StackCandidate) -> WheelInfo | None: ...
 
 
+_MAX_FOLLOWED = 256  # functions followed from a wheel's top levels for the loads importing it makes
 _MAX_FROM_SOURCE = 8  # projects left to their sdists before the closure is given up
 
 
@@ -122,17 +125,41 @@ def install_closure(
 def _own_loads_read(reader: InstallReader, sc: StackCandidate, full: FullFacts) -> StackCandidate:
     """An added wheel whose own Python code loads libraries (z3-solver's search of its folders for
     ``libz3.so``, at import): which of its libraries that code opens is known only when the set is
-    planned, so it is read whole, as a named item is (its GPU code too)."""
+    planned, so it is read whole, as a named item is (its GPU code too). Only the loads its modules' top
+    levels make, themselves or through the functions they call, count; one whose name is known and names
+    none of its unread libraries (triton's ``CDLL("libc.so.6")``) reads nothing more."""
     if sc.info is None or sc.summary is None or not sc.summary.unread:
         return sc
     facts = full.full(sc.info)
     if facts is None or not facts.python:
         return sc
-    loads = any(
-        e.kind == "load" for m in facts.python for evs in (m.events, *(f.events for f in m.functions))
-        for e in all_events(evs)
-    )  # fmt: skip
-    if not loads:
+    unread = [posixpath.basename(p) for p in sc.summary.unread]
+    if not any(e.kind == "load" and _may_name(e.target, unread) for e in _import_time_events(facts)):
         return sc
     info = reader.facts(sc)
     return replace(sc, info=info) if info is not None else sc
+
+
+def _may_name(target: str, unread: Sequence[str]) -> bool:
+    """Whether a load's target (a path pattern: ``{...}`` a value computed when planned) may name one of
+    the ``unread`` file names."""
+    name = re.sub(r"\{[^{}]*\}", "*", re.sub(r"\{=.*?=\}", "*", target, flags=re.S)).rsplit("/", 1)[-1]
+    return not name or any(fnmatch.fnmatchcase(u, name) for u in unread)
+
+
+def _import_time_events(facts: WheelFacts) -> list[PyEvent]:
+    """The events of the wheel's modules' top levels and of the functions those call (by name, through
+    the calls of those functions in turn): what importing its modules may run."""
+    functions = {f"{m.name}.{f.name}": f for m in facts.python or () for f in m.functions}
+    out = [e for m in facts.python or () for e in all_events(m.events)]
+    seen: set[str] = set()
+    todo = [e.target for e in out if e.kind == "call"]
+    while todo and len(seen) < _MAX_FOLLOWED:
+        name = todo.pop()
+        if name in seen or name not in functions:
+            continue
+        seen.add(name)
+        more = list(all_events(functions[name].events))
+        out += more
+        todo += [e.target for e in more if e.kind == "call"]
+    return out
