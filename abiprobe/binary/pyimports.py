@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from abiprobe.model.facts import PyEvent, PyModule
 
@@ -76,19 +77,10 @@ def _caught_by(text: str, at: int, indent: int) -> tuple[int, tuple[str, ...]] |
     """The innermost ``try:`` whose body holds the line at ``at`` (indented by ``indent``): its line and
     the exception names its ``except`` clauses catch (``BaseException`` for a bare one); None when no
     ``try`` encloses it, or its clauses catch nothing (a ``try`` with ``finally`` alone)."""
-    end = at
-    while indent > 0 and end > 0:
-        start = text.rfind("\n", 0, end - 1) + 1
-        line = text[start : end - 1] if end - 1 > start else ""
-        end = start
-        body = line.lstrip(" \t")
-        depth = len(line) - len(body)
-        if not body or body.startswith("#") or depth >= indent:
-            continue
+    for start, depth, body in _enclosing(text, at, indent):
         if body.rstrip().startswith("try:"):
             names = _handler_names(text, at, depth)
             return (text.count("\n", 0, start) + 1, names) if names else None
-        indent = depth
     return None
 
 
@@ -113,8 +105,14 @@ def _handler_names(text: str, after: int, depth: int) -> tuple[str, ...]:
 
 
 def _in_function(text: str, at: int, indent: int) -> bool:
-    """Whether the line at ``at`` (indented by ``indent``) lies in a ``def``: the nearest lines above it
-    with less indentation are read back to the first one at column 0."""
+    """Whether the line at ``at`` (indented by ``indent``) lies in a ``def``."""
+    return any(body.startswith(("def ", "async def ")) for _, _, body in _enclosing(text, at, indent))
+
+
+def _enclosing(text: str, at: int, indent: int) -> Iterator[tuple[int, int, str]]:
+    """The lines whose blocks hold the line at ``at`` (indented by ``indent``), innermost first: the
+    nearest lines above it with less indentation, read back to the first one at column 0; each as its
+    start, its indentation and its text."""
     end = at
     while indent > 0 and end > 0:
         start = text.rfind("\n", 0, end - 1) + 1
@@ -124,10 +122,8 @@ def _in_function(text: str, at: int, indent: int) -> bool:
         depth = len(line) - len(body)
         if not body or body.startswith("#") or depth >= indent:
             continue
-        if body.startswith(("def ", "async def ")):
-            return True
+        yield start, depth, body
         indent = depth
-    return False
 
 
 def absolute(module: str, package: str) -> str:

@@ -948,9 +948,7 @@ class Interpreter:
             path = site_relative(str(self.plain(args[0])))
             if self._outside(path):
                 return False
-            return path in self.files or (
-                dotted == "os.path.exists" and any(f.startswith(path + "/") for f in self.files)
-            )
+            return path in self.files or (dotted == "os.path.exists" and self._holds(path))
         if dotted == "contextlib.ExitStack" and not args and not kwargs:
             return _ExitStack()
         if self.site and dotted in _RESOURCE_FILES and len(args) == 1:
@@ -1013,11 +1011,7 @@ class Interpreter:
                 if self._outside(owner.path):
                     return False
                 return owner.path in self.files or (
-                    name == "exists"
-                    and (
-                        (self.site and owner.path == ".")
-                        or any(f.startswith(owner.path + "/") for f in self.files)
-                    )
+                    name == "exists" and ((self.site and owner.path == ".") or self._holds(owner.path))
                 )
             if name in ("resolve", "absolute"):
                 return owner

@@ -259,13 +259,12 @@ class _Scanner:
 
     def _calls_load(self, stmt: ast.stmt) -> bool:
         """Whether a statement calls a load API itself (not in the functions it defines)."""
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Call) and (callee := self.dotted(node.func)) is not None:
-                if LOAD_APIS.get(callee) or LOAD_APIS.get(callee.replace("cdll.LoadLibrary", "cdll")):
-                    return True
-                if callee.endswith(("ops.load_library", "classes.load_library")):
-                    return True
-        return False
+        return any(
+            isinstance(node, ast.Call)
+            and (callee := self.dotted(node.func)) is not None
+            and _load_api(callee)
+            for node in ast.walk(stmt)
+        )
 
     def block(self, body: list[ast.stmt], params: dict[str, str]) -> list[PyEvent]:
         events: list[PyEvent] = []
@@ -722,9 +721,7 @@ class _Scanner:
             callee = self.dotted(node.func)
             if callee is None:
                 continue
-            api = LOAD_APIS.get(callee) or LOAD_APIS.get(callee.replace("cdll.LoadLibrary", "cdll"))
-            if callee.endswith(("ops.load_library", "classes.load_library")):
-                api = api or f"torch.{callee.rsplit('.', 2)[-2]}.load_library"
+            api = _load_api(callee)
             if (
                 callee in ("importlib.util.spec_from_file_location", "spec_from_file_location")
                 and len(node.args) > 1
@@ -1032,6 +1029,14 @@ ARG_PREFIX = "__abiprobe_arg_"  # a function's parameter in a kept test (abiprob
 
 
 _PLACEHOLDER = re.compile(r"\{\w+\}")
+
+
+def _load_api(callee: str) -> str | None:
+    """The load API a call's dotted name is (``ctypes.CDLL``, ``torch.ops.load_library``), else None."""
+    api = LOAD_APIS.get(callee) or LOAD_APIS.get(callee.replace("cdll.LoadLibrary", "cdll"))
+    if callee.endswith(("ops.load_library", "classes.load_library")):
+        api = api or f"torch.{callee.rsplit('.', 2)[-2]}.load_library"
+    return api
 
 
 def _imports_in(body: list[ast.stmt]) -> list[ast.ImportFrom]:

@@ -9,7 +9,6 @@ read stays in the set, marked unread, so the checks that need it say ``unknown``
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 import re
 from collections.abc import Sequence
@@ -18,6 +17,8 @@ from typing import Protocol
 
 from packaging.utils import canonicalize_name
 
+from abiprobe.analyze.preloads import install_glob
+from abiprobe.analyze.runtime import TOKEN
 from abiprobe.errors import AbiprobeError
 from abiprobe.model.candidate import IndexFile, candidates_from_files
 from abiprobe.model.facts import PyEvent, WheelFacts, WheelInfo, all_events
@@ -143,8 +144,8 @@ def _own_loads_read(reader: InstallReader, sc: StackCandidate, full: FullFacts) 
 def _may_name(target: str, unread: Sequence[str]) -> bool:
     """Whether a load's target (a path pattern: ``{...}`` a value computed when planned) may name one of
     the ``unread`` file names."""
-    name = re.sub(r"\{[^{}]*\}", "*", re.sub(r"\{=.*?=\}", "*", target, flags=re.S)).rsplit("/", 1)[-1]
-    return not name or any(fnmatch.fnmatchcase(u, name) for u in unread)
+    name = TOKEN.sub("*", target).rsplit("/", 1)[-1]
+    return not name or any(install_glob(name).fullmatch(u) for u in unread)
 
 
 def _import_time_events(facts: WheelFacts) -> list[PyEvent]:
