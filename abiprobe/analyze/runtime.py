@@ -5,7 +5,8 @@ Values: ``torch.version.*`` and ``torch.__version__`` from the ``torch/version.p
 wheel (else from its version's local label: ``+cu130`` is CUDA 13.0, ``+cpu`` none); the target's Python
 (``sys.version_info``, ``sys.version`` up to its minor release), machine (``platform.machine()``),
 ``sys.platform`` and ``os.name`` (Linux);
-``os.environ`` is empty (an environment override takes its default: the target sets none). The set
+``os.environ`` holds ``PATH`` (folders holding none of the set's libraries) and ``HOME`` (not known), and
+nothing else (an environment override takes its default: the target sets none). The set
 is installed into a virtual environment, as pip and uv install it: ``site.ENABLE_USER_SITE`` is False
 (and ``site.getsitepackages()``, in :mod:`abiprobe.binary.pyinterp`, is its one site-packages).
 ``torch.cuda.is_available()`` is True exactly when the set's torch is a CUDA build: a target is a machine
@@ -75,6 +76,38 @@ class _Object(dict[str, Any]):
 
 class CannotEvaluate(Exception):
     """An expression reads a value the set and the target do not fix (the message names it)."""
+
+
+class EnvironUnknown(CannotEvaluate, Unknown):
+    """A variable every process of the target has (``HOME``) whose value the set does not fix."""
+
+
+class _Environ(dict[str, str]):
+    """``os.environ`` of the target. Every process a user starts has ``PATH`` and ``HOME``: ``PATH`` is
+    there as the empty list of folders (its folders hold programs, none of the set's libraries: a
+    search of them finds none, as a search of the current folder finds none), ``HOME`` of a value not
+    known (what a user keeps there, a JIT cache, is theirs); no other variable is set, so an override
+    takes its default."""
+
+    def __init__(self) -> None:
+        super().__init__(PATH="")
+
+    def __getitem__(self, name: str) -> str:
+        if name == "HOME":
+            raise EnvironUnknown("os.environ['HOME']: the target's home folder, not fixed by the set")
+        return super().__getitem__(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name == "HOME" or super().__contains__(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name in self:
+            return self[name]
+        return default
+
+
+def _getenv(name: str, default: Any = None) -> Any:
+    return _Environ().get(name, default)
 
 
 class Defined(CannotEvaluate):
@@ -229,8 +262,8 @@ def runtime_values(target: Target, wheels: Sequence[WheelFacts]) -> RuntimeValue
         # ``sys.version``'s text up to the minor release (what its tests compare: ``sys.version < '3'``)
         "sys.version": "{}.{}".format(*target.python),
         "os.name": "posix",
-        "os.environ": {},
-        "os.getenv": lambda name, default=None: default,
+        "os.environ": _Environ(),
+        "os.getenv": _getenv,
         "platform.machine": lambda: machine,
         "platform.system": lambda: "Linux",
         # the set is installed into a virtual environment: Python's user site-packages is off there,

@@ -47,7 +47,7 @@ from abiprobe.analyze.runtime import (
     with_files,
 )
 from abiprobe.binary.pyinterp import PackagePath, Raised, Unknown
-from abiprobe.binary.pysource import ARG_PREFIX
+from abiprobe.binary.pysource import ARG_PREFIX, DEFINED
 from abiprobe.binary.wheel_members import in_prefix, installed_path, site_relative
 from abiprobe.model.facts import PyEvent, PyFunction, PyModule, WheelFacts, all_events
 from abiprobe.model.stack import PackageLoading
@@ -892,13 +892,27 @@ class _Planner:
         raise Raised("OSError", message, _OS_ERROR_KINDS)
 
     def _function(self, module: PyModule, name: str) -> PyFunction | None:
-        """The module's first function called ``name``."""
+        """The module's first function called ``name`` that the target defines (a ``def`` under run-time
+        tests the target does not take is passed over: ``if sys.platform == 'win32': def find(): ...``)."""
         table = self._functions.get(module.name)
         if table is None:
             table = self._functions[module.name] = {}
             for f in module.functions:
-                table.setdefault(f.name, f)
+                if f.name not in table or self._undefined(table[f.name]):
+                    table[f.name] = f
         return table.get(name)
+
+    def _undefined(self, f: PyFunction) -> bool:
+        """Whether the target certainly skips the run-time tests around ``f``'s ``def``."""
+        if len(f.events) != 1 or f.events[0].kind != "if" or f.events[0].api != DEFINED:
+            return False
+        test = TOKEN.fullmatch(f.events[0].target)
+        if test is None or self.values is None:
+            return False
+        try:
+            return not evaluate(test.group(1), self.values)
+        except CannotEvaluate:
+            return False
 
     def _alias(self, module: PyModule, name: str) -> str | None:
         """The target of the module's first import that ends in ``.name`` (a re-export of it)."""

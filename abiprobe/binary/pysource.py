@@ -60,10 +60,13 @@ LOAD_APIS = {
 _MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"import_module", b"__import__",
             b"spec_from_file_location")  # fmt: skip
 _UNKNOWN = "*"
+TOKEN_TEXT = re.compile(r"\{=(.+)=\}", re.S)
+# the ``api`` of the ``if`` a function's events sit in when its ``def`` is under run-time tests
+DEFINED = "defined"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 20
+READ_RULES = 21
 _MAX_EMBEDDED = 24_000  # characters of a load's search program with the package's modules it embeds
 
 
@@ -188,6 +191,7 @@ class _Scanner:
         self.module_nodes: dict[str, ast.expr] = {}  # the module's top-level simple assignments
         self.loops: list[bool] = []  # enclosing loops: True for one the planner runs (a list, a glob)
         self.guards: list[tuple[ast.expr, bool]] = []  # enclosing run-time tests, and which branch
+        self.guard_texts: list[tuple[str, bool]] = []  # the same tests as ``{=expr=}`` text
         self.in_function = False
         self.static: StaticValues | None = None  # the top level's values known at facts time
         self.pkg: Package | None = None  # the wheel's other modules (abiprobe.binary.pyreturns)
@@ -367,7 +371,18 @@ class _Scanner:
         self.fn_prefix, self.returned_by, self.current = [], returned_by, current
         self.local_nodes, self.in_function, self.loops, self.unsure = {}, False, loops, unsure
         self.fn_locals = set()
+        if self.guard_texts:  # defined only where the run-time tests around its ``def`` take that branch
+            body = [PyEvent("if", self.defined_test(), DEFINED, line=stmt.lineno, body=tuple(body))]
         self.functions.append(PyFunction(name, tuple(inner), tuple(body)))
+
+    def defined_test(self) -> str:
+        """The run-time tests around the ``def`` being read, as one ``{=expr=}`` test."""
+        tests = []
+        for text, branch in self.guard_texts:
+            found = TOKEN_TEXT.fullmatch(text)
+            inner = f"({found[1]})" if found else UNKNOWN_NAME
+            tests.append(inner if branch else f"not {inner}")
+        return "{=" + " and ".join(tests) + "=}"
 
     def flow(self, stmt: ast.stmt, params: dict[str, str]) -> list[PyEvent] | None:
         """Control flow the planner follows: an ``if`` on run-time values, a ``for`` over a list, a glob or
@@ -381,14 +396,17 @@ class _Scanner:
                 argued = self.returned_test(stmt.test)
             if test is not None:
                 self.guards.append((stmt.test, True))
+                self.guard_texts.append((test, True))
             else:
                 self.unsure_depth += 1
             body = self.block(stmt.body, params)
             if test is not None:
                 self.guards[-1] = (stmt.test, False)
+                self.guard_texts[-1] = (test, False)
             orelse = self.block(stmt.orelse, params)
             if test is not None:
                 self.guards.pop()
+                self.guard_texts.pop()
             else:
                 self.unsure_depth -= 1
             own = self.calls(stmt, params)
