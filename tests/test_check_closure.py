@@ -231,3 +231,41 @@ def test_a_requirement_only_an_sdist_meets_leaves_the_rest_of_the_closure_resolv
     assert len(source) == 1 and source[0]["status"] == "warn", doc["set_verdicts"]
     assert "srconly==1.0" in source[0]["explanation"] and "source distribution" in source[0]["explanation"]
     assert rc & 4 == 0 and doc["status"] in ("ok", "warn")
+
+
+def test_a_library_a_build_from_source_may_install_is_not_known_missing(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN srcuse 1.0, whose library needs libsrcprov.so.1 and which requires srcprov==1.0, a release
+    # the index has only as an sdist (torch-tensorrt's tensorrt, whose build fetches the TensorRT
+    # libraries); and plainmiss 1.0, whose library needs libplainmiss.so.1 and which requires nothing
+    from support.cbuild import build_shared
+
+    out = tmp_path / "files"
+    prov = build_shared(
+        out / "prov", "libsrcprov.so.1", "int prov(void) { return 1; }\n", soname="libsrcprov.so.1"
+    )
+    miss = build_shared(
+        out / "miss", "libplainmiss.so.1", "int pm(void) { return 1; }\n", soname="libplainmiss.so.1"
+    )
+    use = build_shared(out / "use", "libsrcuse.so", "int prov(void);\nint use(void) { return prov(); }\n",
+                       soname="libsrcuse.so", link=(prov,))  # fmt: skip
+    plain = build_shared(out / "plain", "libplain.so", "int pm(void);\nint pl(void) { return pm(); }\n",
+                         soname="libplain.so", link=(miss,))  # fmt: skip
+    files = {"srcuse/__init__.py": b"from . import _ext\n", "srcuse/_ext.abi3.so": use}
+    server.add_wheel(build_wheel(out, "srcuse", "1.0", files, tag=f"py3-none-{PLATFORM}",
+                                 requires_dist=["srcprov==1.0"]))  # fmt: skip
+    server.add_wheel(_sdist(out, "srcprov", "1.0"), project="srcprov", metadata=False)
+    server.add_wheel(build_wheel(out, "plainmiss", "1.0", {"plainmiss/__init__.py": b"from . import _ext\n",
+                                 "plainmiss/_ext.abi3.so": plain}, tag=f"py3-none-{PLATFORM}"))  # fmt: skip
+    # WHEN each is checked as a user types it
+    rc, doc = check(server, tmp_path, capsys, "srcuse==1.0")
+    rc_plain, plain_doc = check(server, tmp_path, capsys, "plainmiss==1.0")
+    # THEN the library the build may install is not known missing: unknown, naming the build
+    unit = next(u for u in doc["units"] if u["path"] == "srcuse/_ext.abi3.so")
+    sonames = [v for v in unit["verdicts"] if v["check"] == "sonames"]
+    assert [v["status"] for v in sonames] == ["unknown"], unit["verdicts"]
+    assert "libsrcprov.so.1" in sonames[0]["explanation"] and "srcprov" in sonames[0]["explanation"]
+    assert (rc, doc["status"]) == (3, "unknown")
+    # AND with no build in the closure a missing library stays a failure
+    assert plain_doc["checks"]["sonames"] == "fail" and rc_plain & 4, plain_doc["checks"]

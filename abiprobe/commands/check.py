@@ -36,6 +36,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packaging.utils import NormalizedName, canonicalize_name
+
 from abiprobe.analyze.analysis import SetAnalysis, UnitAnalysis, analyze_set
 from abiprobe.analyze.profiles import BUILTIN_PROFILES, Profile, builtin_profile, load_profile, profile_for
 from abiprobe.analyze.torch_abi import TorchRelease
@@ -279,6 +281,7 @@ def run(args: argparse.Namespace) -> int:
             analysis = with_closure_error(analysis, items.closure_error, bool(items.index_trouble))
         if items.from_source:
             analysis = with_source_builds(analysis, items.from_source)
+            analysis = built_unsettled(analysis, items.from_source_names, wheels, target)
     if args.json:
         doc = analysis.to_json()
         doc["features"] = [feature_json(u) for u in analysis.features]
@@ -354,6 +357,88 @@ def with_source_builds(analysis: SetAnalysis, lines: Sequence[str]) -> SetAnalys
         f"where the index has one; what it builds is not judged{more}"
     )
     return _with_set_verdict(analysis, Verdict("requires", "warn", text, "set", {"from_source": list(lines)}))
+
+
+def built_unsettled(
+    analysis: SetAnalysis, built: Sequence[str], wheels: Sequence[WheelFacts], target: Target
+) -> SetAnalysis:
+    """A unit whose distribution requires a project pip builds from source (directly or through the
+    set's others: torch-tensorrt's ``tensorrt``, whose build fetches the TensorRT libraries): a library
+    the loader does not find may be one that build installs, so a missing library, and the symbols it
+    would have given, is not known (``unknown``, naming the build). A symbol missing from a load scope
+    the set completes stays a failure: nothing built later joins that scope."""
+    from dataclasses import replace
+
+    from abiprobe.model.verdict import Verdict as _Verdict
+
+    needs = _requiring(wheels, {canonicalize_name(b) for b in built}, target)
+    for name in _importing_absent(wheels):  # ``try: import tensorrt_libs`` where no wheel has it
+        needs.setdefault(name, set()).update(built)
+    units = []
+    for u in analysis.units:
+        owner = canonicalize_name(u.dist.split(" ")[0]) if u.dist else None
+        missing = any(v.check == "sonames" and v.status in ("fail", "system") for v in u.verdicts)
+        if owner not in needs or not missing:
+            units.append(u)
+            continue
+        names = ", ".join(sorted(needs[owner]))
+        verdicts = []
+        for v in u.verdicts:
+            if v.status in ("fail", "system") and v.check in ("sonames", "symbols"):
+                text = (
+                    f"{v.explanation} (unsettled: {names}, built from source and not judged, may provide it)"
+                )
+                v = _Verdict(v.check, "unknown", text, v.subject, {**v.evidence, "from_source": names})
+            verdicts.append(v)
+        units.append(replace(u, verdicts=tuple(verdicts)))
+    return replace(analysis, units=tuple(units))
+
+
+def _requiring(
+    wheels: Sequence[WheelFacts], built: set[NormalizedName], target: Target
+) -> dict[NormalizedName, set[str]]:
+    """Each distribution of the set that requires a project of ``built``, directly or through the set's
+    other distributions, with the projects it reaches."""
+    from abiprobe.model.requirements import applicable_requirements
+
+    requires = {
+        canonicalize_name(w.metadata.name): {
+            canonicalize_name(r.name) for r in applicable_requirements(w.metadata.requires_dist, target)
+        }
+        for w in wheels
+    }
+    reach: dict[NormalizedName, set[str]] = {}
+    for name in requires:
+        seen, todo, found = {name}, [name], set()
+        while todo:
+            for dep in requires.get(todo.pop(), ()):
+                if dep in built:
+                    found.add(str(dep))
+                elif dep not in seen:
+                    seen.add(dep)
+                    todo.append(dep)
+        if found:
+            reach[name] = found
+    return reach
+
+
+def _importing_absent(wheels: Sequence[WheelFacts]) -> list[NormalizedName]:
+    """The distributions whose Python imports a top-level module no wheel of the set installs and
+    Python does not have: one a build from source may install."""
+    from abiprobe.model.facts import all_events
+
+    have = {f.split("/")[0].split(".")[0] for w in wheels for f in w.files}
+    out = []
+    for w in wheels:
+        names = {
+            e.target.split(".")[0]
+            for m in w.python or ()
+            for e in all_events((*m.events, *(x for f in m.functions for x in f.events)))
+            if e.kind == "import" and not e.target.startswith(".")
+        }
+        if any(n and n != "*" and n not in have and n not in sys.stdlib_module_names for n in names):
+            out.append(canonicalize_name(w.metadata.name))
+    return out
 
 
 def with_closure_error(analysis: SetAnalysis, error: str, index_trouble: bool) -> SetAnalysis:

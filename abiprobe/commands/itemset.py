@@ -32,6 +32,7 @@ class ItemSet:
     closure_impossible: bool = False  # no install satisfies the items' requirements (else I/O trouble)
     index_trouble: tuple[str, ...] = field(default=())  # indexes that did not answer
     from_source: tuple[str, ...] = ()  # requirements no wheel meets: pip builds them (not judged)
+    from_source_names: tuple[str, ...] = ()  # their projects
 
     @property
     def facts(self) -> list[WheelFacts]:
@@ -136,4 +137,7 @@ def gather(
         roots, collector, target, options, preloaded=preloaded, full=source, memo=source.reads, wanted=wanted
     )
     trouble = tuple(dict.fromkeys(o.index for o in collector.outcomes if o.status == "failed"))
-    return ItemSet(items, closure.added, closure.error, closure.impossible, trouble, closure.from_source)
+    return ItemSet(
+        items, closure.added, closure.error, closure.impossible, trouble, closure.from_source,
+        closure.from_source_names,
+    )  # fmt: skip

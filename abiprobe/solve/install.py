@@ -69,6 +69,7 @@ class InstallClosure:
     # requirements no wheel for the target meets (sdist-only releases pip would build): the closure is
     # resolved without them, each with the line that says what is asked
     from_source: tuple[str, ...] = ()
+    from_source_names: tuple[str, ...] = ()  # their projects, canonical names
 
 
 def root_of(file: IndexFile, info: WheelInfo | None) -> StackCandidate:
@@ -120,7 +121,7 @@ def install_closure(
         facts = full.full(sc.info) if sc.info is not None else None
         reason = None if facts is not None else (reader.unread_reason(sc) or "no facts were read")
         added.append(AddedWheel(sc, pin.why, facts, reason))
-    return InstallClosure(tuple(added), from_source=tuple(skipped.values()))
+    return InstallClosure(tuple(added), from_source=tuple(skipped.values()), from_source_names=tuple(skipped))
 
 
 def _own_loads_read(reader: InstallReader, sc: StackCandidate, full: FullFacts) -> StackCandidate:
