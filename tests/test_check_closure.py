@@ -238,7 +238,8 @@ def test_a_library_a_build_from_source_may_install_is_not_known_missing(
 ) -> None:
     # GIVEN srcuse 1.0, whose library needs libsrcprov.so.1 and which requires srcprov==1.0, a release
     # the index has only as an sdist (torch-tensorrt's tensorrt, whose build fetches the TensorRT
-    # libraries); and plainmiss 1.0, whose library needs libplainmiss.so.1 and which requires nothing
+    # libraries); and plainmiss 1.0, whose library needs libplainmiss.so.1 and which requires
+    # puresrc==1.0, also only an sdist, of a project whose other releases are pure-Python wheels
     from support.cbuild import build_shared
 
     out = tmp_path / "files"
@@ -257,7 +258,10 @@ def test_a_library_a_build_from_source_may_install_is_not_known_missing(
                                  requires_dist=["srcprov==1.0"]))  # fmt: skip
     server.add_wheel(_sdist(out, "srcprov", "1.0"), project="srcprov", metadata=False)
     server.add_wheel(build_wheel(out, "plainmiss", "1.0", {"plainmiss/__init__.py": b"from . import _ext\n",
-                                 "plainmiss/_ext.abi3.so": plain}, tag=f"py3-none-{PLATFORM}"))  # fmt: skip
+                                 "plainmiss/_ext.abi3.so": plain}, tag=f"py3-none-{PLATFORM}",
+                                 requires_dist=["puresrc==1.0"]))  # fmt: skip
+    server.add_wheel(build_wheel(out, "puresrc", "2.0", {"puresrc/__init__.py": b""}, tag="py3-none-any"))
+    server.add_wheel(_sdist(out, "puresrc", "1.0"), project="puresrc", metadata=False)
     # WHEN each is checked as a user types it
     rc, doc = check(server, tmp_path, capsys, "srcuse==1.0")
     rc_plain, plain_doc = check(server, tmp_path, capsys, "plainmiss==1.0")
@@ -267,5 +271,23 @@ def test_a_library_a_build_from_source_may_install_is_not_known_missing(
     assert [v["status"] for v in sonames] == ["unknown"], unit["verdicts"]
     assert "libsrcprov.so.1" in sonames[0]["explanation"] and "srcprov" in sonames[0]["explanation"]
     assert (rc, doc["status"]) == (3, "unknown")
-    # AND with no build in the closure a missing library stays a failure
+    # AND where the build is of a pure-Python project a missing library stays a failure
     assert plain_doc["checks"]["sonames"] == "fail" and rc_plain & 4, plain_doc["checks"]
+
+
+def test_a_bare_name_beside_an_item_that_needs_an_sdist_is_still_picked(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN bareneed 1.0, which requires baresrc==1.0 (only an sdist), and barepick 1.0 and 2.0
+    out = tmp_path / "files"
+    out.mkdir()
+    server.add_wheel(build_wheel(out, "bareneed", "1.0", {"bareneed.py": b""}, tag="py3-none-any",
+                                 requires_dist=["baresrc==1.0"]))  # fmt: skip
+    server.add_wheel(_sdist(out, "baresrc", "1.0"), project="baresrc", metadata=False)
+    for version in ("1.0", "2.0"):
+        server.add_wheel(build_wheel(out, "barepick", version, {"barepick.py": b""}, tag="py3-none-any"))
+    # WHEN the user names barepick without a version beside bareneed==1.0
+    rc, doc = check(server, tmp_path, capsys, "bareneed==1.0", "barepick")
+    # THEN barepick's newest is picked (no usage error), and the sdist is said as for the item alone
+    assert rc != 2 and "barepick 2.0" in doc["wheels"], (rc, doc["wheels"])
+    assert any(v["evidence"].get("from_source") for v in doc["set_verdicts"]), doc["set_verdicts"]

@@ -281,6 +281,7 @@ def run(args: argparse.Namespace) -> int:
             analysis = with_closure_error(analysis, items.closure_error, bool(items.index_trouble))
         if items.from_source:
             analysis = with_source_builds(analysis, items.from_source)
+        if items.from_source_names:
             analysis = built_unsettled(analysis, items.from_source_names, wheels, target)
     if args.json:
         doc = analysis.to_json()
@@ -363,7 +364,8 @@ def built_unsettled(
     analysis: SetAnalysis, built: Sequence[str], wheels: Sequence[WheelFacts], target: Target
 ) -> SetAnalysis:
     """A unit whose distribution requires a project pip builds from source (directly or through the
-    set's others: torch-tensorrt's ``tensorrt``, whose build fetches the TensorRT libraries): a library
+    set's others: torch-tensorrt's ``tensorrt``, whose build fetches the TensorRT libraries; a project
+    whose every wheel is pure Python is not counted), or imports a module no wheel has: a library
     the loader does not find may be one that build installs, so a missing library, and the symbols it
     would have given, is not known (``unknown``, naming the build). A symbol missing from a load scope
     the set completes stays a failure: nothing built later joins that scope."""

@@ -32,7 +32,7 @@ class ItemSet:
     closure_impossible: bool = False  # no install satisfies the items' requirements (else I/O trouble)
     index_trouble: tuple[str, ...] = field(default=())  # indexes that did not answer
     from_source: tuple[str, ...] = ()  # requirements no wheel meets: pip builds them (not judged)
-    from_source_names: tuple[str, ...] = ()  # their projects
+    from_source_names: tuple[str, ...] = ()  # their projects that may build native code
 
     @property
     def facts(self) -> list[WheelFacts]:
@@ -89,15 +89,27 @@ def _picked(items: Sequence[Item], wanted: UserWants, collector: Collector, targ
     from packaging.utils import canonicalize_name
 
     from abiprobe.errors import AbiprobeError, FetchError, UsageError
-    from abiprobe.solve.closure import resolve_closure
+    from abiprobe.solve.closure import ClosureError, resolve_closure
 
     names = {canonicalize_name(r.name) for r in wanted.requirements}
-    follow = (lambda n: n in names) if no_deps else None
     roots = [root_of(i.file, i.info) for i in items]
+    skipped: set[str] = set()  # projects no wheel meets (pip builds them): the closure is cut there
+
+    def follow(n: str) -> bool:
+        return (n in names) if no_deps else (n not in skipped)
+
     try:
-        pins = resolve_closure(
-            roots, collector, target, options, follow=follow, roots_win=True, wanted=wanted
-        )
+        while True:
+            try:
+                pins = resolve_closure(
+                    roots, collector, target, options, follow=follow, roots_win=True, wanted=wanted
+                )
+                break
+            except ClosureError as exc:
+                more = {str(canonicalize_name(k)) for k in exc.unwheeled} - skipped - names
+                if not more or len(skipped) >= 8:
+                    raise
+                skipped |= more
     except AbiprobeError as exc:
         failed = sorted({o.index for o in collector.outcomes if o.status == "failed"})
         if failed:

@@ -69,7 +69,8 @@ class InstallClosure:
     # requirements no wheel for the target meets (sdist-only releases pip would build): the closure is
     # resolved without them, each with the line that says what is asked
     from_source: tuple[str, ...] = ()
-    from_source_names: tuple[str, ...] = ()  # their projects, canonical names
+    # of their projects, those that may build native code (not known to be pure Python), canonical names
+    from_source_names: tuple[str, ...] = ()
 
 
 def root_of(file: IndexFile, info: WheelInfo | None) -> StackCandidate:
@@ -121,7 +122,18 @@ def install_closure(
         facts = full.full(sc.info) if sc.info is not None else None
         reason = None if facts is not None else (reader.unread_reason(sc) or "no facts were read")
         added.append(AddedWheel(sc, pin.why, facts, reason))
-    return InstallClosure(tuple(added), from_source=tuple(skipped.values()), from_source_names=tuple(skipped))
+    # a project whose every wheel (of any release) is pure Python builds no library from its sdist either
+    native = tuple(n for n in skipped if not _pure_python(reader, n))
+    return InstallClosure(tuple(added), from_source=tuple(skipped.values()), from_source_names=native)
+
+
+def _pure_python(reader: InstallReader, name: str) -> bool:
+    """Whether the indexes list wheels of ``name`` and every one is pure Python (``none-any``)."""
+    try:
+        listed = reader.candidates(name)
+    except AbiprobeError:
+        return False
+    return bool(listed) and all(t.abi == "none" and t.platform == "any" for c in listed for t in c.tags)
 
 
 def _own_loads_read(reader: InstallReader, sc: StackCandidate, full: FullFacts) -> StackCandidate:
