@@ -291,3 +291,41 @@ def test_a_bare_name_beside_an_item_that_needs_an_sdist_is_still_picked(
     # THEN barepick's newest is picked (no usage error), and the sdist is said as for the item alone
     assert rc != 2 and "barepick 2.0" in doc["wheels"], (rc, doc["wheels"])
     assert any(v["evidence"].get("from_source") for v in doc["set_verdicts"]), doc["set_verdicts"]
+
+
+def test_a_symbol_its_scope_exports_under_another_signature_fails_whatever_a_build_installs(
+    server: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN srcabi 1.0, which requires srcprov2==1.0 (only an sdist), whose extension needs
+    # libsrcprov2.so.1 (no wheel has it) and ns::f(int) from its own libsrcbase.so, which now exports
+    # ns::f(unsigned int) (built against the old header, as an extension built for another torch is)
+    from support.cbuild import build_shared
+
+    out = tmp_path / "files"
+    prov = build_shared(
+        out / "p", "libsrcprov2.so.1", "int prov2(void) { return 1; }\n", soname="libsrcprov2.so.1"
+    )
+    old = build_shared(out / "old", "libsrcbase.so", "namespace ns { int f(int x) { return x; } }\n",
+                       soname="libsrcbase.so", cxx=True)  # fmt: skip
+    new = build_shared(out / "new", "libsrcbase.so", "namespace ns { int f(unsigned x) { return 1; } }\n",
+                       soname="libsrcbase.so", cxx=True)  # fmt: skip
+    ext = build_shared(out / "ext", "_ext.abi3.so",
+                       "namespace ns { int f(int); }\nextern \"C\" int prov2(void);\n"
+                       "extern \"C\" int use(void) { return ns::f(1) + prov2(); }\n",
+                       link=(old, prov), runpath=("$ORIGIN",), cxx=True)  # fmt: skip
+    files = {
+        "srcabi/__init__.py": b"from . import _ext\n",
+        "srcabi/_ext.abi3.so": ext,
+        "srcabi/libsrcbase.so": new,
+    }
+    server.add_wheel(build_wheel(out, "srcabi", "1.0", files, tag=f"py3-none-{PLATFORM}",
+                                 requires_dist=["srcprov2==1.0"]))  # fmt: skip
+    server.add_wheel(_sdist(out, "srcprov2", "1.0"), project="srcprov2", metadata=False)
+    # WHEN it is checked
+    rc, doc = check(server, tmp_path, capsys, "srcabi==1.0")
+    # THEN the library the build may install is unknown, but the changed signature is a failure: the
+    # import fails whatever the build installs
+    unit = next(u for u in doc["units"] if u["path"] == "srcabi/_ext.abi3.so")
+    got = {v["check"]: v["status"] for v in unit["verdicts"]}
+    assert (got["sonames"], got["symbols"]) == ("unknown", "fail"), unit["verdicts"]
+    assert doc["import_status"] == "fail" and rc & 8, (rc, doc["import_status"])

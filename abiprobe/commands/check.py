@@ -368,7 +368,9 @@ def built_unsettled(
     whose every wheel is pure Python is not counted), or imports a module no wheel has: a library
     the loader does not find may be one that build installs, so a missing library, and the symbols it
     would have given, is not known (``unknown``, naming the build). A symbol missing from a load scope
-    the set completes stays a failure: nothing built later joins that scope."""
+    the set completes stays a failure (nothing built later joins that scope), and so does one a library
+    of the scope exports under another signature (torch's, for an extension built against another
+    torch): whatever the build installs, that import fails."""
     from dataclasses import replace
 
     from abiprobe.model.verdict import Verdict as _Verdict
@@ -386,7 +388,9 @@ def built_unsettled(
         names = ", ".join(sorted(needs[owner]))
         verdicts = []
         for v in u.verdicts:
-            if v.status in ("fail", "system") and v.check in ("sonames", "symbols"):
+            if v.check == "symbols" and any(m.get("exported_by") for m in v.evidence.get("missing", ())):
+                pass  # a library of the scope exports it under another signature: no build changes that
+            elif v.status in ("fail", "system") and v.check in ("sonames", "symbols"):
                 text = (
                     f"{v.explanation} (unsettled: {names}, built from source and not judged, may provide it)"
                 )
