@@ -12,15 +12,13 @@ from pathlib import Path
 
 import pytest
 from support.cbuild import build_shared
-from support.held import BUILT_IN_UNREAD
+from support.held import judged_set
 from support.probe_wheels import TAG
 from support.venvs import import_in_venv
 from support.wheelbuild import build_wheel
 
-from abiprobe.analyze.analysis import SetAnalysis, analyze_set
+from abiprobe.analyze.analysis import SetAnalysis
 from abiprobe.analyze.profiles import builtin_profile
-from abiprobe.binary.wheel import wheel_facts_from_path
-from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
 
 TARGET = Target.parse(cuda="13.0", arch="sm120", python="cp312", platform="manylinux_2_28_x86_64")
@@ -89,8 +87,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _analyze(*paths: Path) -> SetAnalysis:
-    facts = [wheel_facts_from_path(p, unread_sources=BUILT_IN_UNREAD) for p in paths]
-    return analyze_set(facts, TARGET, PROFILE, stack=default_stack())
+    return judged_set(paths, TARGET, PROFILE)
 
 
 def _units(a: SetAnalysis, dist: str) -> dict[str, tuple[str, str]]:
