@@ -3,7 +3,7 @@ would install beside them for the target, each added wheel with the requirement 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -13,8 +13,8 @@ from abiprobe.model.candidate import IndexFile
 from abiprobe.model.facts import WheelFacts
 from abiprobe.model.stack import default_stack
 from abiprobe.model.target import Target
-from abiprobe.solve.closure import UserWants
-from abiprobe.solve.install import AddedWheel, install_closure, root_of
+from abiprobe.solve.closure import Pin, UserWants
+from abiprobe.solve.install import AddedWheel, around_sdists, install_closure, root_of
 from abiprobe.solve.unread import UnreadWheel
 
 if TYPE_CHECKING:
@@ -89,27 +89,21 @@ def _picked(items: Sequence[Item], wanted: UserWants, collector: Collector, targ
     from packaging.utils import canonicalize_name
 
     from abiprobe.errors import AbiprobeError, FetchError, UsageError
-    from abiprobe.solve.closure import ClosureError, resolve_closure
+    from abiprobe.solve.closure import resolve_closure
 
     names = {canonicalize_name(r.name) for r in wanted.requirements}
     roots = [root_of(i.file, i.info) for i in items]
-    skipped: set[str] = set()  # projects no wheel meets (pip builds them): the closure is cut there
 
-    def follow(n: str) -> bool:
-        return (n in names) if no_deps else (n not in skipped)
+    def resolve(skipped: Mapping[str, str]) -> list[Pin]:  # cut at projects pip builds from sdists
+        def follow(n: str) -> bool:
+            return (n in names) if no_deps else (n not in skipped)
+
+        return resolve_closure(
+            roots, collector, target, options, follow=follow, roots_win=True, wanted=wanted
+        )
 
     try:
-        while True:
-            try:
-                pins = resolve_closure(
-                    roots, collector, target, options, follow=follow, roots_win=True, wanted=wanted
-                )
-                break
-            except ClosureError as exc:
-                more = {str(canonicalize_name(k)) for k in exc.unwheeled} - skipped - names
-                if not more or len(skipped) >= 8:
-                    raise
-                skipped |= more
+        pins, _ = around_sdists(resolve, keep={str(n) for n in names})
     except AbiprobeError as exc:
         failed = sorted({o.index for o in collector.outcomes if o.status == "failed"})
         if failed:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -24,7 +24,7 @@ from abiprobe.model.candidate import IndexFile, candidates_from_files
 from abiprobe.model.facts import PyEvent, WheelFacts, WheelInfo, all_events
 from abiprobe.model.target import Target
 from abiprobe.solve.candidates import FilterOptions, StackCandidate
-from abiprobe.solve.closure import ClosureError, Listing, UserWants, resolve_closure
+from abiprobe.solve.closure import ClosureError, Listing, Pin, UserWants, resolve_closure
 from abiprobe.solve.ports import AnalysisStore, FullFacts
 from abiprobe.solve.reach import PartialReader, Reach
 
@@ -94,25 +94,21 @@ def install_closure(
     """Every wheel an install of ``roots`` for ``target`` adds (``wanted``: the user's extra
     requirements and constraints), with what the loader reaches of each read (``preloaded``: the stack's
     preloads, :class:`abiprobe.solve.reach.Reach`; ``full``: their full facts, loaded)."""
-    skipped: dict[str, str] = {}
-    while True:
-        try:
-            # the items as named, whatever the others pin: a pin that forbids one is judged as ``blocked``;
-            # a project no wheel can satisfy is left out (pip builds it from its sdist), and said so
-            pins = resolve_closure(
-                roots, reader, target, options, scope="install", memo=None if skipped else memo,
-                roots_win=True, wanted=wanted,
-                follow=(lambda n: n not in skipped) if skipped else None,
-            )  # fmt: skip
-            break
-        except ClosureError as exc:
-            more = {str(canonicalize_name(k)): v for k, v in exc.unwheeled.items()}
-            more = {k: v for k, v in more.items() if k not in skipped}
-            if not more or len(skipped) >= _MAX_FROM_SOURCE:
-                return InstallClosure(error=str(exc), impossible=True)
-            skipped.update(more)
-        except AbiprobeError as exc:
-            return InstallClosure(error=str(exc))
+
+    def resolve(skipped: Mapping[str, str]) -> list[Pin]:
+        # the items as named, whatever the others pin: a pin that forbids one is judged as ``blocked``
+        return resolve_closure(
+            roots, reader, target, options, scope="install", memo=None if skipped else memo,
+            roots_win=True, wanted=wanted,
+            follow=(lambda n: n not in skipped) if skipped else None,
+        )  # fmt: skip
+
+    try:
+        pins, skipped = around_sdists(resolve)
+    except ClosureError as exc:
+        return InstallClosure(error=str(exc), impossible=True)
+    except AbiprobeError as exc:
+        return InstallClosure(error=str(exc))
     needed = {n for r in roots if r.summary is not None for n in r.summary.needed}
     reach = Reach(reader, lambda: set(needed), preloaded)
     bare = [StackCandidate("dependency", p.candidate, 0) for p in pins]
@@ -125,6 +121,24 @@ def install_closure(
     # a project whose every wheel (of any release) is pure Python builds no library from its sdist either
     native = tuple(n for n in skipped if not _pure_python(reader, n))
     return InstallClosure(tuple(added), from_source=tuple(skipped.values()), from_source_names=native)
+
+
+def around_sdists(
+    resolve: Callable[[Mapping[str, str]], list[Pin]], keep: Collection[str] = ()
+) -> tuple[list[Pin], dict[str, str]]:
+    """``resolve(skipped)`` run again without each project no wheel for the target meets (pip builds it
+    from its sdist; its canonical name, with the line that asks for it), except those of ``keep``; the
+    :class:`ClosureError` when no more can be left out, or :data:`_MAX_FROM_SOURCE` are."""
+    skipped: dict[str, str] = {}
+    while True:
+        try:
+            return resolve(skipped), skipped
+        except ClosureError as exc:
+            more = {str(canonicalize_name(k)): v for k, v in exc.unwheeled.items()}
+            more = {k: v for k, v in more.items() if k not in skipped and k not in keep}
+            if not more or len(skipped) >= _MAX_FROM_SOURCE:
+                raise
+            skipped.update(more)
 
 
 def _pure_python(reader: InstallReader, name: str) -> bool:
