@@ -30,6 +30,7 @@ from packaging.version import InvalidVersion, Version
 
 from abiprobe.binary.pyflow import UNKNOWN_NAME
 from abiprobe.binary.pyinterp import BASE_PREFIX, COMPARE, Interpreter, Opaque, Raised, Unknown
+from abiprobe.binary.pyparse import parse_expr, parse_module
 from abiprobe.binary.pyreturns import EXISTS, OBJECT
 from abiprobe.binary.pyslice import TEST_NAME
 from abiprobe.model.facts import WheelFacts
@@ -302,10 +303,9 @@ def _parsed_version(text: Any) -> Version:
 
 def evaluate(text: str, values: RuntimeValues) -> Any:
     """The value of one kept expression; :class:`CannotEvaluate` when it reads anything not fixed."""
-    try:
-        node = ast.parse(text, mode="eval").body
-    except SyntaxError as exc:
-        raise CannotEvaluate(f"{text}: not an expression") from exc
+    node = parse_expr(text)
+    if node is None:
+        raise CannotEvaluate(f"{text}: not an expression")
     try:
         return _eval(node, values)
     except CannotEvaluate:
@@ -316,9 +316,8 @@ def evaluate(text: str, values: RuntimeValues) -> Any:
 
 def names_read(text: str) -> list[str]:
     """The dotted names an expression reads (for saying which values it was computed from)."""
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
+    tree = parse_expr(text)
+    if tree is None:
         return []
     out: list[str] = []
     for node in ast.walk(tree):
@@ -454,10 +453,7 @@ def _call(node: ast.Call, values: RuntimeValues) -> Any:
 
 @functools.lru_cache(maxsize=256)
 def _program(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    return parse_module(text)
 
 
 class PackageRaises(CannotEvaluate):

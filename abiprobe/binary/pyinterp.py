@@ -31,6 +31,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from abiprobe.binary.pyparse import parse_module
 from abiprobe.binary.wheel_members import in_prefix, site_relative
 
 MAX_STEPS = 20_000
@@ -454,9 +455,8 @@ class Interpreter:
     def _embedded(self, path: str, source: str) -> None:
         """Run a module of the package that a program embeds, in a namespace of its own (a statement
         it cannot compute leaves the names it binds :class:`Opaque`, as :meth:`step` does)."""
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError):
+        tree = parse_module(source)
+        if tree is None:
             return
         child = Interpreter(path, self.lookup, self.read, self.files, self.site)
         child.modules, child.steps = self.modules, self.steps

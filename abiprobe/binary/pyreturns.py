@@ -28,6 +28,7 @@ from typing import Any
 from abiprobe.binary.pyflow import RUNTIME_ROOTS, UNKNOWN_NAME, clone
 from abiprobe.binary.pyimports import module_name
 from abiprobe.binary.pyinterp import bound_names, changed_names
+from abiprobe.binary.pyparse import parse_expr, parse_module
 
 TOKEN = re.compile(r"\{=(.+?)=\}")
 EXISTS = "__abiprobe_exists__"  # the planner's test of whether the set installs a path (or glob)
@@ -40,14 +41,6 @@ _TREE_BYTES_KEPT = 16 << 20
 _BUDGET = 400  # calls followed (tried) in one module
 _NOT_FOLLOWED = (RecursionError, MemoryError, ValueError, TypeError, AttributeError, KeyError, IndexError)
 _Return = tuple[list[tuple[ast.expr, bool]], bool, dict[str, ast.expr], ast.expr | None]
-
-
-def parse_module(source: bytes) -> ast.Module | None:
-    """A module's syntax tree; None when it is not Python or is nested deeper than the parser goes."""
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 class Package:
@@ -450,14 +443,6 @@ def _instance(scanner: Any, call: ast.Call) -> ast.expr | None:
         package.depth -= 1
     keywords = [ast.keyword(k, v) for k, v in given.items()]
     return ast.Call(ast.Name(OBJECT, ast.Load()), [], keywords)
-
-
-def parse_expr(text: str) -> ast.expr | None:
-    """An expression's syntax tree, or None when the text is none (or nested past the parser)."""
-    try:
-        return ast.parse(text, mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 def _single(text: str) -> ast.expr | None:

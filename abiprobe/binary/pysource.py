@@ -33,6 +33,7 @@ from abiprobe.binary.pyflow import UNKNOWN_NAME, catches, runtime_text, version_
 from abiprobe.binary.pyimports import absolute as _absolute
 from abiprobe.binary.pyimports import module_name, scan_imports
 from abiprobe.binary.pyinterp import MODULE_HOOK, Interpreter, bound_names, changed_names
+from abiprobe.binary.pyparse import parse_module
 from abiprobe.binary.pyreturns import (
     Package,
     as_expr,
@@ -40,7 +41,6 @@ from abiprobe.binary.pyreturns import (
     file_finder_origin,
     imported_value,
     normal_path,
-    parse_module,
     replace_name,
     returned_expr,
     returned_path,
@@ -504,7 +504,10 @@ class _Scanner:
             bound = self.static.literals()
             if bound is None:
                 return ""
-            local, prefix = set(bound), [ast.parse(f"{k} = {v}").body[0] for k, v in bound.items()]
+            trees = [parse_module(f"{k} = {v}") for k, v in bound.items()]
+            if any(t is None for t in trees):
+                return ""
+            local, prefix = set(bound), [t.body[0] for t in trees if t is not None]
         program = path_program(path, self.seen_top, self.static.interp.env, local, prefix)
         return self._with_own_modules(program) if program else ""
 
@@ -517,9 +520,8 @@ class _Scanner:
         top = self.package.split(".")[0]
         if self.pkg is None or ("from ." not in program and f"from {top}." not in program):
             return program
-        try:
-            tree = ast.parse(program)
-        except (SyntaxError, ValueError, RecursionError):
+        tree = parse_module(program)
+        if tree is None:
             return program
         embeds: list[str] = []
         for stmt in _imports_in(tree.body):
