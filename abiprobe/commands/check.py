@@ -373,7 +373,7 @@ def built_unsettled(
     torch): whatever the build installs, that import fails."""
     from dataclasses import replace
 
-    from abiprobe.model.verdict import Verdict as _Verdict
+    from abiprobe.model.verdict import unsettled_by
 
     needs = _requiring(wheels, {canonicalize_name(b) for b in built}, target)
     for name in _importing_absent(wheels):  # ``try: import tensorrt_libs`` where no wheel has it
@@ -391,10 +391,7 @@ def built_unsettled(
             if v.check == "symbols" and any(m.get("exported_by") for m in v.evidence.get("missing", ())):
                 pass  # a library of the scope exports it under another signature: no build changes that
             elif v.status in ("fail", "system") and v.check in ("sonames", "symbols"):
-                text = (
-                    f"{v.explanation} (unsettled: {names}, built from source and not judged, may provide it)"
-                )
-                v = _Verdict(v.check, "unknown", text, v.subject, {**v.evidence, "from_source": names})
+                v = unsettled_by(v, f"{names}, built from source, not judged", {"from_source": names})
             verdicts.append(v)
         units.append(replace(u, verdicts=tuple(verdicts)))
     return replace(analysis, units=tuple(units))

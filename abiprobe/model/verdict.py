@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -111,7 +111,13 @@ def unsettled(verdicts: Iterable[Verdict], unread: Iterable[str]) -> list[Verdic
     out = []
     for v in verdicts:
         if v.status in ("fail", "system") and v.check in PROVIDED_CHECKS:
-            text = f"{v.explanation} (unsettled: {names} could not be read and may provide it)"
-            v = Verdict(v.check, "unknown", text, v.subject, {**v.evidence, "unread": names})
+            v = unsettled_by(v, f"{names} could not be read", {"unread": names})
         out.append(v)
     return out
+
+
+def unsettled_by(v: Verdict, what: str, evidence: Mapping[str, str]) -> Verdict:
+    """``v`` as ``unknown``: ``what`` (a wheel not read, a project built from source) may provide the
+    library or symbol it found missing."""
+    text = f"{v.explanation} (unsettled: {what}, and may provide it)"
+    return Verdict(v.check, "unknown", text, v.subject, {**v.evidence, **evidence})
