@@ -11,6 +11,8 @@ when they conflict with that torch), download the exact wheels (sha256-checked, 
 
 * **user**: ``abiprobe check torch==T PKG==V --cuda C --arch sm90 --python 3.12 --platform
   manylinux_2_28_x86_64 --json``, typed as a user types it (a scratch copy of the committed cache);
+  with ``--bare PYTHON``: ``abiprobe check torch==T PKG==V --cuda C --json`` run by PYTHON's abiprobe,
+  so the target is this host and that Python;
 * **files**: the same check on the downloaded wheel files (in process, as bench/live_predictions.py does),
   again with this host's libraries added when a missing soname is one this host has;
 * **real**: a venv with exactly those wheels, a stub libcuda.so.1, ``import torch``, ``import MODULE``
@@ -46,6 +48,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import live_predictions as lp  # noqa: E402
 
 CORPUS = ROOT / "bench" / "corpus26.toml"
+# --bare PYTHON: type the check as issue 26 does (``--cuda`` alone), run by PYTHON's abiprobe
+BARE: list[str] = []
 RUNNER = ROOT / "bench" / "real_load.py"
 ARCH = "sm90"
 PY312 = next(iter(sorted(Path.home().glob(".pyenv/versions/3.12*/bin/python3.12"))), Path("python3.12"))
@@ -113,9 +117,11 @@ def user_check(s: CorpusSet, work: Path, no_deps: bool) -> tuple[int, dict[str, 
     cache = work / "cache"
     if not cache.exists():
         shutil.copytree(ROOT / "wheel_index_cache", cache)
-    argv = [sys.executable, "-m", "abiprobe", "check", f"torch=={s.torch}", s.package, *s.also]
+    python = BARE[0] if BARE else sys.executable
+    argv = [python, "-m", "abiprobe", "check", f"torch=={s.torch}", s.package, *s.also]
     argv += ["--cuda", s.cuda]
-    argv += ["--arch", ARCH, "--python", lp.PYTHON, "--platform", "manylinux_2_28_x86_64"]
+    if not BARE:  # --bare: the target is this host, its Python the one that runs abiprobe
+        argv += ["--arch", ARCH, "--python", lp.PYTHON, "--platform", "manylinux_2_28_x86_64"]
     argv += ["--cache-dir", str(cache), "--json", "-qq"] + (["--no-deps"] if no_deps else [])
     return lp.run_json(argv)
 
@@ -462,7 +468,14 @@ def main(argv: list[str] | None = None) -> int:
         "--recheck", type=Path,
         help="an earlier --out file: judge its sets again as typed (the check only; its real loads kept)",
     )  # fmt: skip
+    ap.add_argument(
+        "--bare", metavar="PYTHON",
+        help="type the check with --cuda alone (no --arch, --python, --platform), run by the abiprobe "
+        "installed for PYTHON (CPython 3.12, as the real venvs): this host is the target",
+    )  # fmt: skip
     args = ap.parse_args(argv)
+    if args.bare:
+        BARE[:] = [args.bare]
     if args.recheck:
         return recheck(args.recheck, args.corpus, args.work.absolute(), args.only, args.out)
     if args.render:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 
 from abiprobe.analyze.layout import InstalledObject, Layout
-from abiprobe.analyze.loader import LoadResult, MissingSymbol
+from abiprobe.analyze.loader import LoadResult, MissingSymbol, NeededResolution
 from abiprobe.analyze.profiles import Profile
 from abiprobe.analyze.system_packages import system_packages
 from abiprobe.model.cxxnames import abi_tag_kind, cxx, split_signature
@@ -38,6 +38,9 @@ def soname_verdict(result: LoadResult, layout: Layout, profile: Profile) -> Verd
         )
         return Verdict("sonames", "unknown", f"{text}{via}", result.path, {"interpreter": interpreter.soname})
     if not missing:
+        beyond = [n for n in result.needed if n.how == "system" and profile.beyond_stand_in(n.soname)]
+        if beyond:
+            return _beyond_verdict(beyond, result.path, profile)
         return Verdict("sonames", "ok", "every needed library is found", result.path)
     first = missing[0]
     text = _missing_soname_text(first.soname, layout, profile)
@@ -51,6 +54,26 @@ def soname_verdict(result: LoadResult, layout: Layout, profile: Profile) -> Verd
         status = "system"  # every missing library is one a distribution package provides
         evidence["system"] = [p.to_json() for p in packages if p is not None]
     return Verdict("sonames", status, f"{text}{via}{_more(len(missing) - 1)}", result.path, evidence)
+
+
+def _beyond_verdict(beyond: Sequence[NeededResolution], path: str, profile: Profile) -> Verdict:
+    """Every library found, some of them only because this host, the target, has them although the
+    platform its tag names does not promise them: a warning that another host of that platform may lack
+    them."""
+    first = beyond[0]
+    lib = profile.library(first.soname)
+    where = f" ({lib.origin})" if lib is not None and lib.origin else ""
+    stand_in = profile.stand_in.name if profile.stand_in is not None else "the platform"
+    packages = system_packages(first.soname)
+    provided = f" ({packages.text()})" if packages is not None else ""
+    via = "" if first.requirer == path else f" (needed by {first.requirer})"
+    text = (
+        f"{first.soname} is found on this host{where}, the target, but is not a system library of "
+        f"{stand_in}: a host of that platform without it fails to load this{provided}{via}"
+        f"{_more(len({b.soname for b in beyond}) - 1)}"
+    )
+    evidence = {"beyond_platform": [{"soname": b.soname, "required_by": b.requirer} for b in beyond]}
+    return Verdict("sonames", "warn", text, path, evidence)
 
 
 def _in_wheels(soname: str) -> bool:

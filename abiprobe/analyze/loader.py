@@ -418,7 +418,9 @@ class LoaderSimulation:
                         prov, how = self.driver, "driver"
                     elif soname == NVML_SONAME and self.driver is not None:
                         prov, how = SystemLibrary(NVML_SONAME), "driver"
-                    elif not self.profile.this_host and interpreter_library(soname, self.target.python):
+                    elif not (
+                        self.profile.this_host and self.profile.knows_interpreter
+                    ) and interpreter_library(soname, self.target.python):
                         # there when the target's interpreter is a shared build: which it is is not known
                         # (its C API is the interpreter's, bound as every extension's is: nothing else)
                         prov, how = SystemLibrary(soname, exports={}), "interpreter"

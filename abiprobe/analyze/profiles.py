@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -54,6 +54,7 @@ class SystemLibrary:
     soname: str
     versions: frozenset[str] = frozenset()
     exports: Mapping[str, frozenset[str]] | None = field(default=None, hash=False, compare=False)
+    origin: str = field(default="", compare=False)  # the file it was read from (host libraries)
 
     @property
     def opaque(self) -> bool:
@@ -85,12 +86,27 @@ class Profile:
     # soname -> why the target does not provide it although a file of that name is there (host profiles)
     notes: tuple[tuple[str, str], ...] = ()
     this_host: bool = False  # read from the machine abiprobe runs on (not a target's stand-in)
+    # this host's: whether the Python that runs the set is known (its own libraries are among ``libraries``)
+    knows_interpreter: bool = True
+    # this host's, as the target of a check naming no platform: the built-in profile its platform tag
+    # stands for, to say which libraries the host has beyond what that platform promises
+    stand_in: Profile | None = field(default=None, compare=False, repr=False)
+    # this host's: a library not among ``libraries`` looked up by its loader when asked for (a library
+    # the package's Python loads by name); what it finds is not part of the digest (never stored)
+    lookup: Callable[[str], SystemLibrary | None] | None = field(default=None, compare=False, repr=False)
 
     def library(self, soname: str) -> SystemLibrary | None:
         for lib in self.libraries:
             if lib.soname == soname:
                 return lib
+        if self.lookup is not None and soname and "/" not in soname:
+            return self.lookup(soname)
         return None
+
+    def beyond_stand_in(self, soname: str) -> bool:
+        """Whether this host has ``soname`` as a system library while the platform it stands for does not
+        promise it (a target of that platform without it fails where this host loads)."""
+        return self.stand_in is not None and self.stand_in.library(soname) is None
 
     def note(self, soname: str) -> str | None:
         return next((text for name, text in self.notes if name == soname), None)
@@ -126,6 +142,10 @@ class Profile:
             doc["notes"] = dict(self.notes)
         if self.this_host:
             doc["this_host"] = True
+        if not self.knows_interpreter:
+            doc["knows_interpreter"] = False
+        if self.stand_in is not None:
+            doc["stand_in"] = self.stand_in.name
         return doc
 
 

@@ -191,6 +191,48 @@ def on_this_host(args: argparse.Namespace) -> bool:
     return bool(args.installed) and not args.profile and not args.platform
 
 
+def targets_this_host(args: argparse.Namespace) -> bool:
+    """A check of wheels or requirements naming neither ``--platform`` nor ``--profile``: its target is
+    this machine, whose platform tag picked the wheels, so its own loader is the system they load on."""
+    return not args.installed and not args.profile and not args.platform
+
+
+def host_target_profile(wheels: Sequence[WheelFacts], target: Target, stand_in: Profile) -> Profile:
+    """This host's loader as the system of a set checked for it: the libraries it really has, read as
+    ld.so finds them (a library the platform tag does not promise, found here, is a warning, not a
+    failure), the Python of the target's version that would run the set, and the CUDA driver the target
+    names as the built-in profile of that platform assumes it."""
+    from abiprobe.host.ldconfig import profile_from_host
+
+    needed = dict.fromkeys(n for w in wheels for e in w.elf for n in e.needed)
+    return profile_from_host(
+        needed, driver=stand_in.driver, interpreter=target_interpreter(target), stand_in=stand_in
+    )
+
+
+def target_interpreter(target: Target) -> str | None:
+    """This host's CPython of the target's version: the one running abiprobe when it is that version,
+    else ``pythonX.Y`` on PATH; None when there is none (whether it is a shared build is then not known)."""
+    import shutil
+    import subprocess
+
+    if target.implementation != "cp":
+        return None
+    if sys.implementation.name == "cpython" and sys.version_info[:2] == target.python:
+        return sys.executable
+    found = shutil.which(f"python{target.python[0]}.{target.python[1]}")
+    if found is None:
+        return None
+    try:  # the interpreter itself, not a launcher script in front of it (pyenv's shims)
+        out = subprocess.run(
+            [found, "-c", "import sys; print(sys.executable)"], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    real = out.stdout.strip()
+    return real if out.returncode == 0 and real else None
+
+
 def host_profile(wheels: Sequence[WheelFacts], python: str | None = None) -> Profile:
     """This host's loader as the system: every soname the environment's objects need, looked up as ld.so
     would (LD_LIBRARY_PATH, cache, system search path); one the environment also ships is still looked up,
@@ -275,6 +317,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         from abiprobe.analyze.analysis import with_unread
 
+        if targets_this_host(args):
+            profile = host_target_profile(wheels, target, profile)
         analysis = analyze_set(wheels, target, profile, releases, stack=default_stack())
         analysis = scoped(with_unread(analysis, items.unread), wheels, args)
         if items.closure_error is not None and items.closure_impossible:
@@ -373,7 +417,7 @@ def built_unsettled(
     torch): whatever the build installs, that import fails."""
     from dataclasses import replace
 
-    from abiprobe.model.verdict import unsettled_by
+    from abiprobe.model.verdict import PROVIDED_CHECKS, unsettled_by
 
     needs = _requiring(wheels, {canonicalize_name(b) for b in built}, target)
     for name in _importing_absent(wheels):  # ``try: import tensorrt_libs`` where no wheel has it
@@ -390,7 +434,7 @@ def built_unsettled(
         for v in u.verdicts:
             if v.check == "symbols" and any(m.get("exported_by") for m in v.evidence.get("missing", ())):
                 pass  # a library of the scope exports it under another signature: no build changes that
-            elif v.status in ("fail", "system") and v.check in ("sonames", "symbols"):
+            elif v.status in ("fail", "system") and v.check in PROVIDED_CHECKS:
                 v = unsettled_by(v, f"{names}, built from source, not judged", {"from_source": names})
             verdicts.append(v)
         units.append(replace(u, verdicts=tuple(verdicts)))

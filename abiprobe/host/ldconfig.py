@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 from abiprobe.analyze.profiles import DRIVER_SONAME, Profile, SystemLibrary, library_from_elf_bytes
@@ -34,7 +36,7 @@ def ldconfig_paths(sonames: Iterable[str], loader: HostLoader | None = None) -> 
 def read_library(soname: str, path: Path) -> SystemLibrary:
     """A host library from its file: only its loader tables are read (a stream, not the whole file)."""
     with open(path, "rb") as f:
-        return library_from_elf_bytes(soname, f, str(path))
+        return replace(library_from_elf_bytes(soname, f, str(path)), origin=str(path))
 
 
 def interpreter_libraries(python: str | Path, loader: HostLoader | None = None) -> dict[str, Path]:
@@ -43,12 +45,13 @@ def interpreter_libraries(python: str | Path, loader: HostLoader | None = None) 
     each: they are in the process before any extension loads, matched by soname. Empty when the file is
     not an ELF program that can be read."""
     from abiprobe.binary.elf import read_elf
+    from abiprobe.errors import BinaryFormatError
 
     exe = Path(python).resolve()  # a venv's python is a link to the base interpreter
     try:
         with open(exe, "rb") as f:
             facts = read_elf(f, str(exe))
-    except (OSError, ValueError):
+    except (OSError, ValueError, BinaryFormatError):  # a launcher script (pyenv's shims), say
         return {}
     loader = loader or HostLoader()
     found: dict[str, Path] = {}
@@ -68,11 +71,14 @@ def profile_from_host(
     driver: bool | None = None,
     loader: HostLoader | None = None,
     interpreter: str | Path | None = None,
+    stand_in: Profile | None = None,
 ) -> Profile:
     """This machine as the system of an installed environment: glibc, libstdc++ and the C runtime, plus
     every one of ``sonames`` its loader finds, read from their real bytes; a soname that sits in an
-    ld.so.conf directory without being in the loader cache is noted as such. ``interpreter``: the Python
-    that runs the environment, whose own libraries (a shared build's libpython) count as found."""
+    ld.so.conf directory without being in the loader cache is noted as such; any other library is looked
+    up when asked for (one the package's Python loads by name). ``interpreter``: the Python that runs the
+    environment, whose own libraries (a shared build's libpython) count as found (None: not known).
+    ``stand_in``: the built-in profile of the platform this host stands for, when it is a check's target."""
     import platform
 
     loader = loader or HostLoader()
@@ -109,7 +115,28 @@ def profile_from_host(
         description=loader.describe(),
         notes=tuple(notes),
         this_host=True,
+        knows_interpreter=interpreter is not None,
+        stand_in=stand_in,
+        lookup=_looked_up(loader),
     )
+
+
+def _looked_up(loader: HostLoader) -> Callable[[str], SystemLibrary | None]:
+    """A library the host's loader finds by soname, read once; None when it finds none or cannot read it."""
+
+    @lru_cache(maxsize=256)
+    def lookup(soname: str) -> SystemLibrary | None:
+        if soname == DRIVER_SONAME:
+            return None  # the driver is the profile's ``driver``
+        hit = loader.find(soname)
+        if hit is None:
+            return None
+        try:
+            return read_library(soname, hit[0])
+        except (OSError, ValueError):
+            return None
+
+    return lookup
 
 
 def _glibc_of(libc: SystemLibrary | None) -> tuple[int, int] | None:
