@@ -66,7 +66,7 @@ DEFINED = "defined"
 _LOAD_MARKERS = (b"load_library", b"CDLL", b"LoadLibrary", b"PyDLL", b"spec_from_file_location")
 # the version of these reading rules, stored with the facts (WheelFacts.python_rules): bump it when what
 # is read from a wheel's Python changes, so that facts read under older rules are read again
-READ_RULES = 21
+READ_RULES = 22
 _MAX_EMBEDDED = 24_000  # characters of a load's search program with the package's modules it embeds
 
 
@@ -207,6 +207,7 @@ class _Scanner:
         self.returned_by: dict[str, int] = {}
         self.handlers: list[str] = []  # the names enclosing ``except ... as name`` clauses bind
         self.cls: str | None = None  # the class whose method is being read
+        self.static_methods: set[str] = set()  # ``Class.method`` of the module's static methods
         # names assigned where it is not known whether (or how often) the assignment runs: an opaque
         # ``if``, a loop, an ``except`` clause; a run-time test over them is not evaluated from one of them
         self.unsure: set[str] = set()
@@ -305,6 +306,12 @@ class _Scanner:
         if isinstance(stmt, ast.ClassDef) and not self.in_function:
             self.aliases[stmt.name] = f"{self.module}.{stmt.name}"
             methods = [s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            # ``@staticmethod``: ``self.method(a, b)`` binds a and b to its first two parameters
+            self.static_methods |= {
+                f"{stmt.name}.{m.name}"
+                for m in methods
+                if any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in m.decorator_list)
+            }
             for m in methods:  # ``Class.method``: run when called (``self.method(...)``, ``Class()``)
                 self.cls = stmt.name
                 self.function(f"{stmt.name}.{m.name}", m)
@@ -772,7 +779,8 @@ class _Scanner:
                 target = self.module_of(node.args[0], node.args[1:], params)
                 out.append(PyEvent("import", target, callee, line=node.lineno))
             elif self.cls is not None and re.fullmatch(r"self\.\w+", callee):  # a method of its own class
-                args = ("", *(self.argument(a, params) for a in node.args))
+                bound = () if f"{self.cls}.{callee[5:]}" in self.static_methods else ("",)  # self
+                args = (*bound, *(self.argument(a, params) for a in node.args))
                 out.append(
                     PyEvent("call", f"{self.module}.{self.cls}.{callee[5:]}", args=args, line=node.lineno)
                 )
