@@ -58,6 +58,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, P
     bare = (
         f"{opens}_own = ctypes.CDLL(os.path.join(_here, 'libhostown.so'))\n_lib = ctypes.CDLL({BY_NAME!r})\n"
     )
+    bare += "\n\ndef _clipboard():  # run only on Windows\n    return ctypes.CDLL('msvcrt')\n"
     bare_wheel = build_wheel(
         root / "w",
         "hostbare",
@@ -189,3 +190,14 @@ def test_library_loaded_by_name_outside_a_handler_follows_this_host(
             unit["loader_message"]["text"]
             == f"OSError: {BY_NAME}: cannot open shared object file: No such file or directory"
         )
+
+
+def test_a_windows_library_loaded_by_name_is_no_feature(
+    built: tuple[Path, Path, Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the same package, whose function for Windows loads msvcrt by name (no shared object's name)
+    libdir, _, _, wheel = built
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(libdir))
+    code, data = _check(wheel, capsys)
+    # THEN it is no feature that will not load here: this system never runs that code
+    assert (code, data["features"]) == (0, [])

@@ -632,8 +632,9 @@ class _Planner:
             return
         if "/" not in pattern and pattern and "{" not in pattern and "*" not in pattern:
             # a bare name in a try, or anywhere when the system is this host's (its loader says whether
-            # the name is found): the system's search
-            if self._caught("OSError") is not None or self.host:
+            # the name is found) and it names a shared object (``msvcrt``, ``kernel32``: another
+            # system's libraries, loaded where this one never runs the code): the system's search
+            if self._caught("OSError") is not None or (self.host and ".so" in pattern):
                 self.add(f"soname:{pattern}", "soname", timing, where, api, note)
             return
         if "/" not in pattern or "{" in pattern or not _literal_head(pattern.split("/")[0]):
