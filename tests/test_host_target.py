@@ -25,10 +25,9 @@ BY_NAME = "libhostbyname.so.2"  # loaded by the package's Python, ctypes.CDLL by
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, Path]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """(directory of the two host libraries, wheel of a library needing one, wheel whose __init__ loads
-    the other by name after a library of its own, inside a handler, and the same outside one); no wheel
-    ships either host library."""
+    the other by name after a library of its own); no wheel ships either host library."""
     root = tmp_path_factory.mktemp("hosttarget")
     libdir = root / "syslib"
     linked = build_shared(libdir, LINKED, "int hosttarget_go(void) { return 4; }", soname=LINKED)
@@ -55,18 +54,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, P
         {"hostbyname/__init__.py": init.encode(), "hostbyname/libhostown.so": plain},
         tag=TAG,
     )
-    bare = (
-        f"{opens}_own = ctypes.CDLL(os.path.join(_here, 'libhostown.so'))\n_lib = ctypes.CDLL({BY_NAME!r})\n"
-    )
-    bare += "\n\ndef _clipboard():  # run only on Windows\n    return ctypes.CDLL('msvcrt')\n"
-    bare_wheel = build_wheel(
-        root / "w",
-        "hostbare",
-        "1.0",
-        {"hostbare/__init__.py": bare.encode(), "hostbare/libhostown.so": plain},
-        tag=TAG,
-    )
-    return libdir, ext_wheel, name_wheel, bare_wheel
+    return libdir, ext_wheel, name_wheel
 
 
 def _check(wheel: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict[str, Any]]:
@@ -85,13 +73,13 @@ def _sonames(data: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def test_library_this_host_has_beyond_its_platform_loads_with_a_warning(
-    built: tuple[Path, Path, Path, Path],
+    built: tuple[Path, Path, Path],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # GIVEN a package's library needing a library this host's loader finds (LD_LIBRARY_PATH reaches it)
-    libdir, wheel, _, _ = built
+    libdir, wheel, _ = built
     monkeypatch.setenv("LD_LIBRARY_PATH", str(libdir))
     # WHEN it is checked with no --platform: the target is this host
     code, data = _check(wheel, capsys)
@@ -104,13 +92,13 @@ def test_library_this_host_has_beyond_its_platform_loads_with_a_warning(
 
 
 def test_the_same_library_fails_for_a_named_platform(
-    built: tuple[Path, Path, Path, Path],
+    built: tuple[Path, Path, Path],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # GIVEN the same host, but the check names a platform: the target is any host of it
-    libdir, wheel, _, _ = built
+    libdir, wheel, _ = built
     monkeypatch.setenv("LD_LIBRARY_PATH", str(libdir))
     code, data = _check(wheel, capsys, "--platform", "manylinux_2_28_x86_64")
     # THEN the library is not one that platform has: the import fails, as it does on a host without it
@@ -122,13 +110,13 @@ def test_the_same_library_fails_for_a_named_platform(
 
 
 def test_library_this_host_lacks_fails_naming_its_loader(
-    built: tuple[Path, Path, Path, Path],
+    built: tuple[Path, Path, Path],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # GIVEN no path on this host that reaches the library
-    _, wheel, _, _ = built
+    _, wheel, _ = built
     monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
     code, data = _check(wheel, capsys)
     rc, line = import_in_venv(tmp_path / "venv", [wheel], "hostlinked")
@@ -142,14 +130,14 @@ def test_library_this_host_lacks_fails_naming_its_loader(
 @pytest.mark.parametrize("reachable", [True, False])
 def test_library_loaded_by_name_follows_this_host(
     reachable: bool,
-    built: tuple[Path, Path, Path, Path],
+    built: tuple[Path, Path, Path],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # GIVEN a package whose __init__ loads a library by its soname, which no DT_NEEDED names, and raises
     # its own error when it does not load
-    libdir, _, wheel, _ = built
+    libdir, _, wheel = built
     if reachable:
         monkeypatch.setenv("LD_LIBRARY_PATH", str(libdir))
     else:
@@ -162,42 +150,3 @@ def test_library_loaded_by_name_follows_this_host(
     assert (code == 0) is reachable
     if not reachable:
         assert line == f"ImportError: hostbyname needs {BY_NAME}"
-
-
-@pytest.mark.parametrize("reachable", [True, False])
-def test_library_loaded_by_name_outside_a_handler_follows_this_host(
-    reachable: bool,
-    built: tuple[Path, Path, Path, Path],
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # GIVEN a package whose __init__ loads a library by its soname with nothing to catch the failure
-    libdir, _, _, wheel = built
-    if reachable:
-        monkeypatch.setenv("LD_LIBRARY_PATH", str(libdir))
-    else:
-        monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
-    code, data = _check(wheel, capsys)
-    rc, line = import_in_venv(tmp_path / "venv", [wheel], "hostbare")
-    # THEN this host's loader decides, as it does for the real import
-    assert (rc == 0) is reachable
-    assert (data["import_status"], code == 0) == ("ok" if reachable else "fail", reachable)
-    if not reachable:
-        assert f"{BY_NAME}: cannot open shared object file" in line
-        [unit] = [u for u in data["units"] if u["path"] == BY_NAME]
-        assert (
-            unit["loader_message"]["text"]
-            == f"OSError: {BY_NAME}: cannot open shared object file: No such file or directory"
-        )
-
-
-def test_a_windows_library_loaded_by_name_is_no_feature(
-    built: tuple[Path, Path, Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # GIVEN the same package, whose function for Windows loads msvcrt by name (no shared object's name)
-    libdir, _, _, wheel = built
-    monkeypatch.setenv("LD_LIBRARY_PATH", str(libdir))
-    code, data = _check(wheel, capsys)
-    # THEN it is no feature that will not load here: this system never runs that code
-    assert (code, data["features"]) == (0, [])

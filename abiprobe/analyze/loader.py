@@ -292,14 +292,7 @@ class LoaderSimulation:
         chosen = self.layout.wheels if wheels is None else wheels
         values = runtime_values(self.target, self.layout.wheels)
         return plan_units(
-            self.layout,
-            chosen,
-            self.rules,
-            values,
-            self.not_taken,
-            self._system_provides,
-            self.followed,
-            host=self.profile.this_host,
+            self.layout, chosen, self.rules, values, self.not_taken, self._system_provides, self.followed
         )
 
     def _system_provides(self, name: str) -> bool:

@@ -115,13 +115,10 @@ class _Planner:
         rules: Sequence[PackageLoading],
         values: RuntimeValues | None = None,
         system: Callable[[str], bool] | None = None,
-        host: bool = False,
     ) -> None:
         self.layout = layout
-        # whether a bare library name is one the target's system provides (None: not known); ``host``:
-        # that answer is this host's own loader's, so a bare name loaded outside a handler is judged too
+        # whether a bare library name is one the target's system provides (None: not known)
         self.system = system
-        self.host = host and system is not None
         self._unread = frozenset(installed_path(p) for w in layout.wheels for p in w.unread)
         self._names = frozenset(
             n for o in layout.objects.values() for n in (posixpath.basename(o.path), o.facts.soname) if n
@@ -631,10 +628,7 @@ class _Planner:
             self._unresolved(expr, timing, where, api)
             return
         if "/" not in pattern and pattern and "{" not in pattern and "*" not in pattern:
-            # a bare name in a try, or anywhere when the system is this host's (its loader says whether
-            # the name is found) and it names a shared object (``msvcrt``, ``kernel32``: another
-            # system's libraries, loaded where this one never runs the code): the system's search
-            if self._caught("OSError") is not None or (self.host and ".so" in pattern):
+            if self._caught("OSError") is not None:  # a bare name in a try: the system's search
                 self.add(f"soname:{pattern}", "soname", timing, where, api, note)
             return
         if "/" not in pattern or "{" in pattern or not _literal_head(pattern.split("/")[0]):
@@ -1019,16 +1013,14 @@ def plan_units(
     not_taken: set[str] | None = None,
     system: Callable[[str], bool] | None = None,
     followed: set[str] | None = None,
-    host: bool = False,
 ) -> list[PlannedUnit]:
     """The units of ``wheels`` (part of ``layout``) in the order importing their packages loads them,
     their code evaluated with ``values`` (those the set and the target fix; None: none known).
     ``not_taken`` gets the objects their code loads only in branches these values do not take;
     ``system``: whether the target's system provides a library by that name (None: not known);
-    ``followed`` gets the file names of the wheels whose code loads a library only in such branches;
-    ``host``: ``system`` is this host's loader (a bare name loaded outside a handler is a unit too)."""
+    ``followed`` gets the file names of the wheels whose code loads a library only in such branches."""
     by_package = {r.package: r for r in rules}
-    planner = _Planner(layout, wheels, rules, values, system, host)
+    planner = _Planner(layout, wheels, rules, values, system)
     tops: list[str] = []
     for w in sorted(wheels, key=lambda w: _rank(w, rules)):
         tops += [t for t in _imported_tops(w, by_package) if t not in tops]
