@@ -124,3 +124,35 @@ def test_library_in_ld_so_conf_but_not_in_the_cache_is_not_found_and_says_why(tm
     # THEN it is not a library of the host, and the profile says ldconfig would make it one
     note = profile.note("libstaledep.so.2") or ""
     assert profile.library("libstaledep.so.2") is None and "until ldconfig is run" in note
+
+
+def test_version_node_named_like_the_soname_is_one_the_library_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a host library whose symbols are versioned under a node named like its soname (as the CUDA
+    # toolkit's libcudart.so.13 is), and an installed extension bound to that node
+    libdir = tmp_path / "syslib"
+    lib = build_shared(
+        libdir, "libverdep.so.2", "int hostdep_go(void) { return 2; }", soname="libverdep.so.2",
+        version_script="libverdep.so.2 { global: hostdep_go; local: *; };",
+    )  # fmt: skip
+    src = "int hostdep_go(void);\nint call(void) { return hostdep_go(); }\n"
+    src += "void *PyInit__ext(void) { return 0; }\n"
+    ext = build_shared(tmp_path / "b", f"_ext{SUFFIX}", src, link=[lib])
+    files: dict[str, bytes | Path] = {
+        "verdep/__init__.py": b"from . import _ext\n",
+        f"verdep/_ext{SUFFIX}": ext,
+    }
+    wheel = build_wheel(tmp_path / "w", "verdep", "1.0", files, tag=f"{TAG}-{TAG}-manylinux_2_28_x86_64")
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(libdir))
+    # WHEN it is checked for this host
+    capsys.readouterr()
+    code = main(["check", str(wheel), "--no-deps", "--json", "-qq"])
+    data = json.loads(capsys.readouterr().out)
+    # THEN the node is found, as the real loader finds it (ctypes opens the extension)
+    real = subprocess.run(
+        [sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(ext)!r})"], capture_output=True
+    )
+    assert real.returncode == 0, real.stderr
+    versions = [v for u in data["units"] for v in u["verdicts"] if v["check"] == "symbol_versions"]
+    assert code == 0 and [v["status"] for v in versions] == ["ok"]

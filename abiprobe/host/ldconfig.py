@@ -36,7 +36,11 @@ def ldconfig_paths(sonames: Iterable[str], loader: HostLoader | None = None) -> 
 def read_library(soname: str, path: Path) -> SystemLibrary:
     """A host library from its file: only its loader tables are read (a stream, not the whole file)."""
     with open(path, "rb") as f:
-        return replace(library_from_elf_bytes(soname, f, str(path)), origin=str(path))
+        lib = library_from_elf_bytes(soname, f, str(path))
+    # a version node named like the soname (libcudart.so.13 defines one beside its base entry) goes with
+    # the base entry's name; every version its exports are defined under is a node it has
+    defined = {v for versions in (lib.exports or {}).values() for v in versions if v}
+    return replace(lib, versions=lib.versions | defined, origin=str(path))
 
 
 def interpreter_libraries(python: str | Path, loader: HostLoader | None = None) -> dict[str, Path]:
