@@ -204,10 +204,14 @@ def host_target_profile(wheels: Sequence[WheelFacts], target: Target, stand_in: 
     names as the built-in profile of that platform assumes it."""
     from abiprobe.host.ldconfig import profile_from_host
 
-    needed = dict.fromkeys(n for w in wheels for e in w.elf for n in e.needed)
     return profile_from_host(
-        needed, driver=stand_in.driver, interpreter=target_interpreter(target), stand_in=stand_in
+        _needed(wheels), driver=stand_in.driver, interpreter=target_interpreter(target), stand_in=stand_in
     )
+
+
+def _needed(wheels: Sequence[WheelFacts]) -> dict[str, None]:
+    """Every soname the set's objects name in DT_NEEDED, in order, once."""
+    return dict.fromkeys(n for w in wheels for e in w.elf for n in e.needed)
 
 
 def target_interpreter(target: Target) -> str | None:
@@ -239,8 +243,7 @@ def host_profile(wheels: Sequence[WheelFacts], python: str | None = None) -> Pro
     since its copy may be out of the needing object's search paths (a CUDA library of the host's toolkit)."""
     from abiprobe.host.ldconfig import profile_from_host
 
-    needed = dict.fromkeys(n for w in wheels for e in w.elf for n in e.needed)
-    return profile_from_host(needed, interpreter=python or sys.executable)
+    return profile_from_host(_needed(wheels), interpreter=python or sys.executable)
 
 
 def installed_wheels(args: argparse.Namespace) -> list[WheelFacts]:
