@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from support.cbuild import build_shared
+from support.checkdoc import verdicts_of
 from support.tools import system_tool
 from support.wheelbuild import build_wheel
 
@@ -60,15 +61,6 @@ def _check(python: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tup
     return code, json.loads(capsys.readouterr().out)
 
 
-def _sonames(data: dict[str, Any]) -> list[tuple[str, str]]:
-    return [
-        (v["status"], v["explanation"])
-        for u in data["units"]
-        for v in u["verdicts"]
-        if v["check"] == "sonames"
-    ]
-
-
 def test_library_on_ld_library_path_is_found_for_the_installed_environment(
     env: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -78,7 +70,11 @@ def test_library_on_ld_library_path_is_found_for_the_installed_environment(
     # WHEN the environment is checked for this host (no --profile)
     code, data = _check(python, capsys)
     # THEN the host's loader finds it: the profile is the host, and the extension loads
-    assert (code, data["profile"], _sonames(data)) == (0, "host", [("ok", "every needed library is found")])
+    assert (code, data["profile"], verdicts_of(data, "sonames")) == (
+        0,
+        "host",
+        [("ok", "every needed library is found")],
+    )
 
 
 def test_library_the_host_does_not_have_is_missing(
@@ -87,7 +83,7 @@ def test_library_the_host_does_not_have_is_missing(
     # GIVEN the same environment and no path that reaches the library
     monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
     code, data = _check(env[0], capsys)
-    assert code & 4 and _sonames(data)[0][0] == "fail"
+    assert code & 4 and verdicts_of(data, "sonames")[0][0] == "fail"
 
 
 def test_library_found_by_file_name_in_the_system_search_path(tmp_path: Path) -> None:
@@ -154,5 +150,4 @@ def test_version_node_named_like_the_soname_is_one_the_library_has(
         [sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(ext)!r})"], capture_output=True
     )
     assert real.returncode == 0, real.stderr
-    versions = [v for u in data["units"] for v in u["verdicts"] if v["check"] == "symbol_versions"]
-    assert code == 0 and [v["status"] for v in versions] == ["ok"]
+    assert code == 0 and [s for s, _ in verdicts_of(data, "symbol_versions")] == ["ok"]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from support.cbuild import build_shared
+from support.checkdoc import verdicts_of
 from support.venvs import import_in_venv
 from support.wheelbuild import build_wheel
 
@@ -63,15 +64,6 @@ def _check(wheel: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tupl
     return code, json.loads(capsys.readouterr().out)
 
 
-def _sonames(data: dict[str, Any]) -> list[tuple[str, str]]:
-    return [
-        (v["status"], v["explanation"])
-        for u in data["units"]
-        for v in u["verdicts"]
-        if v["check"] == "sonames"
-    ]
-
-
 def test_library_this_host_has_beyond_its_platform_loads_with_a_warning(
     built: tuple[Path, Path, Path],
     tmp_path: Path,
@@ -85,7 +77,7 @@ def test_library_this_host_has_beyond_its_platform_loads_with_a_warning(
     code, data = _check(wheel, capsys)
     # THEN it loads, as the real import here does, and says a host of the platform may lack the library
     assert import_in_venv(tmp_path / "venv", [wheel], "hostlinked") == (0, "")
-    [(status, text)] = _sonames(data)
+    [(status, text)] = verdicts_of(data, "sonames")
     assert (code, data["profile"], status) == (0, "host", "warn")
     assert f"{LINKED} is found on this host ({libdir / LINKED})" in text
     assert "not a system library of manylinux_2_" in text
@@ -106,7 +98,7 @@ def test_the_same_library_fails_for_a_named_platform(
     rc, line = import_in_venv(tmp_path / "venv", [wheel], "hostlinked")
     assert rc != 0 and f"{LINKED}: cannot open shared object file" in line
     assert code & 4 and data["profile"] == "manylinux_2_28_x86_64"
-    assert [s for s, _ in _sonames(data)] == ["fail"]
+    assert [s for s, _ in verdicts_of(data, "sonames")] == ["fail"]
 
 
 def test_library_this_host_lacks_fails_naming_its_loader(
@@ -122,7 +114,7 @@ def test_library_this_host_lacks_fails_naming_its_loader(
     rc, line = import_in_venv(tmp_path / "venv", [wheel], "hostlinked")
     # THEN the check fails as the import does, with the loader's own words
     assert rc != 0 and f"{LINKED}: cannot open shared object file" in line
-    [(status, text)] = _sonames(data)
+    [(status, text)] = verdicts_of(data, "sonames")
     assert code & 4 and status == "fail" and f"{LINKED} not found by this host's loader" in text
     assert data["import_status"] == "fail"
 
