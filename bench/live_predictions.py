@@ -214,12 +214,11 @@ def host_profile(sonames: list[str], path: Path) -> list[str]:
 
     The probe runs on this host, so its loader finds them; the static check against this profile is
     what the probe can confirm or refute. Returns the sonames added."""
-    from abiprobe.analyze.profiles import library_from_elf_bytes
-    from abiprobe.host.ldconfig import ldconfig_paths
+    from abiprobe.host.ldconfig import ldconfig_paths, read_library
 
     add: dict[str, Any] = {}
     for soname, lib_path in ldconfig_paths(sonames).items():
-        lib = library_from_elf_bytes(soname, lib_path.read_bytes(), str(lib_path))
+        lib = read_library(soname, lib_path)
         entry: dict[str, Any] = {"versions": sorted(lib.versions)}
         if lib.exports is not None:
             entry["exports"] = {k: sorted(v) for k, v in sorted(lib.exports.items())}
